@@ -1,0 +1,592 @@
+/* jitk - command-line front end: list, explain, source, precompile,
+ * cache, bench. Exit status: 0 ok, 1 failure, 2 usage. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "compile.h"
+
+static const char *prog = "jitk";
+
+static const char usage_main[] =
+	"usage: jitk [--version] [--help] COMMAND [ARGS]\n"
+	"\n"
+	"  list                      every symbol, its family, parameters and gates\n"
+	"  explain NAME --arch ARCH  which variant runs on ARCH, or the fallback and why\n"
+	"  source NAME --arch ARCH   the translation unit (--options: NVRTC options)\n"
+	"  precompile [NAME...]      compile symbols x architectures into a cache\n"
+	"  cache stats|verify|clear|prune\n"
+	"                            inspect or maintain a cache directory\n"
+	"  bench                     kernel and JIT timings on this machine's GPU\n"
+	"\n"
+	"Common options: --specs DIR[:DIR] (default $JITK_SPECS, else the installed\n"
+	"specs), --cache DIR (default $JITK_CACHE_DIR, $XDG_CACHE_HOME/jitk,\n"
+	"~/.cache/jitk). 'jitk COMMAND --help' says more.\n";
+
+static const char usage_list[] =
+	"usage: jitk list [--specs DIR]\n"
+	"\n"
+	"Print every symbol instance: name, family, parameter values and the\n"
+	"architecture gates that apply to it.\n";
+
+static const char usage_explain[] =
+	"usage: jitk explain NAME --arch ARCH [--specs DIR]\n"
+	"\n"
+	"Say whether NAME runs on ARCH (sm_90, sm_100a, compute_90...) and with\n"
+	"which tuning, or which fallback runs instead and why. Needs no GPU.\n"
+	"Exit 0 when NAME or its fallback runs there, 1 when neither can.\n";
+
+static const char usage_source[] =
+	"usage: jitk source NAME --arch ARCH [--options] [--specs DIR]\n"
+	"\n"
+	"Print the exact translation unit jitk compiles for NAME on ARCH. With\n"
+	"--options, print instead the NVRTC options, one per line, then one line\n"
+	"'name-expression EXPR' per name expression: enough to reproduce the\n"
+	"compile with NVRTC alone.\n";
+
+static const char usage_precompile[] =
+	"usage: jitk precompile [NAME...] [--arch LIST] [--cache DIR] [--specs DIR]\n"
+	"                       [-j N]\n"
+	"\n"
+	"Compile the named symbols (default: all) for every architecture in LIST\n"
+	"(comma-separated; default sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the\n"
+	"cache, N at a time (default: the number of cores). Combinations a gate\n"
+	"forbids are skipped. Ends with one summary line; exit 1 if any failed.\n"
+	"Needs no GPU.\n";
+
+static const char usage_cache[] =
+	"usage: jitk cache stats|verify|clear|prune [--cache DIR] [--max-bytes N]\n"
+	"\n"
+	"  stats   entries, bytes, temporary and lock files\n"
+	"  verify  check every entry; name each bad one; exit 1 if any\n"
+	"  clear   remove every entry and temporary file\n"
+	"  prune   remove stray files, temporary files older than an hour, and the\n"
+	"          least recently used entries beyond --max-bytes N (default\n"
+	"          $JITK_CACHE_MAX_BYTES; no bound when neither is set)\n";
+
+static void die_usage(const char *text)
+{
+	fputs(text, stderr);
+	exit(2);
+}
+
+static void log_stderr(void *payload, jitk_log_level level, const char *msg)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+
+	(void)payload;
+	fprintf(stderr, "%s: %s: %s\n", prog, names[level], msg);
+}
+
+static int fail_last(void)
+{
+	const jitk_error *e = jitk_error_last();
+
+	fprintf(stderr, "%s: %s\n", prog, e->message);
+	if (e->detail && *e->detail) {
+		fputs(e->detail, stderr);
+		if (e->detail[strlen(e->detail) - 1] != '\n')
+			fputc('\n', stderr);
+	}
+	return 1;
+}
+
+/* --------------------------------------------------------------- options */
+
+typedef struct {
+	const char *specs;
+	const char *cache;
+	const char *arch;
+	const char *max_bytes;
+	int options;
+	int jobs;
+	int help;
+	const char *pos[256];
+	int npos;
+} cli_opts;
+
+/* Parse the options every command shares; unknown ones are usage errors. */
+static void parse_opts(cli_opts *o, int argc, char **argv, const char *usage,
+		       const char *allowed)
+{
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		char name[32];
+		const char *eq;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			o->help = 1;
+			continue;
+		}
+		if (a[0] != '-') {
+			if (o->npos == (int)JITK_ARRAY_SIZE(o->pos))
+				die_usage(usage);
+			o->pos[o->npos++] = a;
+			continue;
+		}
+		eq = strchr(a, '=');
+		snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - a : (long)strlen(a)), a);
+		if (!strstr(allowed, name) || name[0] != '-' || strlen(name) < 2) {
+			fprintf(stderr, "%s: unknown option '%s'\n", prog, a);
+			die_usage(usage);
+		}
+		if (!strcmp(name, "--options")) {
+			o->options = 1;
+			continue;
+		}
+		val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (!val) {
+			fprintf(stderr, "%s: option '%s' needs a value\n", prog, name);
+			die_usage(usage);
+		}
+		if (!strcmp(name, "--specs"))
+			o->specs = val;
+		else if (!strcmp(name, "--cache"))
+			o->cache = val;
+		else if (!strcmp(name, "--arch"))
+			o->arch = val;
+		else if (!strcmp(name, "--max-bytes"))
+			o->max_bytes = val;
+		else if (!strcmp(name, "-j") || !strcmp(name, "--jobs"))
+			o->jobs = atoi(val);
+		else
+			die_usage(usage);
+	}
+	if (o->help) {
+		fputs(usage, stdout);
+		exit(0);
+	}
+}
+
+static jitk_compiler *open_compiler(const cli_opts *o)
+{
+	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c = NULL;
+
+	co.specs = o->specs;
+	co.cache_dir = o->cache;
+	co.log = log_stderr;
+	if (jitk_compiler_new(&c, &co)) {
+		fail_last();
+		exit(1);
+	}
+	return c;
+}
+
+/* ------------------------------------------------------------------ list */
+
+static void gates_text(char *buf, size_t n, const spec_instance *in)
+{
+	const spec_family *f = in->sym->fam;
+	size_t i, used = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < f->ngates + in->sym->ngates && used < n; i++) {
+		const spec_gate *g = i < f->ngates ? &f->gates[i] : &in->sym->gates[i - f->ngates];
+		int k;
+
+		if (!spec_cond_holds(&g->when, in->vals))
+			continue;
+		if (g->arch.min && g->arch.max)
+			k = snprintf(buf + used, n - used, "%ssm_%d..sm_%d", used ? " " : "",
+				     g->arch.min, g->arch.max);
+		else if (g->arch.min)
+			k = snprintf(buf + used, n - used, "%ssm_%d+", used ? " " : "", g->arch.min);
+		else
+			k = snprintf(buf + used, n - used, "%s<=sm_%d", used ? " " : "", g->arch.max);
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+	if (!used)
+		snprintf(buf, n, "-");
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	cli_opts o;
+	jitk_compiler *c;
+	size_t i, w = 4;
+
+	parse_opts(&o, argc, argv, usage_list, "--specs");
+	if (o.npos)
+		die_usage(usage_list);
+	c = open_compiler(&o);
+	for (i = 0; i < c->specs->ninsts; i++)
+		if (strlen(c->specs->insts[i].name) > w)
+			w = strlen(c->specs->insts[i].name);
+	printf("%-*s  %-18s %-54s %s\n", (int)w, "NAME", "FAMILY", "PARAMETERS", "GATES");
+	for (i = 0; i < c->specs->ninsts; i++) {
+		const spec_instance *in = &c->specs->insts[i];
+		const spec_family *f = in->sym->fam;
+		char params[256], gates[256];
+		size_t p, used = 0;
+
+		params[0] = '\0';
+		for (p = 0; p < f->nparams && used < sizeof(params); p++) {
+			char tmp[32];
+			int k = snprintf(params + used, sizeof(params) - used, "%s%s=%s",
+					 p ? " " : "", f->params[p].name,
+					 spec_value_text(&f->params[p], in->vals[p], tmp));
+
+			if (k < 0)
+				break;
+			used += (size_t)k;
+		}
+		if (!f->nparams)
+			snprintf(params, sizeof(params), "-");
+		gates_text(gates, sizeof(gates), in);
+		printf("%-*s  %-18s %-54s %s\n", (int)w, in->name, f->name, params, gates);
+	}
+	jitk_compiler_free(c);
+	return 0;
+}
+
+/* ------------------------------------------------------- explain, source */
+
+static int cmd_explain(int argc, char **argv)
+{
+	cli_opts o;
+	jitk_compiler *c;
+	char *text = NULL;
+	int rc;
+
+	parse_opts(&o, argc, argv, usage_explain, "--specs --arch");
+	if (o.npos != 1 || !o.arch)
+		die_usage(usage_explain);
+	c = open_compiler(&o);
+	rc = jitk_explain(&text, c, o.pos[0], o.arch);
+	if (text)
+		fputs(text, stdout);
+	if (rc && rc != JITK_EARCH)
+		fail_last();
+	free(text);
+	jitk_compiler_free(c);
+	return rc ? 1 : 0;
+}
+
+static int cmd_source(int argc, char **argv)
+{
+	cli_opts o;
+	jitk_compiler *c;
+	jitk_tu tu;
+	jitk_variant v;
+	jitk_arch a;
+	uint8_t key[JITK_HASH_SIZE];
+	size_t inst, i;
+	int rc;
+
+	parse_opts(&o, argc, argv, usage_source, "--specs --arch --options");
+	if (o.npos != 1 || !o.arch)
+		die_usage(usage_source);
+	if (jitk__arch_parse(&a, o.arch)) {
+		fprintf(stderr, "%s: '%s' is not an architecture (sm_90, sm_100a, compute_90...)\n",
+			prog, o.arch);
+		return 2;
+	}
+	c = open_compiler(&o);
+	rc = spec_find(c->specs, o.pos[0], &inst);
+	if (!rc)
+		rc = jitk__prepare(&tu, key, &v, c, inst, a);
+	if (rc) {
+		fail_last();
+		jitk_compiler_free(c);
+		return 1;
+	}
+	if (o.options) {
+		for (i = 0; i < tu.noptions; i++)
+			printf("%s\n", tu.options[i]);
+		printf("name-expression %s\n", tu.name_expr);
+	} else {
+		fputs(tu.source, stdout);
+	}
+	jitk__tu_free(&tu);
+	jitk_compiler_free(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------ precompile */
+
+typedef struct {
+	jitk_compiler *c;
+	size_t (*items)[2]; /* instance, architecture index */
+	size_t nitems;
+	jitk_arch *archs;
+	atomic_size_t next;
+	atomic_size_t done, compiled, cached, failed, gated;
+	pthread_mutex_t out_mu;
+	int tty;
+} pre_ctx;
+
+static void *pre_worker(void *p)
+{
+	pre_ctx *x = p;
+
+	for (;;) {
+		size_t i = atomic_fetch_add(&x->next, 1), d;
+		jitk_build b;
+		char arch[JITK_ARCH_STRLEN];
+		const char *what;
+		int rc;
+
+		if (i >= x->nitems)
+			break;
+		rc = jitk__build(&b, x->c, x->items[i][0], x->archs[x->items[i][1]], 0);
+		jitk__arch_format(arch, x->archs[x->items[i][1]]);
+		if (!rc) {
+			what = b.origin == JITK_ORIGIN_COMPILED ? "compiled" : "cached";
+			atomic_fetch_add(b.origin == JITK_ORIGIN_COMPILED ? &x->compiled : &x->cached, 1);
+			jitk__build_free(&b);
+		} else if (rc == JITK_EARCH) {
+			what = "gated";
+			atomic_fetch_add(&x->gated, 1);
+		} else {
+			what = "FAILED";
+			atomic_fetch_add(&x->failed, 1);
+		}
+		d = atomic_fetch_add(&x->done, 1) + 1;
+		pthread_mutex_lock(&x->out_mu);
+		if (rc && rc != JITK_EARCH) {
+			if (x->tty)
+				fputs("\r\033[K", stdout);
+			fflush(stdout);
+			fail_last();
+		}
+		if (x->tty)
+			printf("\r\033[K[%zu/%zu] %-8s %s %s", d, x->nitems, what,
+			       x->c->specs->insts[x->items[i][0]].name, arch);
+		else
+			printf("[%zu/%zu] %-8s %s %s\n", d, x->nitems, what,
+			       x->c->specs->insts[x->items[i][0]].name, arch);
+		fflush(stdout);
+		pthread_mutex_unlock(&x->out_mu);
+	}
+	return NULL;
+}
+
+static int cmd_precompile(int argc, char **argv)
+{
+	cli_opts o;
+	pre_ctx x;
+	pthread_t th[256];
+	const char *list;
+	char *archs_copy, *tok, *save = NULL;
+	size_t narchs = 0, i, j, ninst = 0, *insts;
+	double t0 = jitk__now_ms();
+	long jobs;
+	int rc = 0, nth;
+
+	parse_opts(&o, argc, argv, usage_precompile, "--specs --cache --arch -j --jobs");
+	memset(&x, 0, sizeof(x));
+	x.c = open_compiler(&o);
+	x.tty = isatty(STDOUT_FILENO);
+	pthread_mutex_init(&x.out_mu, NULL);
+	list = o.arch ? o.arch : "sm_80,sm_86,sm_89,sm_90,sm_100,sm_120";
+	archs_copy = jitk__strdup(list);
+	x.archs = calloc(strlen(list) + 1, sizeof(*x.archs));
+	insts = calloc(x.c->specs->ninsts + 1, sizeof(*insts));
+	if (!archs_copy || !x.archs || !insts) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	for (tok = strtok_r(archs_copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (jitk__arch_parse(&x.archs[narchs], tok)) {
+			fprintf(stderr, "%s: '%s' is not an architecture (sm_90, sm_100a, compute_90...)\n",
+				prog, tok);
+			return 2;
+		}
+		narchs++;
+	}
+	if (!narchs)
+		die_usage(usage_precompile);
+	if (!o.npos) {
+		for (i = 0; i < x.c->specs->ninsts; i++)
+			insts[ninst++] = i;
+	} else {
+		for (i = 0; i < (size_t)o.npos; i++) {
+			size_t inst;
+
+			if (spec_find(x.c->specs, o.pos[i], &inst)) {
+				fail_last();
+				return 1;
+			}
+			/* A bare symbol name means all its instances. */
+			if (!strchr(o.pos[i], '[')) {
+				for (j = 0; j < x.c->specs->ninsts; j++)
+					if (!strcmp(x.c->specs->insts[j].sym->name, o.pos[i]) &&
+					    ninst < x.c->specs->ninsts)
+						insts[ninst++] = j;
+			} else if (ninst < x.c->specs->ninsts) {
+				insts[ninst++] = inst;
+			}
+		}
+	}
+	x.nitems = ninst * narchs;
+	x.items = calloc(x.nitems ? x.nitems : 1, sizeof(*x.items));
+	if (!x.items) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	for (i = 0; i < ninst; i++)
+		for (j = 0; j < narchs; j++) {
+			x.items[i * narchs + j][0] = insts[i];
+			x.items[i * narchs + j][1] = j;
+		}
+	jobs = o.jobs > 0 ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
+	if (jobs < 1)
+		jobs = 1;
+	if (jobs > 256)
+		jobs = 256;
+	if ((size_t)jobs > x.nitems)
+		jobs = (long)(x.nitems ? x.nitems : 1);
+	for (nth = 0; nth < jobs; nth++)
+		if (pthread_create(&th[nth], NULL, pre_worker, &x))
+			break;
+	if (!nth)
+		pre_worker(&x);
+	for (i = 0; i < (size_t)nth; i++)
+		pthread_join(th[i], NULL);
+	if (x.tty)
+		fputs("\r\033[K", stdout);
+	printf("precompiled %zu symbols x %zu architectures (%s) into %s in %.2f s: "
+	       "%zu compiled, %zu cached, %zu failed, %zu gated\n",
+	       ninst, narchs, list, jitk__cache_root(x.c->cache) ? jitk__cache_root(x.c->cache) : "(memory)",
+	       (jitk__now_ms() - t0) / 1000.0, (size_t)x.compiled, (size_t)x.cached,
+	       (size_t)x.failed, (size_t)x.gated);
+	if (x.failed)
+		rc = 1;
+	free(x.items);
+	free(insts);
+	free(x.archs);
+	free(archs_copy);
+	pthread_mutex_destroy(&x.out_mu);
+	jitk_compiler_free(x.c);
+	return rc;
+}
+
+/* ----------------------------------------------------------------- cache */
+
+static void report_bad(void *ctx, const char *path, const char *problem)
+{
+	(void)ctx;
+	printf("bad entry: %s: %s\n", path, problem);
+}
+
+static char *cache_dir_of(const cli_opts *o)
+{
+	const char *v;
+
+	if (o->cache)
+		return jitk__strdup(o->cache);
+	if ((v = jitk__env("JITK_CACHE_DIR")))
+		return jitk__strdup(v);
+	if ((v = jitk__env("XDG_CACHE_HOME")))
+		return jitk__asprintf("%s/jitk", v);
+	if ((v = jitk__env("HOME")))
+		return jitk__asprintf("%s/.cache/jitk", v);
+	return NULL;
+}
+
+static int cmd_cache(int argc, char **argv)
+{
+	cli_opts o;
+	jitk_cache_summary s;
+	char *dir;
+	const char *what;
+	int rc = 0;
+
+	parse_opts(&o, argc, argv, usage_cache, "--cache --max-bytes");
+	if (o.npos != 1)
+		die_usage(usage_cache);
+	what = o.pos[0];
+	dir = cache_dir_of(&o);
+	if (!dir) {
+		fprintf(stderr, "%s: no cache directory (give --cache DIR)\n", prog);
+		return 1;
+	}
+	if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
+		int verify = !strcmp(what, "verify");
+
+		if (jitk__cache_scan(&s, dir, verify, report_bad, NULL)) {
+			rc = fail_last();
+		} else {
+			printf("%s: %llu entries, %llu bytes, %llu temporary files, %llu lock files",
+			       dir, (unsigned long long)s.entries, (unsigned long long)s.bytes,
+			       (unsigned long long)s.temp_files, (unsigned long long)s.lock_files);
+			if (verify)
+				printf(", %llu bad", (unsigned long long)s.bad);
+			printf("\n");
+			rc = verify && s.bad ? 1 : 0;
+		}
+	} else if (!strcmp(what, "clear")) {
+		uint64_t removed = 0;
+
+		if (jitk__cache_clear(&removed, dir))
+			rc = fail_last();
+		else
+			printf("%s: removed %llu files\n", dir, (unsigned long long)removed);
+	} else if (!strcmp(what, "prune")) {
+		jitk_prune_result pr;
+
+		const char *mb = o.max_bytes ? o.max_bytes : jitk__env("JITK_CACHE_MAX_BYTES");
+
+		if (jitk__cache_prune(&pr, dir, mb ? strtoull(mb, NULL, 10) : 0, 3600))
+			rc = fail_last();
+		else
+			printf("%s: removed %llu bad entries, %llu old temporary files, %llu entries "
+			       "(%llu bytes) to fit the size bound; %llu bytes left\n",
+			       dir, (unsigned long long)pr.bad, (unsigned long long)pr.temp,
+			       (unsigned long long)pr.evicted, (unsigned long long)pr.evicted_bytes,
+			       (unsigned long long)pr.bytes_left);
+	} else {
+		free(dir);
+		die_usage(usage_cache);
+	}
+	free(dir);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2)
+		die_usage(usage_main);
+	cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		int major = 0, minor = 0;
+
+		jitk__nvrtc_version(&major, &minor);
+		printf("jitk %s (NVRTC %d.%d, cache format %d)\n", JITK_VERSION, major, minor,
+		       JITK_CACHE_FORMAT);
+		return 0;
+	}
+	if (!strcmp(cmd, "list"))
+		return cmd_list(argc - 2, argv + 2);
+	if (!strcmp(cmd, "explain"))
+		return cmd_explain(argc - 2, argv + 2);
+	if (!strcmp(cmd, "source"))
+		return cmd_source(argc - 2, argv + 2);
+	if (!strcmp(cmd, "precompile"))
+		return cmd_precompile(argc - 2, argv + 2);
+	if (!strcmp(cmd, "cache"))
+		return cmd_cache(argc - 2, argv + 2);
+	if (!strcmp(cmd, "bench"))
+		return jitk_cli_bench(argc - 2, argv + 2);
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+	die_usage(usage_main);
+	return 2;
+}

@@ -1,0 +1,83 @@
+/* compile.h - NVRTC, and the compiler object's internal interface (used by
+ * the runtime, the CLI and the tests). */
+#ifndef JITK_COMPILE_H
+#define JITK_COMPILE_H
+
+#include <pthread.h>
+
+#include "cache.h"
+#include "instance.h"
+#include "internal.h"
+#include "spec.h"
+
+/* ----------------------------------------------------------------- NVRTC */
+
+typedef struct {
+	void *image; /* cubin, or NUL-terminated PTX */
+	size_t size;
+	int is_ptx;
+	char **lowered; /* per name expression */
+	size_t nlowered;
+	char *log; /* NULL when NVRTC said nothing */
+	double ms;
+} jitk_compiled;
+
+int jitk__nvrtc_version(int *major, int *minor);
+/* JITK_ECOMPILE with out->log set when the source does not compile. */
+int jitk__nvrtc_compile(jitk_compiled *out, const char *source,
+			const char *source_name, const char *const *options,
+			size_t noptions, const char *const *exprs,
+			size_t nexprs, int want_ptx);
+void jitk__compiled_free(jitk_compiled *c);
+
+/* -------------------------------------------------------------- compiler */
+
+struct jitk_compiler {
+	spec_set *specs;
+	char **templates; /* per family: the template with includes inlined */
+	jitk_cache *cache;
+	jitk_logger log;
+	int no_compile;
+	int force_compile;
+	char *dump_dir;
+	int nvrtc_major, nvrtc_minor;
+	/* counters of this compiler (all symbols) */
+	atomic_ullong compiles;
+	atomic_ullong compile_us;
+};
+
+/* Origins of a build. */
+enum { JITK_ORIGIN_COMPILED = 0, JITK_ORIGIN_CACHE = 1, JITK_ORIGIN_LAYER = 2,
+       JITK_ORIGIN_MEMORY = 3 };
+
+typedef struct {
+	jitk_variant variant;
+	jitk_cache_entry entry; /* image and lowered names */
+	int origin;
+	double compile_ms; /* NVRTC time when compiled now */
+	char key_hex[2 * JITK_HASH_SIZE + 1];
+	char *log; /* NVRTC log when compiled now (warnings), else NULL */
+} jitk_build;
+
+/* Flags of jitk__build. */
+#define JITK_BUILD_FORCE 1u     /* ignore cache hits (driver rejected one) */
+#define JITK_BUILD_PTXAS_INFO 2u /* add --ptxas-options=-v; never cached */
+
+/* Get the image of instance inst for arch: cache layers, else NVRTC (under
+ * the per-key lock), then publish. JITK_EARCH (reason in the message) when
+ * a gate or constraint forbids it; JITK_ECOMPILE (log in the detail);
+ * JITK_ENOCOMPILE. */
+int jitk__build(jitk_build *out, jitk_compiler *c, size_t inst, jitk_arch arch,
+		unsigned flags);
+void jitk__build_free(jitk_build *b);
+
+/* The translation unit, options and key of instance inst for arch, as the
+ * build would make them (for jitk source and the tests). */
+int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
+		  jitk_compiler *c, size_t inst, jitk_arch arch);
+
+/* The cache key of a translation unit. */
+int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,
+		    const jitk_tu *tu, const char *target);
+
+#endif

@@ -1,0 +1,544 @@
+/* compiler.c - the GPU-free half: specs + templates + cache + NVRTC. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "compile.h"
+
+#ifndef JITK_DATADIR
+#define JITK_DATADIR "/usr/local/share/jitk"
+#endif
+
+/* ------------------------------------------------------------ defaults */
+
+static int is_dir(const char *p)
+{
+	struct stat st;
+
+	return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+/* Where the specs are when nothing says: next to this library (installed:
+ * <lib>/../share/jitk/specs; build tree: build/../specs), else the
+ * configured data directory. */
+static char *default_specs(void)
+{
+	Dl_info info;
+	char *found = NULL;
+
+	if (dladdr((void *)default_specs, &info) && info.dli_fname) {
+		char *self = realpath(info.dli_fname, NULL);
+		char *slash = self ? strrchr(self, '/') : NULL;
+
+		if (slash) {
+			*slash = '\0';
+			found = jitk__asprintf("%s/../share/jitk/specs", self);
+			if (found && !is_dir(found)) {
+				free(found);
+				found = jitk__asprintf("%s/../specs", self);
+				if (found && !is_dir(found)) {
+					free(found);
+					found = NULL;
+				}
+			}
+		}
+		free(self);
+	}
+	if (!found && is_dir(JITK_DATADIR "/specs"))
+		found = jitk__strdup(JITK_DATADIR "/specs");
+	if (!found)
+		found = jitk__strdup("specs");
+	return found;
+}
+
+static char *default_cache_dir(void)
+{
+	const char *v = jitk__env("JITK_CACHE_DIR");
+
+	if (v)
+		return jitk__strdup(v);
+	if ((v = jitk__env("XDG_CACHE_HOME")))
+		return jitk__asprintf("%s/jitk", v);
+	if ((v = jitk__env("HOME")))
+		return jitk__asprintf("%s/.cache/jitk", v);
+	return jitk__strdup(""); /* no home: in memory */
+}
+
+static int split_dirs(char ***out, size_t *n, const char *list)
+{
+	const char *p = list;
+
+	*out = NULL;
+	*n = 0;
+	while (*p) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+
+		if (len) {
+			char **a = realloc(*out, (*n + 1) * sizeof(*a));
+
+			if (!a)
+				return -1;
+			*out = a;
+			if (!(a[*n] = jitk__strndup(p, len)))
+				return -1;
+			++*n;
+		}
+		p += len + (colon ? 1 : 0);
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------- new */
+
+int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
+{
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c;
+	char *specs = NULL, *cache_dir = NULL, **dirs = NULL;
+	const char *layers;
+	size_t ndirs = 0, i;
+	int rc;
+
+	if (!out)
+		return jitk__error(JITK_EINVAL, "jitk_compiler_new: out is NULL");
+	*out = NULL;
+	if (opts) {
+		if (opts->version != JITK_COMPILER_OPTIONS_VERSION)
+			return jitk__error(JITK_EINVAL, "jitk_compiler_options version %u is not %u",
+					   opts->version, JITK_COMPILER_OPTIONS_VERSION);
+		o = *opts;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	c->log.fn = o.log;
+	c->log.payload = o.log_payload;
+	c->log.level = o.log_level >= 0 ? o.log_level : jitk__log_level_from_env(JITK_LOG_WARN);
+	c->no_compile = o.no_compile >= 0 ? o.no_compile : jitk__env_flag("JITK_NO_COMPILE");
+	c->force_compile = o.force_compile >= 0 ? o.force_compile
+						 : jitk__env_flag("JITK_FORCE_COMPILE");
+	if (o.dump_dir || jitk__env("JITK_DUMP_DIR"))
+		c->dump_dir = jitk__strdup(o.dump_dir ? o.dump_dir : jitk__env("JITK_DUMP_DIR"));
+
+	if ((rc = jitk__nvrtc_version(&c->nvrtc_major, &c->nvrtc_minor)))
+		goto fail;
+	specs = o.specs ? jitk__strdup(o.specs)
+			: jitk__env("JITK_SPECS") ? jitk__strdup(jitk__env("JITK_SPECS"))
+						  : default_specs();
+	if (!specs || split_dirs(&dirs, &ndirs, specs)) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!ndirs) {
+		rc = jitk__error(JITK_EINVAL, "no spec directory given");
+		goto fail;
+	}
+	if ((rc = spec_set_load_dirs(&c->specs, (const char *const *)dirs, ndirs)))
+		goto fail;
+	c->templates = calloc(c->specs->nfams ? c->specs->nfams : 1, sizeof(*c->templates));
+	if (!c->templates) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < c->specs->nfams; i++)
+		if ((rc = jitk__inline_template(&c->templates[i], c->specs->fams[i]->template_path)))
+			goto fail;
+
+	cache_dir = o.cache_dir ? jitk__strdup(o.cache_dir) : default_cache_dir();
+	layers = o.cache_path ? o.cache_path : jitk__env("JITK_CACHE_PATH");
+	if (!cache_dir) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!*cache_dir && !o.cache_dir)
+		jitk__log(&c->log, JITK_LOG_WARN,
+			  "no HOME, XDG_CACHE_HOME or JITK_CACHE_DIR: compiling in memory");
+	if ((rc = jitk__cache_open(&c->cache, cache_dir, layers, &c->log)))
+		goto fail;
+	*out = c;
+	c = NULL;
+	rc = JITK_OK;
+fail:
+	for (i = 0; i < ndirs; i++)
+		free(dirs[i]);
+	free(dirs);
+	free(specs);
+	free(cache_dir);
+	jitk_compiler_free(c);
+	return rc;
+}
+
+void jitk_compiler_free(jitk_compiler *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	if (c->templates && c->specs)
+		for (i = 0; i < c->specs->nfams; i++)
+			free(c->templates[i]);
+	free(c->templates);
+	spec_set_free(c->specs);
+	jitk__cache_close(c->cache);
+	free(c->dump_dir);
+	free(c);
+}
+
+size_t jitk_symbol_count(const jitk_compiler *c)
+{
+	return c ? c->specs->ninsts : 0;
+}
+
+const char *jitk_symbol_name(const jitk_compiler *c, size_t i)
+{
+	return c && i < c->specs->ninsts ? c->specs->insts[i].name : NULL;
+}
+
+/* --------------------------------------------------------------- build */
+
+static size_t family_index(const jitk_compiler *c, const spec_family *f)
+{
+	size_t i;
+
+	for (i = 0; i < c->specs->nfams; i++)
+		if (c->specs->fams[i] == f)
+			return i;
+	return 0;
+}
+
+int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,
+		    const jitk_tu *tu, const char *target)
+{
+	jitk_hasher *h = jitk__hasher_new();
+	char buf[64];
+	size_t i;
+
+	if (!h)
+		return jitk__error(JITK_ENOMEM, "SHA-256 unavailable");
+	snprintf(buf, sizeof(buf), "%d", JITK_CACHE_FORMAT);
+	jitk__hasher_field(h, "format", buf, strlen(buf));
+	jitk__hasher_field(h, "jitk", JITK_VERSION, strlen(JITK_VERSION));
+	snprintf(buf, sizeof(buf), "%d.%d", c->nvrtc_major, c->nvrtc_minor);
+	jitk__hasher_field(h, "nvrtc", buf, strlen(buf));
+	jitk__hasher_field(h, "target", target, strlen(target));
+	for (i = 0; i < tu->noptions; i++)
+		jitk__hasher_field(h, "option", tu->options[i], strlen(tu->options[i]));
+	jitk__hasher_field(h, "source", tu->source, strlen(tu->source));
+	jitk__hasher_field(h, "name", tu->name_expr, strlen(tu->name_expr));
+	if (jitk__hasher_final(h, key))
+		return jitk__error(JITK_ENOMEM, "SHA-256 failed");
+	return 0;
+}
+
+static int not_available(const jitk_variant *v)
+{
+	char arch[JITK_ARCH_STRLEN];
+
+	jitk__arch_format(arch, v->arch);
+	return jitk__error(JITK_EARCH, "%s is not available on %s: %s",
+			   v->set->insts[v->inst].name, arch, v->reason);
+}
+
+int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
+		  jitk_compiler *c, size_t inst, jitk_arch arch)
+{
+	char target[JITK_ARCH_STRLEN];
+	int rc;
+
+	memset(tu, 0, sizeof(*tu));
+	if (inst >= c->specs->ninsts)
+		return jitk__error(JITK_ENOENT, "no symbol #%zu", inst);
+	if ((rc = jitk__specialize(v, c->specs, inst, arch)))
+		return rc;
+	if (!v->available)
+		return not_available(v);
+	if ((rc = jitk__tu_make(tu, v, c->templates[family_index(c, c->specs->insts[inst].sym->fam)])))
+		return rc;
+	jitk__arch_format(target, v->target);
+	if ((rc = jitk__cache_key(key, c, tu, target))) {
+		jitk__tu_free(tu);
+		return rc;
+	}
+	return 0;
+}
+
+static void dump_source(const jitk_compiler *c, const jitk_build *b,
+			const jitk_tu *tu)
+{
+	char arch[JITK_ARCH_STRLEN], *path, *name;
+	FILE *f;
+	size_t i;
+
+	jitk__arch_format(arch, b->variant.target);
+	name = jitk__strdup(c->specs->insts[b->variant.inst].name);
+	if (!name)
+		return;
+	for (i = 0; name[i]; i++)
+		if (name[i] == '[' || name[i] == ']' || name[i] == '=' || name[i] == ',' ||
+		    name[i] == '/')
+			name[i] = '_';
+	if (jitk__mkdirs(c->dump_dir, 0755) == 0 &&
+	    (path = jitk__asprintf("%s/%s.%s.%.12s.cu", c->dump_dir, name, arch, b->key_hex))) {
+		if ((f = fopen(path, "w"))) {
+			fputs(tu->source, f);
+			fprintf(f, "\n// options:");
+			for (i = 0; i < tu->noptions; i++)
+				fprintf(f, " %s", tu->options[i]);
+			fprintf(f, "\n// name-expression %s\n", tu->name_expr);
+			fclose(f);
+		}
+		free(path);
+	}
+	free(name);
+}
+
+/* The first "error" line of an NVRTC log, for the one-line message. */
+static void first_error(char *out, size_t n, const char *log)
+{
+	const char *p = log ? strstr(log, "error") : NULL;
+	const char *start = p, *eol;
+
+	out[0] = '\0';
+	if (!p)
+		return;
+	while (start > log && start[-1] != '\n')
+		start--;
+	eol = strchr(p, '\n');
+	snprintf(out, n, "%.*s", (int)(eol ? eol - start : (long)strlen(start)), start);
+}
+
+static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
+		       unsigned flags)
+{
+	const char *opts[40];
+	const char *exprs[1] = { tu->name_expr };
+	jitk_compiled out;
+	char arch[JITK_ARCH_STRLEN], params[256], first[400];
+	size_t n = 0, i;
+	int rc;
+
+	for (i = 0; i < tu->noptions && n < 38; i++)
+		opts[n++] = tu->options[i];
+	if (flags & JITK_BUILD_PTXAS_INFO)
+		opts[n++] = "--ptxas-options=-v";
+	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", opts, n, exprs, 1,
+				 b->variant.target.kind == 'c');
+	jitk__arch_format(arch, b->variant.target);
+	if (rc) {
+		first_error(first, sizeof(first), out.log);
+		if (rc == JITK_ECOMPILE)
+			rc = jitk__error_detail(JITK_ECOMPILE, out.log ? out.log : "",
+						"compiling %s (%s) for %s failed%s%s",
+						c->specs->insts[b->variant.inst].name,
+						jitk__variant_params(&b->variant, params, sizeof(params)),
+						arch, *first ? ": " : "", first);
+		jitk__compiled_free(&out);
+		return rc;
+	}
+	atomic_fetch_add(&c->compiles, 1);
+	atomic_fetch_add(&c->compile_us, (unsigned long long)(out.ms * 1000.0));
+	b->compile_ms = out.ms;
+	b->log = out.log;
+	out.log = NULL;
+	memcpy(b->entry.target, arch, sizeof(b->entry.target));
+	b->entry.is_ptx = out.is_ptx;
+	b->entry.image = out.image;
+	b->entry.size = out.size;
+	b->entry.names = out.lowered;
+	b->entry.nnames = out.nlowered;
+	out.image = NULL;
+	out.lowered = NULL;
+	out.nlowered = 0;
+	jitk__compiled_free(&out);
+	jitk__log(&c->log, JITK_LOG_INFO, "compiled %s for %s in %.1f ms",
+		  c->specs->insts[b->variant.inst].name, arch, b->compile_ms);
+	return 0;
+}
+
+int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
+		unsigned flags)
+{
+	jitk_tu tu;
+	char target[JITK_ARCH_STRLEN];
+	int rc, lock = -1, origin = 0;
+	int use_cache = !(flags & JITK_BUILD_PTXAS_INFO);
+
+	memset(b, 0, sizeof(*b));
+	if ((rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, arch)))
+		return rc;
+	jitk__hex(b->key_hex, b->entry.key, JITK_HASH_SIZE);
+	jitk__arch_format(target, b->variant.target);
+	if (c->dump_dir)
+		dump_source(c, b, &tu);
+	if (use_cache && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
+		jitk_cache_entry e;
+
+		if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
+			memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
+			b->entry = e;
+			b->origin = origin;
+			goto done;
+		}
+	}
+	if (c->no_compile && use_cache) {
+		rc = jitk__error(JITK_ENOCOMPILE,
+				 "%s for %s is not in the cache (key %.16s...) and compiling is disabled (JITK_NO_COMPILE)",
+				 c->specs->insts[inst].name, target, b->key_hex);
+		goto done;
+	}
+	if (use_cache) {
+		jitk__cache_lock(c->cache, b->entry.key, &lock);
+		/* Someone may have published while we waited for the lock. */
+		if (lock >= 0 && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
+			jitk_cache_entry e;
+
+			if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
+				b->entry = e;
+				b->origin = origin;
+				goto done;
+			}
+		}
+	}
+	if ((rc = compile_now(b, c, &tu, flags)))
+		goto done;
+	b->origin = JITK_ORIGIN_COMPILED;
+	if (use_cache)
+		(void)jitk__cache_put(c->cache, &b->entry); /* failure: warned, kept in memory */
+	jitk__error_clear();
+done:
+	jitk__cache_unlock(lock);
+	jitk__tu_free(&tu);
+	if (rc)
+		jitk__build_free(b);
+	return rc;
+}
+
+void jitk__build_free(jitk_build *b)
+{
+	jitk__cache_entry_free(&b->entry);
+	free(b->log);
+	b->log = NULL;
+}
+
+/* ------------------------------------------------------------- public */
+
+int jitk_precompile(int *out_origin, jitk_compiler *c, const char *name,
+		    const char *arch)
+{
+	jitk_build b;
+	jitk_arch a;
+	size_t inst;
+	int rc;
+
+	if (!c || !name || !arch)
+		return jitk__error(JITK_EINVAL, "jitk_precompile: NULL argument");
+	if (jitk__arch_parse(&a, arch))
+		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
+				   arch);
+	if ((rc = spec_find(c->specs, name, &inst)))
+		return rc;
+	if ((rc = jitk__build(&b, c, inst, a, 0)))
+		return rc;
+	if (out_origin)
+		*out_origin = b.origin;
+	jitk__build_free(&b);
+	return JITK_OK;
+}
+
+static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
+			     const char *indent)
+{
+	const spec_instance *in = &c->specs->insts[v->inst];
+	const spec_family *f = in->sym->fam;
+	jitk_tu tu;
+	char target[JITK_ARCH_STRLEN];
+	size_t i;
+
+	jitk__arch_format(target, v->target);
+	jbuf_printf(out, "%starget:   %s\n%sbindings:", indent, target, indent);
+	for (i = f->nparams; i < v->nenv; i++)
+		jbuf_printf(out, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
+	jbuf_puts(out, "\n");
+	if (!jitk__tu_make(&tu, v, "")) {
+		jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
+		jitk__tu_free(&tu);
+	}
+}
+
+int jitk_explain(char **out, jitk_compiler *c, const char *name,
+		 const char *arch)
+{
+	jitk_variant v;
+	jitk_arch a;
+	size_t inst, i;
+	jbuf b;
+	char params[256], archs[JITK_ARCH_STRLEN];
+	int rc, runs = 1;
+
+	if (!out || !c || !name || !arch)
+		return jitk__error(JITK_EINVAL, "jitk_explain: NULL argument");
+	*out = NULL;
+	if (jitk__arch_parse(&a, arch))
+		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
+				   arch);
+	if ((rc = spec_find(c->specs, name, &inst)))
+		return rc;
+	if ((rc = jitk__specialize(&v, c->specs, inst, a)))
+		return rc;
+	jitk__arch_format(archs, a);
+	jbuf_init(&b);
+	if (v.available) {
+		jbuf_printf(&b, "%s on %s: runs\n", c->specs->insts[inst].name, archs);
+	} else {
+		const spec_instance *in = &c->specs->insts[inst];
+
+		for (i = 0; i < in->nfallback; i++) {
+			jitk_variant fv;
+
+			if (jitk__specialize(&fv, c->specs, in->fallback[i], a) || !fv.available)
+				runs = 0;
+		}
+		if (!in->nfallback)
+			runs = 0;
+		jbuf_printf(&b, "%s on %s: %s\n", in->name, archs,
+			    runs ? "falls back" : "unavailable");
+	}
+	jbuf_printf(&b, "  symbol:   %s (family %s: %s)\n", c->specs->insts[inst].name,
+		    c->specs->insts[inst].sym->fam->name,
+		    jitk__variant_params(&v, params, sizeof(params)));
+	if (v.available) {
+		describe_variant(&b, c, &v, "  ");
+	} else {
+		const spec_instance *in = &c->specs->insts[inst];
+
+		jbuf_printf(&b, "  reason:   %s\n", v.reason);
+		if (!in->nfallback)
+			jbuf_puts(&b, "  fallback: none\n");
+		for (i = 0; i < in->nfallback; i++) {
+			jitk_variant fv;
+
+			if (jitk__specialize(&fv, c->specs, in->fallback[i], a))
+				continue;
+			jbuf_printf(&b, "  fallback: %s (step %zu of %zu): %s\n",
+				    c->specs->insts[in->fallback[i]].name, i + 1, in->nfallback,
+				    fv.available ? "runs" : fv.reason);
+			if (fv.available)
+				describe_variant(&b, c, &fv, "    ");
+		}
+	}
+	*out = jbuf_detach(&b);
+	if (!*out)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	if (!runs)
+		return jitk__error(JITK_EARCH, "%s cannot run on %s, nor its fallback", name, archs);
+	return JITK_OK;
+}

@@ -1,0 +1,269 @@
+/* driver.c - the CUDA Driver API, looked up at run time.
+ *
+ * The library must load where there is no libcuda.so.1 (CPU-only CI
+ * images precompile caches), so the driver is opened with dlopen once and
+ * every function is fetched through cuGetProcAddress at the ABI of the
+ * headers we were built with. This is the only dlopen in jitk: kernels are
+ * cubins loaded with cuLibraryLoadData, never shared objects. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "internal.h"
+
+static jitk_cuda cuda;
+static const jitk_cuda *cuda_ok;
+static char cuda_why[256];
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+
+typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
+				CUdriverProcAddressQueryResult *);
+
+static void cuda_load(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	get_proc_fn get;
+	CUresult r;
+	int missing = 0;
+
+	if (!h) {
+		snprintf(cuda_why, sizeof(cuda_why), "no CUDA driver (libcuda.so.1 not found)");
+		return;
+	}
+	get = (get_proc_fn)dlsym(h, "cuGetProcAddress_v2");
+	if (!get) {
+		snprintf(cuda_why, sizeof(cuda_why),
+			 "the CUDA driver is too old (no cuGetProcAddress_v2; need 12.0+)");
+		return;
+	}
+#define LOAD(name)                                                            \
+	do {                                                                  \
+		CUdriverProcAddressQueryResult q_;                            \
+		void *p_ = NULL;                                              \
+		if (get(#name, &p_, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q_) || \
+		    !p_) {                                                    \
+			if (!missing)                                         \
+				snprintf(cuda_why, sizeof(cuda_why),          \
+					 "the CUDA driver lacks %s", #name);  \
+			missing = 1;                                          \
+		}                                                             \
+		memcpy(&cuda.name, &p_, sizeof(p_));                          \
+	} while (0)
+	LOAD(cuInit);
+	LOAD(cuDeviceGetCount);
+	LOAD(cuDeviceGet);
+	LOAD(cuDeviceGetAttribute);
+	LOAD(cuDeviceGetName);
+	LOAD(cuDevicePrimaryCtxRetain);
+	LOAD(cuDevicePrimaryCtxRelease);
+	LOAD(cuCtxGetCurrent);
+	LOAD(cuCtxSetCurrent);
+	LOAD(cuCtxPushCurrent);
+	LOAD(cuCtxPopCurrent);
+	LOAD(cuCtxSynchronize);
+	LOAD(cuLibraryLoadData);
+	LOAD(cuLibraryUnload);
+	LOAD(cuLibraryGetKernel);
+	LOAD(cuKernelGetFunction);
+	LOAD(cuFuncGetAttribute);
+	LOAD(cuLaunchKernel);
+	LOAD(cuStreamIsCapturing);
+	LOAD(cuThreadExchangeStreamCaptureMode);
+	LOAD(cuStreamCreate);
+	LOAD(cuStreamDestroy);
+	LOAD(cuStreamSynchronize);
+	LOAD(cuStreamBeginCapture);
+	LOAD(cuStreamEndCapture);
+	LOAD(cuGraphInstantiateWithFlags);
+	LOAD(cuGraphLaunch);
+	LOAD(cuGraphExecDestroy);
+	LOAD(cuGraphDestroy);
+	LOAD(cuMemAlloc);
+	LOAD(cuMemFree);
+	LOAD(cuMemcpyHtoD);
+	LOAD(cuMemcpyDtoH);
+	LOAD(cuMemcpyDtoDAsync);
+	LOAD(cuMemsetD8Async);
+	LOAD(cuEventCreate);
+	LOAD(cuEventRecord);
+	LOAD(cuEventSynchronize);
+	LOAD(cuEventElapsedTime);
+	LOAD(cuEventDestroy);
+	LOAD(cuGetErrorName);
+#undef LOAD
+	if (missing)
+		return;
+	if ((r = cuda.cuInit(0)) != CUDA_SUCCESS) {
+		const char *name = NULL;
+
+		cuda.cuGetErrorName(r, &name);
+		snprintf(cuda_why, sizeof(cuda_why), "cuInit failed: %s",
+			 name ? name : "unknown error");
+		return;
+	}
+	{
+		PFN_cuDriverGetVersion_v2020 ver = (PFN_cuDriverGetVersion_v2020)dlsym(h, "cuDriverGetVersion");
+
+		if (ver)
+			ver(&cuda.driver_version);
+	}
+	cuda_ok = &cuda; /* the handle stays open for the process */
+}
+
+const jitk_cuda *jitk__cuda(const char **why)
+{
+	pthread_once(&cuda_once, cuda_load);
+	if (!cuda_ok && why)
+		*why = cuda_why;
+	return cuda_ok;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+typedef struct {
+	const jitk_cuda *cu;
+	CUdevice dev;
+	CUcontext primary;
+	int retained;
+} cuda_device;
+
+void *jitk__cuda_device_new(void)
+{
+	const jitk_cuda *cu = jitk__cuda(NULL);
+	cuda_device *d;
+
+	if (!cu)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (d)
+		d->cu = cu;
+	return d;
+}
+
+static int op_open(void *impl, int ordinal, jitk_device_info *info)
+{
+	cuda_device *d = impl;
+	const jitk_cuda *cu = d->cu;
+	CUcontext cur = NULL;
+	int major = 0, minor = 0, r;
+
+	if ((r = cu->cuDeviceGet(&d->dev, ordinal)))
+		return r;
+	if ((r = cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev)) ||
+	    (r = cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev)) ||
+	    (r = cu->cuDeviceGetAttribute(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+					  d->dev)))
+		return r;
+	info->cc = major * 10 + minor;
+	if ((r = cu->cuDeviceGetName(info->name, (int)sizeof(info->name), d->dev)))
+		return r;
+	if ((r = cu->cuDevicePrimaryCtxRetain(&d->primary, d->dev)))
+		return r;
+	d->retained = 1;
+	/* Make the primary context current if this thread has none, as the
+	 * CUDA runtime would on first use. */
+	if (!cu->cuCtxGetCurrent(&cur) && !cur)
+		cu->cuCtxSetCurrent(d->primary);
+	return 0;
+}
+
+static int op_load(void *impl, const void *image, int is_ptx, void **lib)
+{
+	cuda_device *d = impl;
+
+	(void)is_ptx; /* the driver tells cubin from PTX itself */
+	return d->cu->cuLibraryLoadData((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
+}
+
+static int op_get_kernel(void *impl, void *lib, const char *name, void **kernel)
+{
+	cuda_device *d = impl;
+
+	return d->cu->cuLibraryGetKernel((CUkernel *)kernel, (CUlibrary)lib, name);
+}
+
+static void op_unload(void *impl, void *lib)
+{
+	cuda_device *d = impl;
+
+	d->cu->cuLibraryUnload((CUlibrary)lib);
+}
+
+static int op_launch(void *impl, void *kernel, const unsigned grid[3],
+		     const unsigned block[3], unsigned smem, void *stream,
+		     void **params)
+{
+	cuda_device *d = impl;
+
+	/* A CUkernel is accepted where a CUfunction is: it launches in the
+	 * calling thread's current context. */
+	return d->cu->cuLaunchKernel((CUfunction)kernel, grid[0], grid[1], grid[2], block[0],
+				     block[1], block[2], smem, (CUstream)stream, params, NULL);
+}
+
+static int op_is_capturing(void *impl, void *stream, int *capturing)
+{
+	cuda_device *d = impl;
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	int r = d->cu->cuStreamIsCapturing((CUstream)stream, &st);
+
+	*capturing = st != CU_STREAM_CAPTURE_STATUS_NONE;
+	return r;
+}
+
+static int op_capture_mode(void *impl, int mode, int *old)
+{
+	cuda_device *d = impl;
+	CUstreamCaptureMode m = (CUstreamCaptureMode)mode;
+	int r = d->cu->cuThreadExchangeStreamCaptureMode(&m);
+
+	if (old)
+		*old = (int)m;
+	return r;
+}
+
+static int op_read(void *impl, void *dst, uint64_t src, size_t n)
+{
+	cuda_device *d = impl;
+	CUcontext cur = NULL;
+	int r, pushed = 0;
+
+	if (!d->cu->cuCtxGetCurrent(&cur) && !cur) {
+		if ((r = d->cu->cuCtxPushCurrent(d->primary)))
+			return r;
+		pushed = 1;
+	}
+	r = d->cu->cuMemcpyDtoH(dst, (CUdeviceptr)src, n);
+	if (pushed)
+		d->cu->cuCtxPopCurrent(&cur);
+	return r;
+}
+
+static const char *op_error_name(void *impl, int code)
+{
+	cuda_device *d = impl;
+	const char *name = NULL;
+
+	if (d->cu->cuGetErrorName((CUresult)code, &name) || !name)
+		return "unknown CUDA error";
+	return name;
+}
+
+static void op_close(void *impl)
+{
+	cuda_device *d = impl;
+
+	if (!d)
+		return;
+	if (d->retained)
+		d->cu->cuDevicePrimaryCtxRelease(d->dev);
+	free(d);
+}
+
+const jitk_device_ops jitk__cuda_ops = {
+	op_open, op_load, op_get_kernel, op_unload, op_launch, op_is_capturing,
+	op_capture_mode, op_read, op_error_name, op_close,
+};

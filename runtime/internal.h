@@ -1,0 +1,117 @@
+/* internal.h - declarations shared by the library's files; not API. */
+#ifndef JITK_INTERNAL_H
+#define JITK_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jitk.h"
+
+#define JITK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__)
+#define JITK_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define JITK_PRINTF(f, a)
+#endif
+
+/* ------------------------------------------------------------- buffers */
+
+/* A growable NUL-terminated byte buffer. After an allocation failure the
+ * buffer stays valid, stops growing and oom is set; check it once at the
+ * end instead of after every append. */
+typedef struct {
+	char *data;
+	size_t len;
+	size_t cap;
+	int oom;
+} jbuf;
+
+void jbuf_init(jbuf *b);
+void jbuf_free(jbuf *b);
+void jbuf_put(jbuf *b, const void *data, size_t n);
+void jbuf_puts(jbuf *b, const char *s);
+void jbuf_printf(jbuf *b, const char *fmt, ...) JITK_PRINTF(2, 3);
+void jbuf_vprintf(jbuf *b, const char *fmt, va_list ap);
+/* Hand the bytes over (caller frees); NULL when oom. Resets b. */
+char *jbuf_detach(jbuf *b);
+
+char *jitk__strdup(const char *s);
+char *jitk__strndup(const char *s, size_t n);
+char *jitk__asprintf(const char *fmt, ...) JITK_PRINTF(1, 2);
+
+/* -------------------------------------------------------------- errors */
+
+/* Record status with a formatted one-line message for jitk_error_last();
+ * returns status so that `return jitk__error(...)` reads naturally. */
+int jitk__error(int status, const char *fmt, ...) JITK_PRINTF(2, 3);
+/* The same, with a detail text (NVRTC log, offending spec line). */
+int jitk__error_detail(int status, const char *detail, const char *fmt, ...)
+	JITK_PRINTF(3, 4);
+void jitk__error_clear(void);
+
+/* ------------------------------------------------------------- logging */
+
+typedef struct {
+	jitk_log_fn fn;
+	void *payload;
+	int level;
+} jitk_logger;
+
+void jitk__log(const jitk_logger *lg, jitk_log_level level, const char *fmt,
+	       ...) JITK_PRINTF(3, 4);
+/* JITK_LOG parsed; def when unset or unknown. */
+int jitk__log_level_from_env(int def);
+
+/* --------------------------------------------------------------- files */
+
+/* Read a whole regular file of at most max bytes into a NUL-terminated
+ * malloc'd buffer. JITK_EIO (errno in the message), JITK_EINVAL when the
+ * file is larger than max. */
+int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max);
+/* mkdir -p with mode for each created level. 0 or -1 (errno set). */
+int jitk__mkdirs(const char *path, unsigned mode);
+/* Environment flag: 1 for "1", "true", "yes", "on"; 0 otherwise. */
+int jitk__env_flag(const char *name);
+/* getenv, but NULL for empty values. */
+const char *jitk__env(const char *name);
+
+/* -------------------------------------------------------------- hashing */
+
+#define JITK_HASH_SIZE 32 /* SHA-256 */
+
+typedef struct jitk_hasher jitk_hasher;
+jitk_hasher *jitk__hasher_new(void);
+void jitk__hasher_update(jitk_hasher *h, const void *data, size_t n);
+/* Length-prefixed field: "tag <len>:<bytes>\n", so that no two different
+ * field sequences hash alike. */
+void jitk__hasher_field(jitk_hasher *h, const char *tag, const void *data,
+			size_t n);
+/* Writes the digest and frees h. 0, or -1 when the library failed. */
+int jitk__hasher_final(jitk_hasher *h, uint8_t out[JITK_HASH_SIZE]);
+int jitk__sha256(uint8_t out[JITK_HASH_SIZE], const void *data, size_t n);
+void jitk__hex(char *out, const uint8_t *bytes, size_t n);
+
+/* ---------------------------------------------------------------- time */
+
+double jitk__now_ms(void);
+
+/* -------------------------------------------------------- architectures */
+
+/* A compile target: sm_90 (cc 90, kind 's'), sm_100a (suffix 'a'),
+ * sm_100f (suffix 'f'), compute_90 (kind 'c': PTX instead of a cubin). */
+typedef struct {
+	int cc;
+	char kind;
+	char suffix;
+} jitk_arch;
+
+#define JITK_ARCH_STRLEN 24
+
+/* 0 on success, -1 for anything else than sm_NN[a|f] / compute_NN[a|f]. */
+int jitk__arch_parse(jitk_arch *out, const char *s);
+void jitk__arch_format(char out[JITK_ARCH_STRLEN], jitk_arch a);
+
+#endif

@@ -1,0 +1,106 @@
+/* nvrtc.c - one translation unit through NVRTC to a cubin (or PTX), with
+ * the lowered names of its name expressions and the full log. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvrtc.h>
+
+#include "compile.h"
+
+int jitk__nvrtc_version(int *major, int *minor)
+{
+	if (nvrtcVersion(major, minor) != NVRTC_SUCCESS)
+		return jitk__error(JITK_ECOMPILE, "nvrtcVersion failed");
+	return 0;
+}
+
+#define NVRTC_TRY(call)                                                       \
+	do {                                                                  \
+		nvrtcResult r_ = (call);                                      \
+		if (r_ != NVRTC_SUCCESS) {                                    \
+			rc = jitk__error(JITK_ECOMPILE, "%s failed: %s", #call, \
+					 nvrtcGetErrorString(r_));            \
+			goto done;                                            \
+		}                                                             \
+	} while (0)
+
+int jitk__nvrtc_compile(jitk_compiled *out, const char *source,
+			const char *source_name, const char *const *options,
+			size_t noptions, const char *const *exprs,
+			size_t nexprs, int want_ptx)
+{
+	nvrtcProgram prog = NULL;
+	nvrtcResult cr;
+	size_t size = 0, i;
+	double t0 = jitk__now_ms();
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	NVRTC_TRY(nvrtcCreateProgram(&prog, source, source_name, 0, NULL, NULL));
+	for (i = 0; i < nexprs; i++)
+		NVRTC_TRY(nvrtcAddNameExpression(prog, exprs[i]));
+	cr = nvrtcCompileProgram(prog, (int)noptions, options);
+	if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
+		out->log = malloc(size);
+		if (out->log && nvrtcGetProgramLog(prog, out->log) != NVRTC_SUCCESS)
+			out->log[0] = '\0';
+	}
+	if (cr != NVRTC_SUCCESS) {
+		rc = JITK_ECOMPILE; /* the caller names symbol, variant, arch */
+		goto done;
+	}
+	if (want_ptx) {
+		NVRTC_TRY(nvrtcGetPTXSize(prog, &size));
+		out->image = malloc(size ? size : 1);
+		if (!out->image)
+			goto oom;
+		NVRTC_TRY(nvrtcGetPTX(prog, out->image));
+	} else {
+		NVRTC_TRY(nvrtcGetCUBINSize(prog, &size));
+		out->image = malloc(size ? size : 1);
+		if (!out->image)
+			goto oom;
+		NVRTC_TRY(nvrtcGetCUBIN(prog, out->image));
+	}
+	out->size = size;
+	out->is_ptx = want_ptx;
+	out->lowered = calloc(nexprs ? nexprs : 1, sizeof(*out->lowered));
+	if (!out->lowered)
+		goto oom;
+	for (i = 0; i < nexprs; i++) {
+		const char *lowered = NULL;
+
+		NVRTC_TRY(nvrtcGetLoweredName(prog, exprs[i], &lowered));
+		out->lowered[i] = jitk__strdup(lowered);
+		if (!out->lowered[i])
+			goto oom;
+		out->nlowered++;
+	}
+	out->ms = jitk__now_ms() - t0;
+	goto done;
+oom:
+	rc = jitk__error(JITK_ENOMEM, "out of memory");
+done:
+	if (prog)
+		nvrtcDestroyProgram(&prog);
+	if (rc && rc != JITK_ECOMPILE) {
+		char *log = out->log;
+
+		out->log = NULL;
+		jitk__compiled_free(out);
+		out->log = log;
+	}
+	return rc;
+}
+
+void jitk__compiled_free(jitk_compiled *c)
+{
+	size_t i;
+
+	free(c->image);
+	for (i = 0; i < c->nlowered; i++)
+		free(c->lowered[i]);
+	free(c->lowered);
+	free(c->log);
+	memset(c, 0, sizeof(*c));
+}

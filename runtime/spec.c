@@ -1,0 +1,1874 @@
+/* spec.c - YAML spec files to the spec model, with compiler-style errors.
+ *
+ * Every error names file:line:col and the key path, and keeps the
+ * offending line (with a caret) as the error's detail. The schema is strict:
+ * unknown keys, wrong types and YAML 1.1 look-alikes ("NO", "0755", "1e3",
+ * "~") are errors, never guesses. docs/spec-format.md describes it. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "spec.h"
+#include "ytree.h"
+
+#define SPEC_MAX_FILES 256
+
+typedef struct {
+	const char *file;
+	const ytree *t;
+	spec_set *set;
+} sctx;
+
+/* ----------------------------------------------------------- errors */
+
+static void excerpt(jbuf *b, const ytree *t, int line, int col)
+{
+	const char *p = t->text, *end = t->text + t->text_len, *eol;
+	int l = 1, i;
+
+	while (l < line && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (!nl)
+			return;
+		p = nl + 1;
+		l++;
+	}
+	eol = p;
+	while (eol < end && *eol != '\n' && *eol != '\r')
+		eol++;
+	if (eol - p > 200)
+		eol = p + 200;
+	jbuf_printf(b, "%5d | ", line);
+	for (; p < eol; p++)
+		jbuf_put(b, isprint((unsigned char)*p) || *p == '\t' ||
+				    (unsigned char)*p >= 0x80 ? p : "?", 1);
+	jbuf_puts(b, "\n      | ");
+	for (i = 1; i < col && i < 200; i++)
+		jbuf_puts(b, " ");
+	jbuf_puts(b, "^\n");
+}
+
+static int err_at(const sctx *c, int line, int col, const char *path,
+		  const char *fmt, ...) JITK_PRINTF(5, 6);
+
+static int err_at(const sctx *c, int line, int col, const char *path,
+		  const char *fmt, ...)
+{
+	jbuf msg, detail;
+	va_list ap;
+	int rc;
+
+	jbuf_init(&msg);
+	jbuf_init(&detail);
+	va_start(ap, fmt);
+	jbuf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (c->t && c->t->text)
+		excerpt(&detail, c->t, line, col);
+	if (path && *path)
+		rc = jitk__error_detail(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s (at %s)",
+					c->file, line, col, msg.data ? msg.data : "",
+					path);
+	else
+		rc = jitk__error_detail(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s",
+					c->file, line, col, msg.data ? msg.data : "");
+	jbuf_free(&msg);
+	jbuf_free(&detail);
+	return rc;
+}
+
+#define ERR(c, n, path, ...) err_at((c), (n)->line, (n)->col, (path), __VA_ARGS__)
+
+static spec_loc loc_of(const sctx *c, const ynode *n)
+{
+	spec_loc l = { c->file, n->line, n->col };
+	return l;
+}
+
+static const char *kind_name(const ynode *n)
+{
+	if (n->kind == YN_MAP)
+		return "a mapping";
+	if (n->kind == YN_SEQ)
+		return "a sequence";
+	return "a scalar";
+}
+
+static int is_null(const ynode *n)
+{
+	return n->kind == YN_SCALAR && n->plain &&
+	       (!n->len || !strcmp(n->str, "~") || !strcmp(n->str, "null") ||
+		!strcmp(n->str, "Null") || !strcmp(n->str, "NULL"));
+}
+
+static int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	int d[33][33];
+
+	if (la > 32 || lb > 32)
+		return 99;
+	for (i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+
+			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+	return d[la][lb];
+}
+
+/* Every key of map must be in allowed (NULL-terminated); every key in
+ * required must be present. */
+static int check_keys(const sctx *c, const ynode *map, const char *path,
+		      const char *const *allowed, const char *const *required)
+{
+	size_t i, k;
+
+	for (i = 0; i < map->n; i++) {
+		const ynode *key = ymap_key(map, i);
+		const char *best = NULL;
+		int bestd = 3;
+
+		for (k = 0; allowed[k]; k++) {
+			int d;
+
+			if (!strcmp(key->str, allowed[k]))
+				break;
+			d = edit_distance(key->str, allowed[k]);
+			if (d < bestd) {
+				bestd = d;
+				best = allowed[k];
+			}
+		}
+		if (allowed[k])
+			continue;
+		if (best)
+			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
+				   key->str, best);
+		return ERR(c, key, path, "unknown key '%s'", key->str);
+	}
+	for (k = 0; required && required[k]; k++)
+		if (!ymap_get(map, required[k]))
+			return ERR(c, map, path, "missing required key '%s'", required[k]);
+	return 0;
+}
+
+/* ----------------------------------------------------------- scalars */
+
+static int want_kind(const sctx *c, const ynode *n, const char *path,
+		     enum ynode_kind kind, const char *what)
+{
+	if (n->kind == kind && !(kind == YN_SCALAR && is_null(n)))
+		return 0;
+	if (is_null(n))
+		return ERR(c, n, path, "expected %s, got null", what);
+	return ERR(c, n, path, "expected %s, got %s", what, kind_name(n));
+}
+
+static int get_string(const sctx *c, const ynode *n, const char *path,
+		      char **out)
+{
+	if (want_kind(c, n, path, YN_SCALAR, "a string"))
+		return JITK_ESPEC;
+	*out = jitk__strdup(n->str);
+	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
+static int is_ident(const char *s)
+{
+	if (!isalpha((unsigned char)*s) && *s != '_')
+		return 0;
+	for (s++; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	return 1;
+}
+
+static int is_qualified(const char *s)
+{
+	for (;;) {
+		if (!isalpha((unsigned char)*s) && *s != '_')
+			return 0;
+		while (isalnum((unsigned char)*s) || *s == '_')
+			s++;
+		if (!*s)
+			return 1;
+		if (s[0] != ':' || s[1] != ':')
+			return 0;
+		s += 2;
+	}
+}
+
+static int get_ident(const sctx *c, const ynode *n, const char *path,
+		     char **out)
+{
+	if (want_kind(c, n, path, YN_SCALAR, "a name"))
+		return JITK_ESPEC;
+	if (!is_ident(n->str))
+		return ERR(c, n, path,
+			   "'%s' is not a name (letters, digits and '_', not starting with a digit)",
+			   n->str);
+	*out = jitk__strdup(n->str);
+	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
+static int get_int(const sctx *c, const ynode *n, const char *path,
+		   int64_t *out)
+{
+	const char *s;
+	int neg = 0;
+	uint64_t v = 0;
+
+	if (want_kind(c, n, path, YN_SCALAR, "an integer"))
+		return JITK_ESPEC;
+	if (!n->plain)
+		return ERR(c, n, path, "expected an integer, got the quoted string '%s'",
+			   n->str);
+	s = n->str;
+	if (*s == '-' || *s == '+')
+		neg = *s++ == '-';
+	if (!isdigit((unsigned char)*s))
+		return ERR(c, n, path, "expected an integer, got '%s'", n->str);
+	if (s[0] == '0' && s[1])
+		return ERR(c, n, path,
+			   "'%s': leading zeros are not allowed (YAML 1.1 reads them as octal)",
+			   n->str);
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s))
+			return ERR(c, n, path, "expected an integer, got '%s'", n->str);
+		if (v > (UINT64_MAX - 9) / 10)
+			return ERR(c, n, path, "integer '%s' is out of range", n->str);
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v > (uint64_t)INT64_MAX + (uint64_t)neg)
+		return ERR(c, n, path, "integer '%s' is out of range", n->str);
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
+static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
+{
+	if (want_kind(c, n, path, YN_SCALAR, "true or false"))
+		return JITK_ESPEC;
+	if (n->plain && !strcmp(n->str, "true"))
+		*out = 1;
+	else if (n->plain && !strcmp(n->str, "false"))
+		*out = 0;
+	else
+		return ERR(c, n, path, "expected true or false, got '%s'", n->str);
+	return 0;
+}
+
+static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
+{
+	jitk_arch a;
+
+	if (want_kind(c, n, path, YN_SCALAR, "an architecture like sm_90"))
+		return JITK_ESPEC;
+	if (jitk__arch_parse(&a, n->str) || a.kind != 's' || a.suffix)
+		return ERR(c, n, path, "expected an architecture like sm_90, got '%s'",
+			   n->str);
+	*out = a.cc;
+	return 0;
+}
+
+/* ----------------------------------------------------------- pieces */
+
+static char *subpath(const char *path, const char *key)
+{
+	return *path ? jitk__asprintf("%s.%s", path, key) : jitk__strdup(key);
+}
+
+/* A value of parameter p from node n, checked against its allowed set. */
+static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
+			   const char *path, int64_t *out)
+{
+	size_t i;
+	int b, rc;
+
+	switch (p->type) {
+	case PT_BOOL:
+		if ((rc = get_bool(c, n, path, &b)))
+			return rc;
+		*out = b;
+		return 0;
+	case PT_ENUM:
+		if (want_kind(c, n, path, YN_SCALAR, "a value name"))
+			return JITK_ESPEC;
+		for (i = 0; i < p->nvalues; i++)
+			if (!strcmp(n->str, p->values[i])) {
+				*out = (int64_t)i;
+				return 0;
+			}
+		{
+			jbuf list;
+
+			jbuf_init(&list);
+			for (i = 0; i < p->nvalues; i++)
+				jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
+			rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
+				 n->str, p->name, list.data ? list.data : "");
+			jbuf_free(&list);
+			return rc;
+		}
+	case PT_INT:
+		if ((rc = get_int(c, n, path, out)))
+			return rc;
+		if (*out < p->min || *out > p->max)
+			return ERR(c, n, path,
+				   "value %lld is out of range for '%s' (%lld to %lld)",
+				   (long long)*out, p->name, (long long)p->min,
+				   (long long)p->max);
+		if (p->multiple_of > 1 && *out % p->multiple_of)
+			return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
+				   (long long)*out, p->name, (long long)p->multiple_of);
+		if (p->nallowed) {
+			for (i = 0; i < p->nallowed; i++)
+				if (p->allowed[i] == *out)
+					return 0;
+			return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
+				   (long long)*out, p->name);
+		}
+		return 0;
+	}
+	return ERR(c, n, path, "bad parameter type");
+}
+
+/* A scalar or a sequence of scalars, as a list of nodes. */
+static int as_list(const sctx *c, const ynode *n, const char *path,
+		   const ynode *const **items, size_t *count, const ynode **one)
+{
+	if (n->kind == YN_SEQ) {
+		if (!n->n)
+			return ERR(c, n, path, "empty list");
+		*items = (const ynode *const *)n->kids;
+		*count = n->n;
+		return 0;
+	}
+	if (n->kind == YN_MAP)
+		return ERR(c, n, path, "expected a value or a list of values, got a mapping");
+	*one = n;
+	*items = one;
+	*count = 1;
+	return 0;
+}
+
+static int parse_cond(const sctx *c, const spec_family *f, const ynode *n,
+		      const char *path, spec_cond *out)
+{
+	size_t i, j;
+	int rc;
+
+	if (want_kind(c, n, path, YN_MAP, "a mapping of parameter values"))
+		return JITK_ESPEC;
+	out->terms = calloc(n->n ? n->n : 1, sizeof(*out->terms));
+	if (!out->terms)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *k = ymap_key(n, i), *v = ymap_val(n, i), *one = NULL;
+		const ynode *const *items;
+		spec_term *t = &out->terms[out->n];
+		int p = spec_param_index(f, k->str);
+		size_t count;
+
+		if (p < 0)
+			return ERR(c, k, path, "unknown parameter '%s'", k->str);
+		if ((rc = as_list(c, v, path, &items, &count, &one)))
+			return rc;
+		t->param = (size_t)p;
+		t->vals = calloc(count, sizeof(*t->vals));
+		if (!t->vals)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		out->n++;
+		for (j = 0; j < count; j++) {
+			if ((rc = get_param_value(c, &f->params[p], items[j], path,
+						  &t->vals[j])))
+				return rc;
+			t->nvals++;
+		}
+	}
+	return 0;
+}
+
+static int parse_arch_range(const sctx *c, const ynode *n, const char *path,
+			    spec_arch_range *out)
+{
+	static const char *const keys[] = { "min", "max", NULL };
+	const ynode *v;
+	int rc;
+
+	if (want_kind(c, n, path, YN_MAP, "a mapping with min and/or max"))
+		return JITK_ESPEC;
+	if ((rc = check_keys(c, n, path, keys, NULL)))
+		return rc;
+	if (!n->n)
+		return ERR(c, n, path, "an architecture range needs min or max");
+	out->min = out->max = 0;
+	if ((v = ymap_get(n, "min")) && (rc = get_arch(c, v, path, &out->min)))
+		return rc;
+	if ((v = ymap_get(n, "max")) && (rc = get_arch(c, v, path, &out->max)))
+		return rc;
+	if (out->min && out->max && out->min > out->max)
+		return ERR(c, n, path, "min is above max");
+	return 0;
+}
+
+static int parse_gates(const sctx *c, const spec_family *f, const ynode *n,
+		       const char *path, int allow_when, spec_gate **out,
+		       size_t *count)
+{
+	static const char *const keys[] = { "when", "arch", "reason", NULL };
+	static const char *const keys_nowhen[] = { "arch", "reason", NULL };
+	static const char *const req[] = { "arch", "reason", NULL };
+	size_t i;
+	int rc;
+
+	if (want_kind(c, n, path, YN_SEQ, "a list of gates"))
+		return JITK_ESPEC;
+	*out = calloc(n->n ? n->n : 1, sizeof(**out));
+	if (!*out)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *g = n->kids[i], *v;
+		spec_gate *gate = &(*out)[i];
+
+		if (want_kind(c, g, path, YN_MAP, "a gate (a mapping)"))
+			return JITK_ESPEC;
+		if ((rc = check_keys(c, g, path, allow_when ? keys : keys_nowhen, req)))
+			return rc;
+		++*count;
+		gate->loc = loc_of(c, g);
+		if ((v = ymap_get(g, "when")) && (rc = parse_cond(c, f, v, path, &gate->when)))
+			return rc;
+		if ((rc = parse_arch_range(c, ymap_get(g, "arch"), path, &gate->arch)))
+			return rc;
+		if ((rc = get_string(c, ymap_get(g, "reason"), path, &gate->reason)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_params(const sctx *c, spec_family *f, const ynode *n)
+{
+	static const char *const keys[] = { "type", "values", "min", "max",
+					    "multiple_of", "cpp", NULL };
+	static const char *const req[] = { "type", NULL };
+	size_t i, j;
+	int rc;
+
+	if (want_kind(c, n, "params", YN_MAP, "a mapping of parameters"))
+		return JITK_ESPEC;
+	f->params = calloc(n->n ? n->n : 1, sizeof(*f->params));
+	if (!f->params)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *k = ymap_key(n, i), *d = ymap_val(n, i), *t, *v;
+		spec_param *p = &f->params[i];
+		char *path = subpath("params", k->str);
+
+		if (!path)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		rc = 0;
+		if (!is_ident(k->str)) {
+			rc = ERR(c, k, "params", "'%s' is not a name", k->str);
+			goto next;
+		}
+		if (want_kind(c, d, path, YN_MAP, "a parameter definition (a mapping)")) {
+			rc = JITK_ESPEC;
+			goto next;
+		}
+		if ((rc = check_keys(c, d, path, keys, req)))
+			goto next;
+		p->name = jitk__strdup(k->str);
+		p->loc = loc_of(c, k);
+		p->min = INT64_MIN;
+		p->max = INT64_MAX;
+		f->nparams++;
+		t = ymap_get(d, "type");
+		if (want_kind(c, t, path, YN_SCALAR, "int, bool or enum")) {
+			rc = JITK_ESPEC;
+			goto next;
+		}
+		if (!strcmp(t->str, "int")) {
+			p->type = PT_INT;
+		} else if (!strcmp(t->str, "bool")) {
+			p->type = PT_BOOL;
+		} else if (!strcmp(t->str, "enum")) {
+			p->type = PT_ENUM;
+		} else {
+			rc = ERR(c, t, path, "unknown parameter type '%s' (int, bool or enum)",
+				 t->str);
+			goto next;
+		}
+		if (p->type != PT_INT) {
+			const char *bad = ymap_get(d, "min") ? "min" :
+					  ymap_get(d, "max") ? "max" :
+					  ymap_get(d, "multiple_of") ? "multiple_of" : NULL;
+
+			if (bad) {
+				rc = ERR(c, ymap_get(d, bad), path, "'%s' applies to int parameters only", bad);
+				goto next;
+			}
+		}
+		if (p->type == PT_BOOL && (v = ymap_get(d, "values"))) {
+			rc = ERR(c, v, path, "bool parameters take no values list");
+			goto next;
+		}
+		if (p->type != PT_ENUM && (v = ymap_get(d, "cpp"))) {
+			rc = ERR(c, v, path, "'cpp' applies to enum parameters only");
+			goto next;
+		}
+		if (p->type == PT_ENUM) {
+			if (!(v = ymap_get(d, "values"))) {
+				rc = ERR(c, d, path, "missing required key 'values'");
+				goto next;
+			}
+			if (want_kind(c, v, path, YN_SEQ, "a list of value names")) {
+				rc = JITK_ESPEC;
+				goto next;
+			}
+			if (!v->n) {
+				rc = ERR(c, v, path, "empty list");
+				goto next;
+			}
+			p->values = calloc(v->n, sizeof(*p->values));
+			if (!p->values)
+				return jitk__error(JITK_ENOMEM, "out of memory");
+			for (j = 0; j < v->n; j++) {
+				size_t m;
+
+				if ((rc = get_ident(c, v->kids[j], path, &p->values[j])))
+					goto next;
+				p->nvalues++;
+				for (m = 0; m < j; m++)
+					if (!strcmp(p->values[m], p->values[j])) {
+						rc = ERR(c, v->kids[j], path, "value '%s' listed twice",
+							 p->values[j]);
+						goto next;
+					}
+			}
+			if (!(v = ymap_get(d, "cpp"))) {
+				rc = ERR(c, d, path, "missing required key 'cpp' (the C++ enum type)");
+				goto next;
+			}
+			if ((rc = get_string(c, v, path, &p->cpp)))
+				goto next;
+			if (!is_qualified(p->cpp)) {
+				rc = ERR(c, v, path, "'%s' is not a C++ type name", p->cpp);
+				goto next;
+			}
+		}
+		if (p->type == PT_INT) {
+			if ((v = ymap_get(d, "min")) && (rc = get_int(c, v, path, &p->min)))
+				goto next;
+			if ((v = ymap_get(d, "max")) && (rc = get_int(c, v, path, &p->max)))
+				goto next;
+			if (p->min > p->max) {
+				rc = ERR(c, d, path, "min is above max");
+				goto next;
+			}
+			if ((v = ymap_get(d, "multiple_of"))) {
+				if ((rc = get_int(c, v, path, &p->multiple_of)))
+					goto next;
+				if (p->multiple_of < 1) {
+					rc = ERR(c, v, path, "multiple_of must be at least 1");
+					goto next;
+				}
+			}
+			if ((v = ymap_get(d, "values"))) {
+				if (want_kind(c, v, path, YN_SEQ, "a list of integers")) {
+					rc = JITK_ESPEC;
+					goto next;
+				}
+				p->allowed = calloc(v->n ? v->n : 1, sizeof(*p->allowed));
+				if (!p->allowed)
+					return jitk__error(JITK_ENOMEM, "out of memory");
+				for (j = 0; j < v->n; j++) {
+					if ((rc = get_int(c, v->kids[j], path, &p->allowed[j])))
+						goto next;
+					p->nallowed++;
+				}
+			}
+		}
+		for (j = 0; j < i; j++)
+			if (!strcmp(f->params[j].name, p->name)) {
+				rc = ERR(c, k, "params", "parameter '%s' defined twice", p->name);
+				goto next;
+			}
+next:
+		free(path);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int name_defined(const spec_family *f, const char *name, size_t nderived)
+{
+	size_t i;
+
+	if (spec_param_index(f, name) >= 0)
+		return 1;
+	for (i = 0; i < f->ntuning_keys; i++)
+		if (!strcmp(f->tuning_keys[i], name))
+			return 1;
+	for (i = 0; i < nderived; i++)
+		if (!strcmp(f->derived[i].name, name))
+			return 1;
+	return 0;
+}
+
+static int add_tuning_key(spec_family *f, const char *key)
+{
+	size_t i;
+	char **k;
+
+	for (i = 0; i < f->ntuning_keys; i++)
+		if (!strcmp(f->tuning_keys[i], key))
+			return 0;
+	k = realloc(f->tuning_keys, (f->ntuning_keys + 1) * sizeof(*k));
+	if (!k)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	f->tuning_keys = k;
+	k[f->ntuning_keys] = jitk__strdup(key);
+	if (!k[f->ntuning_keys])
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	f->ntuning_keys++;
+	return 0;
+}
+
+static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
+{
+	size_t i, j;
+	int rc;
+
+	if (want_kind(c, n, "tuning", YN_SEQ, "a list of tuning entries"))
+		return JITK_ESPEC;
+	f->tuning = calloc(n->n ? n->n : 1, sizeof(*f->tuning));
+	if (!f->tuning)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *e = n->kids[i];
+		spec_tuning *t = &f->tuning[i];
+
+		if (want_kind(c, e, "tuning", YN_MAP, "a tuning entry (a mapping)"))
+			return JITK_ESPEC;
+		f->ntuning++;
+		t->loc = loc_of(c, e);
+		t->arch_specific = -1;
+		t->kv = calloc(e->n ? e->n : 1, sizeof(*t->kv));
+		if (!t->kv)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		for (j = 0; j < e->n; j++) {
+			const ynode *k = ymap_key(e, j), *v = ymap_val(e, j);
+			spec_kv *kv;
+
+			if (!strcmp(k->str, "arch")) {
+				if ((rc = parse_arch_range(c, v, "tuning.arch", &t->arch)))
+					return rc;
+				continue;
+			}
+			if (!strcmp(k->str, "when")) {
+				if ((rc = parse_cond(c, f, v, "tuning.when", &t->when)))
+					return rc;
+				continue;
+			}
+			if (!strcmp(k->str, "arch_specific")) {
+				int b;
+
+				if ((rc = get_bool(c, v, "tuning.arch_specific", &b)))
+					return rc;
+				t->arch_specific = b;
+				continue;
+			}
+			if (!is_ident(k->str))
+				return ERR(c, k, "tuning", "'%s' is not a name", k->str);
+			if (spec_param_index(f, k->str) >= 0)
+				return ERR(c, k, "tuning",
+					   "'%s' is a parameter; tuning cannot set it", k->str);
+			kv = &t->kv[t->n];
+			kv->loc = loc_of(c, k);
+			if (v->kind == YN_SCALAR && v->plain &&
+			    (!strcmp(v->str, "true") || !strcmp(v->str, "false"))) {
+				kv->value = !strcmp(v->str, "true");
+			} else {
+				char *path = subpath("tuning", k->str);
+
+				rc = path ? get_int(c, v, path, &kv->value)
+					  : jitk__error(JITK_ENOMEM, "out of memory");
+				free(path);
+				if (rc)
+					return rc;
+			}
+			kv->key = jitk__strdup(k->str);
+			if (!kv->key)
+				return jitk__error(JITK_ENOMEM, "out of memory");
+			t->n++;
+			if ((rc = add_tuning_key(f, k->str)))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+typedef struct {
+	const sctx *c;
+	const spec_family *f;
+	const ynode *node;
+	const char *path;
+	size_t nderived;
+	int allow_args; /* launch expressions may use integer arguments */
+} name_check;
+
+static int check_name(void *ctx, const char *name, int pos)
+{
+	name_check *nc = ctx;
+	size_t i;
+
+	(void)pos;
+	if (name_defined(nc->f, name, nc->nderived))
+		return 0;
+	if (nc->allow_args) {
+		if (!strcmp(name, "sm_count"))
+			return 0;
+		for (i = 0; i < nc->f->nargs; i++)
+			if (!strcmp(nc->f->args[i].name, name)) {
+				if (nc->f->args[i].type == AT_I32 ||
+				    nc->f->args[i].type == AT_I64)
+					return 0;
+				return ERR(nc->c, nc->node, nc->path,
+					   "argument '%s' is not an integer", name);
+			}
+	}
+	return ERR(nc->c, nc->node, nc->path,
+		   "unknown name '%s' in expression '%s'", name, nc->node->str);
+}
+
+static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
+		      const char *path, size_t nderived, int allow_args,
+		      spec_expr *out)
+{
+	char msg[160];
+	int pos = 0;
+	name_check nc = { c, f, n, path, nderived, allow_args };
+
+	if (want_kind(c, n, path, YN_SCALAR, "an expression"))
+		return JITK_ESPEC;
+	out->loc = loc_of(c, n);
+	out->text = jitk__strdup(n->str);
+	if (!out->text)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	if (expr_parse(&out->e, n->str, msg, sizeof(msg), &pos)) {
+		/* A plain scalar on one line: point at the character. */
+		int col = n->col + (n->plain && !strchr(n->str, '\n') ? pos : 0);
+
+		return err_at(c, n->line, col, path, "bad expression '%s': %s", n->str, msg);
+	}
+	return expr_visit_names(out->e, check_name, &nc);
+}
+
+static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
+{
+	size_t i;
+	int rc;
+
+	if (want_kind(c, n, "derive", YN_MAP, "a mapping of name: expression"))
+		return JITK_ESPEC;
+	f->derived = calloc(n->n ? n->n : 1, sizeof(*f->derived));
+	if (!f->derived)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *k = ymap_key(n, i);
+		spec_expr *d = &f->derived[i];
+
+		if (!is_ident(k->str))
+			return ERR(c, k, "derive", "'%s' is not a name", k->str);
+		if (name_defined(f, k->str, i))
+			return ERR(c, k, "derive", "'%s' is already defined", k->str);
+		d->name = jitk__strdup(k->str);
+		if (!d->name)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		f->nderived++;
+		if ((rc = parse_expr(c, f, ymap_val(n, i), "derive", i, 0, d)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
+			const char *path, int allow_args, spec_expr **out,
+			size_t *count)
+{
+	static const char *const keys[] = { "check", "message", NULL };
+	size_t i;
+	int rc;
+
+	if (want_kind(c, n, path, YN_SEQ, "a list of checks"))
+		return JITK_ESPEC;
+	*out = calloc(n->n ? n->n : 1, sizeof(**out));
+	if (!*out)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *e = n->kids[i];
+		spec_expr *x = &(*out)[i];
+
+		if (want_kind(c, e, path, YN_MAP, "a check (a mapping)"))
+			return JITK_ESPEC;
+		if ((rc = check_keys(c, e, path, keys, keys)))
+			return rc;
+		++*count;
+		if ((rc = parse_expr(c, f, ymap_get(e, "check"), path, f->nderived,
+				     allow_args, x)))
+			return rc;
+		if ((rc = get_string(c, ymap_get(e, "message"), path, &x->message)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_targs(const sctx *c, spec_family *f, const ynode *n)
+{
+	size_t i;
+	int rc;
+
+	if (want_kind(c, n, "template_args", YN_SEQ, "a list of names"))
+		return JITK_ESPEC;
+	f->targs = calloc(n->n ? n->n : 1, sizeof(*f->targs));
+	if (!f->targs)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		if ((rc = get_ident(c, n->kids[i], "template_args", &f->targs[i])))
+			return rc;
+		f->ntargs++;
+		if (!name_defined(f, f->targs[i], f->nderived))
+			return ERR(c, n->kids[i], "template_args",
+				   "'%s' is not a parameter, tuning key or derived value",
+				   f->targs[i]);
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	const char *cpp;
+	enum spec_atype scalar; /* the by-value type, when allowed */
+	int size;
+} elem_types[] = {
+	{ "bf16", "jitk::bf16", AT_PTR, 2 },
+	{ "fp8_e4m3", "jitk::fp8_e4m3", AT_PTR, 1 },
+	{ "f32", "float", AT_F32, 4 },
+	{ "i32", "int", AT_I32, 4 },
+	{ "i64", "long long", AT_I64, 8 },
+};
+
+static int parse_args(const sctx *c, spec_family *f, const ynode *n)
+{
+	static const char *const keys[] = { "name", "type", "when", "align",
+					    "nullable", NULL };
+	static const char *const req[] = { "name", "type", NULL };
+	size_t i, j;
+	int rc;
+
+	if (want_kind(c, n, "args", YN_SEQ, "a list of arguments"))
+		return JITK_ESPEC;
+	f->args = calloc(n->n ? n->n : 1, sizeof(*f->args));
+	if (!f->args)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *e = n->kids[i], *t, *v;
+		spec_arg *a = &f->args[i];
+		const char *s;
+		size_t len;
+		int ptr = 0;
+
+		if (want_kind(c, e, "args", YN_MAP, "an argument (a mapping)"))
+			return JITK_ESPEC;
+		if ((rc = check_keys(c, e, "args", keys, req)))
+			return rc;
+		f->nargs++;
+		a->loc = loc_of(c, e);
+		if ((rc = get_ident(c, ymap_get(e, "name"), "args.name", &a->name)))
+			return rc;
+		for (j = 0; j < i; j++)
+			if (!strcmp(f->args[j].name, a->name))
+				return ERR(c, ymap_get(e, "name"), "args",
+					   "argument '%s' listed twice", a->name);
+		t = ymap_get(e, "type");
+		if (want_kind(c, t, "args.type", YN_SCALAR, "a type like 'const bf16*'"))
+			return JITK_ESPEC;
+		s = t->str;
+		if (!strncmp(s, "const ", 6)) {
+			a->is_const = 1;
+			s += 6;
+		}
+		len = strlen(s);
+		while (len && s[len - 1] == ' ')
+			len--;
+		if (len && s[len - 1] == '*') {
+			ptr = 1;
+			len--;
+			while (len && s[len - 1] == ' ')
+				len--;
+		}
+		for (j = 0; j < JITK_ARRAY_SIZE(elem_types); j++)
+			if (strlen(elem_types[j].name) == len &&
+			    !strncmp(s, elem_types[j].name, len))
+				break;
+		if (j == JITK_ARRAY_SIZE(elem_types))
+			return ERR(c, t, "args.type",
+				   "unknown type '%s' (bf16, fp8_e4m3, f32, i32, i64, as pointers with '*')",
+				   t->str);
+		if (!ptr && elem_types[j].scalar == AT_PTR)
+			return ERR(c, t, "args.type", "'%s' can only be passed by pointer",
+				   elem_types[j].name);
+		if (!ptr && a->is_const)
+			return ERR(c, t, "args.type", "'const' applies to pointers only");
+		a->type = ptr ? AT_PTR : elem_types[j].scalar;
+		a->elem = jitk__strdup(elem_types[j].name);
+		a->cpp = ptr ? jitk__asprintf("%s%s *", a->is_const ? "const " : "",
+					     elem_types[j].cpp)
+			     : jitk__strdup(elem_types[j].cpp);
+		if (!a->elem || !a->cpp)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		if ((v = ymap_get(e, "align"))) {
+			int64_t al;
+
+			if (!ptr)
+				return ERR(c, v, "args.align", "'align' applies to pointers only");
+			if (v->kind == YN_SCALAR && v->plain && isdigit((unsigned char)v->str[0])) {
+				if ((rc = get_int(c, v, "args.align", &al)))
+					return rc;
+				if (al < 1 || al > 256 || (al & (al - 1)))
+					return ERR(c, v, "args.align",
+						   "align must be a power of two up to 256");
+			}
+			/* A name or expression (align: vec_bytes) is checked when
+			 * the variant is known. */
+			if ((rc = parse_expr(c, f, v, "args.align", f->nderived, 0, &a->align)))
+				return rc;
+		} else if (ptr) {
+			char num[8];
+			int pos;
+
+			snprintf(num, sizeof(num), "%d", elem_types[j].size);
+			a->align.text = jitk__strdup(num);
+			a->align.loc = a->loc;
+			if (!a->align.text ||
+			    expr_parse(&a->align.e, num, num, sizeof(num), &pos))
+				return jitk__error(JITK_ENOMEM, "out of memory");
+		}
+		if ((v = ymap_get(e, "nullable"))) {
+			if (!ptr)
+				return ERR(c, v, "args.nullable", "'nullable' applies to pointers only");
+			if ((rc = get_bool(c, v, "args.nullable", &a->nullable)))
+				return rc;
+		}
+		if ((v = ymap_get(e, "when")) &&
+		    (rc = parse_cond(c, f, v, "args.when", &a->when)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
+{
+	static const char *const keys[] = { "grid", "block", "shared_bytes",
+					    "checks", NULL };
+	static const char *const req[] = { "grid", "block", NULL };
+	const ynode *v;
+	int rc;
+
+	if (want_kind(c, n, "launch", YN_MAP, "a mapping"))
+		return JITK_ESPEC;
+	if ((rc = check_keys(c, n, "launch", keys, req)))
+		return rc;
+	if ((rc = parse_expr(c, f, ymap_get(n, "grid"), "launch.grid",
+			     f->nderived, 1, &f->grid)))
+		return rc;
+	if ((rc = parse_expr(c, f, ymap_get(n, "block"), "launch.block",
+			     f->nderived, 0, &f->block)))
+		return rc;
+	if ((v = ymap_get(n, "shared_bytes")) &&
+	    (rc = parse_expr(c, f, v, "launch.shared_bytes", f->nderived, 0, &f->smem)))
+		return rc;
+	if ((v = ymap_get(n, "checks")) &&
+	    (rc = parse_checks(c, f, v, "launch.checks", 1, &f->checks, &f->nchecks)))
+		return rc;
+	return 0;
+}
+
+/* NVRTC options a spec may add: nothing that reads outside files, changes
+ * the target (jitk sets it) or breaks the numeric contract. */
+static int check_option(const sctx *c, const ynode *n)
+{
+	static const char *const banned[] = {
+		"-I", "--include-path", "-include", "--pre-include", "-arch",
+		"--gpu-architecture", "-pch", "--pch", "--create-pch",
+		"--use-pch", "--pch-dir", "-use_fast_math", "--use_fast_math",
+		"-ftz=true", "--ftz=true", "-prec-div=false", "--prec-div=false",
+		"-prec-sqrt=false", "--prec-sqrt=false", "-fmad=false",
+		"--fmad=false", "-std", "--std", "-dlto", "-dc", "--relocatable-device-code",
+		"-rdc", NULL
+	};
+	size_t i;
+
+	if (n->str[0] != '-')
+		return ERR(c, n, "nvrtc_options", "'%s' is not an option", n->str);
+	for (i = 0; banned[i]; i++)
+		if (!strncmp(n->str, banned[i], strlen(banned[i])))
+			return ERR(c, n, "nvrtc_options",
+				   "option '%s' is not allowed in a spec (jitk sets the target, "
+				   "includes and numerics itself)",
+				   n->str);
+	return 0;
+}
+
+/* ----------------------------------------------------------- symbols */
+
+static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
+			const ynode *d, spec_symbol **out)
+{
+	static const char *const keys[] = { "params", "gates", "fallback",
+					    "description", NULL };
+	static const char *const req[] = { "params", NULL };
+	spec_symbol *s;
+	const ynode *params, *v;
+	char *path = NULL, *ppath = NULL;
+	size_t i, j;
+	int rc;
+
+	*out = NULL;
+	if (!is_ident(k->str))
+		return ERR(c, k, "symbols", "'%s' is not a name", k->str);
+	path = subpath("symbols", k->str);
+	if (!path)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		free(path);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	*out = s;
+	s->fam = f;
+	s->loc = loc_of(c, k);
+	s->name = jitk__strdup(k->str);
+	s->vals = calloc(f->nparams ? f->nparams : 1, sizeof(*s->vals));
+	s->nvals = calloc(f->nparams ? f->nparams : 1, sizeof(*s->nvals));
+	if (!s->name || !s->vals || !s->nvals) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (want_kind(c, d, path, YN_MAP, "a symbol definition (a mapping)")) {
+		rc = JITK_ESPEC;
+		goto done;
+	}
+	if ((rc = check_keys(c, d, path, keys, req)))
+		goto done;
+	params = ymap_get(d, "params");
+	ppath = subpath(path, "params");
+	if (!ppath) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (want_kind(c, params, ppath, YN_MAP, "a mapping of parameter values")) {
+		rc = JITK_ESPEC;
+		goto done;
+	}
+	for (i = 0; i < params->n; i++) {
+		const ynode *pk = ymap_key(params, i);
+
+		if (spec_param_index(f, pk->str) < 0) {
+			rc = ERR(c, pk, ppath, "unknown parameter '%s' of family '%s'",
+				 pk->str, f->name);
+			goto done;
+		}
+	}
+	for (i = 0; i < f->nparams; i++) {
+		const ynode *pv = ymap_get(params, f->params[i].name), *one = NULL;
+		const ynode *const *items;
+		size_t count;
+
+		if (!pv) {
+			rc = ERR(c, params, ppath, "missing value for parameter '%s'",
+				 f->params[i].name);
+			goto done;
+		}
+		if ((rc = as_list(c, pv, ppath, &items, &count, &one)))
+			goto done;
+		s->vals[i] = calloc(count, sizeof(**s->vals));
+		if (!s->vals[i]) {
+			rc = jitk__error(JITK_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (j = 0; j < count; j++) {
+			size_t m;
+
+			if ((rc = get_param_value(c, &f->params[i], items[j], ppath,
+						  &s->vals[i][j])))
+				goto done;
+			s->nvals[i]++;
+			for (m = 0; m < j; m++)
+				if (s->vals[i][m] == s->vals[i][j]) {
+					rc = ERR(c, items[j], ppath, "value listed twice");
+					goto done;
+				}
+		}
+	}
+	if ((v = ymap_get(d, "gates")) &&
+	    (rc = parse_gates(c, f, v, path, 0, &s->gates, &s->ngates)))
+		goto done;
+	if ((v = ymap_get(d, "fallback"))) {
+		if (want_kind(c, v, path, YN_SEQ, "a list of symbol names")) {
+			rc = JITK_ESPEC;
+			goto done;
+		}
+		s->fallback = calloc(v->n ? v->n : 1, sizeof(*s->fallback));
+		s->fallback_loc = calloc(v->n ? v->n : 1, sizeof(*s->fallback_loc));
+		if (!s->fallback || !s->fallback_loc) {
+			rc = jitk__error(JITK_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (j = 0; j < v->n; j++) {
+			if ((rc = get_ident(c, v->kids[j], path, &s->fallback[j])))
+				goto done;
+			s->fallback_loc[j] = loc_of(c, v->kids[j]);
+			s->nfallback++;
+		}
+	}
+	if ((v = ymap_get(d, "description")) &&
+	    (rc = get_string(c, v, path, &s->description)))
+		goto done;
+	rc = 0;
+done:
+	free(path);
+	free(ppath);
+	return rc;
+}
+
+static void family_free(spec_family *f);
+static void symbol_free(spec_symbol *s);
+
+static int grow(void **arr, size_t count, size_t size)
+{
+	void *p = realloc(*arr, (count + 1) * size);
+
+	if (!p)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	*arr = p;
+	return 0;
+}
+
+static int parse_family(sctx *c, const ynode *root)
+{
+	static const char *const keys[] = {
+		"family", "description", "template", "kernel", "params", "gates",
+		"tuning", "derive", "constraints", "template_args", "args",
+		"launch", "nvrtc_options", "symbols", NULL
+	};
+	static const char *const req[] = { "family", "template", "kernel",
+					   "params", "template_args", "args",
+					   "launch", "symbols", NULL };
+	spec_set *set = c->set;
+	spec_family *f;
+	const ynode *v, *syms;
+	struct stat st;
+	size_t i;
+	int rc;
+
+	if (want_kind(c, root, "", YN_MAP, "a mapping at the top level"))
+		return JITK_ESPEC;
+	if ((rc = check_keys(c, root, "", keys, req)))
+		return rc;
+	f = calloc(1, sizeof(*f));
+	if (!f || grow((void **)&set->fams, set->nfams, sizeof(*set->fams))) {
+		free(f);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	set->fams[set->nfams++] = f;
+	f->loc = loc_of(c, root);
+	f->file = jitk__strdup(c->file);
+	if (!f->file)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	v = ymap_get(root, "family");
+	if ((rc = get_ident(c, v, "family", &f->name)))
+		return rc;
+	for (i = 0; i + 1 < set->nfams; i++)
+		if (!strcmp(set->fams[i]->name, f->name))
+			return ERR(c, v, "family", "family '%s' is already defined at %s:%d:%d",
+				   f->name, set->fams[i]->loc.file, set->fams[i]->loc.line,
+				   set->fams[i]->loc.col);
+	if ((v = ymap_get(root, "description")) &&
+	    (rc = get_string(c, v, "description", &f->description)))
+		return rc;
+	v = ymap_get(root, "template");
+	if ((rc = get_string(c, v, "template", &f->template_path)))
+		return rc;
+	if (f->template_path[0] != '/') {
+		const char *slash = strrchr(c->file, '/');
+		char *full = slash ? jitk__asprintf("%.*s/%s", (int)(slash - c->file),
+						   c->file, f->template_path)
+				   : jitk__strdup(f->template_path);
+
+		if (!full)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		free(f->template_path);
+		f->template_path = full;
+	}
+	if (stat(f->template_path, &st))
+		return ERR(c, v, "template", "template file '%s' not found (%s)", v->str,
+			   strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return ERR(c, v, "template", "template '%s' is not a regular file", v->str);
+	v = ymap_get(root, "kernel");
+	if ((rc = get_string(c, v, "kernel", &f->kernel)))
+		return rc;
+	if (!is_qualified(f->kernel))
+		return ERR(c, v, "kernel", "'%s' is not a C++ name", f->kernel);
+	if ((rc = parse_params(c, f, ymap_get(root, "params"))))
+		return rc;
+	if ((v = ymap_get(root, "gates")) &&
+	    (rc = parse_gates(c, f, v, "gates", 1, &f->gates, &f->ngates)))
+		return rc;
+	if ((v = ymap_get(root, "tuning")) && (rc = parse_tuning(c, f, v)))
+		return rc;
+	if ((v = ymap_get(root, "derive")) && (rc = parse_derive(c, f, v)))
+		return rc;
+	if ((v = ymap_get(root, "constraints")) &&
+	    (rc = parse_checks(c, f, v, "constraints", 0, &f->constraints,
+			       &f->nconstraints)))
+		return rc;
+	if ((rc = parse_targs(c, f, ymap_get(root, "template_args"))))
+		return rc;
+	if ((rc = parse_args(c, f, ymap_get(root, "args"))))
+		return rc;
+	if ((rc = parse_launch(c, f, ymap_get(root, "launch"))))
+		return rc;
+	if ((v = ymap_get(root, "nvrtc_options"))) {
+		if (want_kind(c, v, "nvrtc_options", YN_SEQ, "a list of options"))
+			return JITK_ESPEC;
+		f->options = calloc(v->n ? v->n : 1, sizeof(*f->options));
+		if (!f->options)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		for (i = 0; i < v->n; i++) {
+			if ((rc = get_string(c, v->kids[i], "nvrtc_options", &f->options[i])))
+				return rc;
+			f->noptions++;
+			if ((rc = check_option(c, v->kids[i])))
+				return rc;
+		}
+	}
+	syms = ymap_get(root, "symbols");
+	if (want_kind(c, syms, "symbols", YN_MAP, "a mapping of symbols"))
+		return JITK_ESPEC;
+	if (!syms->n)
+		return ERR(c, syms, "symbols", "a family needs at least one symbol");
+	for (i = 0; i < syms->n; i++) {
+		spec_symbol *s = NULL;
+		size_t j;
+
+		rc = parse_symbol(c, f, ymap_key(syms, i), ymap_val(syms, i), &s);
+		if (s && grow((void **)&set->syms, set->nsyms, sizeof(*set->syms))) {
+			symbol_free(s);
+			return JITK_ENOMEM;
+		}
+		if (s)
+			set->syms[set->nsyms++] = s;
+		if (rc)
+			return rc;
+		for (j = 0; j + 1 < set->nsyms; j++)
+			if (!strcmp(set->syms[j]->name, s->name))
+				return ERR(c, ymap_key(syms, i), "symbols",
+					   "symbol '%s' is already defined at %s:%d:%d",
+					   s->name, set->syms[j]->loc.file,
+					   set->syms[j]->loc.line, set->syms[j]->loc.col);
+	}
+	return 0;
+}
+
+/* --------------------------------------------------------- instances */
+
+const char *spec_value_text(const spec_param *p, int64_t v, char buf[32])
+{
+	if (p->type == PT_BOOL)
+		return v ? "true" : "false";
+	if (p->type == PT_ENUM && v >= 0 && (size_t)v < p->nvalues)
+		return p->values[v];
+	snprintf(buf, 32, "%lld", (long long)v);
+	return buf;
+}
+
+int spec_param_index(const spec_family *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nparams; i++)
+		if (!strcmp(f->params[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+int spec_cond_holds(const spec_cond *c, const int64_t *vals)
+{
+	size_t i, j;
+
+	for (i = 0; i < c->n; i++) {
+		for (j = 0; j < c->terms[i].nvals; j++)
+			if (vals[c->terms[i].param] == c->terms[i].vals[j])
+				break;
+		if (j == c->terms[i].nvals)
+			return 0;
+	}
+	return 1;
+}
+
+static int expand_symbol(spec_set *set, spec_symbol *s)
+{
+	spec_family *f = s->fam;
+	size_t total = 1, i, k;
+
+	for (i = 0; i < f->nparams; i++)
+		total *= s->nvals[i];
+	if (total > 4096)
+		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: symbol '%s' expands to %zu instances; the limit is 4096",
+				   s->loc.file, s->loc.line, s->loc.col, s->name, total);
+	for (k = 0; k < total; k++) {
+		spec_instance *in;
+		size_t rest = k, first = 1;
+		jbuf name;
+		void *p = realloc(set->insts, (set->ninsts + 1) * sizeof(*set->insts));
+
+		if (!p)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		set->insts = p;
+		in = &set->insts[set->ninsts];
+		memset(in, 0, sizeof(*in));
+		in->sym = s;
+		in->vals = calloc(f->nparams ? f->nparams : 1, sizeof(*in->vals));
+		if (!in->vals)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		set->ninsts++;
+		jbuf_init(&name);
+		jbuf_puts(&name, s->name);
+		/* The first instance keeps the bare name; the others name the
+		 * listed parameters' values. Last parameter varies fastest. */
+		for (i = f->nparams; i-- > 0;) {
+			size_t idx = rest % s->nvals[i];
+
+			rest /= s->nvals[i];
+			in->vals[i] = s->vals[i][idx];
+		}
+		if (k) {
+			for (i = 0; i < f->nparams; i++) {
+				char buf[32];
+
+				if (s->nvals[i] < 2)
+					continue;
+				jbuf_printf(&name, "%s%s=%s", first ? "[" : ",",
+					    f->params[i].name,
+					    spec_value_text(&f->params[i], in->vals[i], buf));
+				first = 0;
+			}
+			jbuf_puts(&name, "]");
+		}
+		in->name = jbuf_detach(&name);
+		if (!in->name)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int inst_cmp(const void *a, const void *b, void *ctx)
+{
+	const spec_set *set = ctx;
+
+	return strcmp(set->insts[*(const size_t *)a].name,
+		      set->insts[*(const size_t *)b].name);
+}
+
+static int symbol_index(const spec_set *set, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < set->nsyms; i++)
+		if (!strcmp(set->syms[i]->name, name))
+			return (int)i;
+	return -1;
+}
+
+/* The instance of symbol target matching in's values for every parameter
+ * that target lists several values of and in's family also has. */
+static int match_instance(const spec_set *set, const spec_instance *in,
+			  const spec_symbol *target, size_t *out)
+{
+	size_t i, j;
+
+	for (i = 0; i < set->ninsts; i++) {
+		const spec_instance *cand = &set->insts[i];
+		int ok = 1;
+
+		if (cand->sym != target)
+			continue;
+		for (j = 0; j < target->fam->nparams && ok; j++) {
+			int p;
+
+			if (target->nvals[j] < 2)
+				continue;
+			p = spec_param_index(in->sym->fam, target->fam->params[j].name);
+			if (p >= 0 && in->vals[p] != cand->vals[j])
+				ok = 0;
+		}
+		if (ok) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int link_instances(spec_set *set)
+{
+	size_t i, j;
+
+	for (i = 0; i < set->nsyms; i++) {
+		int rc = expand_symbol(set, set->syms[i]);
+
+		if (rc)
+			return rc;
+	}
+	for (i = 0; i < set->ninsts; i++) {
+		spec_instance *in = &set->insts[i];
+		spec_symbol *s = in->sym;
+
+		if (!s->nfallback)
+			continue;
+		in->fallback = calloc(s->nfallback, sizeof(*in->fallback));
+		if (!in->fallback)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		for (j = 0; j < s->nfallback; j++) {
+			int t = symbol_index(set, s->fallback[j]);
+			const spec_loc *l = &s->fallback_loc[j];
+
+			if (t < 0)
+				return jitk__error(JITK_ESPEC,
+						   "%s:%d:%d: error: fallback '%s' is not a symbol (at symbols.%s.fallback)",
+						   l->file, l->line, l->col, s->fallback[j], s->name);
+			if (set->syms[t] == s)
+				return jitk__error(JITK_ESPEC,
+						   "%s:%d:%d: error: symbol '%s' cannot fall back to itself",
+						   l->file, l->line, l->col, s->name);
+			if (match_instance(set, in, set->syms[t], &in->fallback[j]))
+				return jitk__error(JITK_ESPEC,
+						   "%s:%d:%d: error: fallback '%s' has no instance matching '%s'",
+						   l->file, l->line, l->col, s->fallback[j], in->name);
+			in->nfallback++;
+		}
+	}
+	set->by_name = calloc(set->ninsts ? set->ninsts : 1, sizeof(*set->by_name));
+	if (!set->by_name)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < set->ninsts; i++)
+		set->by_name[i] = i;
+	qsort_r(set->by_name, set->ninsts, sizeof(*set->by_name), inst_cmp, set);
+	for (i = 1; i < set->ninsts; i++) {
+		const spec_instance *a = &set->insts[set->by_name[i - 1]];
+		const spec_instance *b = &set->insts[set->by_name[i]];
+
+		if (!strcmp(a->name, b->name))
+			return jitk__error(JITK_ESPEC,
+					   "%s:%d:%d: error: instance name '%s' clashes with symbol '%s' at %s:%d:%d",
+					   b->sym->loc.file, b->sym->loc.line, b->sym->loc.col,
+					   b->name, a->sym->name, a->sym->loc.file,
+					   a->sym->loc.line, a->sym->loc.col);
+	}
+	return 0;
+}
+
+int spec_find(const spec_set *s, const char *name, size_t *out)
+{
+	size_t lo = 0, hi = s->ninsts;
+	const char *br;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->insts[s->by_name[mid]].name, name);
+
+		if (!c) {
+			*out = s->by_name[mid];
+			return JITK_OK;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* "sym[p=v,...]" with values in another order or spelling the
+	 * default instance's values. */
+	br = strchr(name, '[');
+	if (br && name[strlen(name) - 1] == ']') {
+		size_t i, nlen = (size_t)(br - name);
+
+		for (i = 0; i < s->ninsts; i++) {
+			const spec_instance *in = &s->insts[i];
+			const spec_family *f = in->sym->fam;
+			const char *p = br + 1;
+			int ok = strlen(in->sym->name) == nlen &&
+				 !strncmp(in->sym->name, name, nlen);
+
+			while (ok && *p && *p != ']') {
+				const char *eq = strchr(p, '='), *end = p;
+				size_t j;
+
+				while (*end && *end != ',' && *end != ']')
+					end++;
+				if (!eq || eq > end) {
+					ok = 0;
+					break;
+				}
+				for (j = 0; j < f->nparams; j++) {
+					char buf[32];
+					const char *t;
+
+					if (strlen(f->params[j].name) != (size_t)(eq - p) ||
+					    strncmp(f->params[j].name, p, (size_t)(eq - p)))
+						continue;
+					t = spec_value_text(&f->params[j], in->vals[j], buf);
+					ok = strlen(t) == (size_t)(end - eq - 1) &&
+					     !strncmp(t, eq + 1, (size_t)(end - eq - 1));
+					break;
+				}
+				if (j == f->nparams)
+					ok = 0;
+				p = *end == ',' ? end + 1 : end;
+			}
+			if (ok) {
+				*out = i;
+				return JITK_OK;
+			}
+		}
+	}
+	return jitk__error(JITK_ENOENT, "no symbol named '%s' (see jitk list)", name);
+}
+
+int spec_find_param(const spec_set *s, const char *symbol, const char *param,
+		    int64_t v, size_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < s->ninsts; i++) {
+		const spec_instance *in = &s->insts[i];
+		int p;
+
+		if (strcmp(in->sym->name, symbol))
+			continue;
+		p = spec_param_index(in->sym->fam, param);
+		if (p >= 0 && in->vals[p] == v) {
+			*out = i;
+			return JITK_OK;
+		}
+	}
+	return jitk__error(JITK_ENOENT, "symbol '%s' has no instance with %s=%lld",
+			   symbol, param, (long long)v);
+}
+
+/* -------------------------------------------------------------- load */
+
+static int load_file(spec_set *set, const char *path)
+{
+	sctx c;
+	ytree t;
+	char *text = NULL, msg[256];
+	size_t len;
+	int rc, line = 1, col = 1;
+	char **files;
+
+	files = realloc(set->files, (set->nfiles + 1) * sizeof(*files));
+	if (!files)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	set->files = files;
+	set->files[set->nfiles] = jitk__strdup(path);
+	if (!set->files[set->nfiles])
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	c.file = set->files[set->nfiles++];
+	c.t = NULL;
+	c.set = set;
+	rc = jitk__read_file(&text, &len, path, YT_MAX_FILE_BYTES);
+	if (rc == JITK_EINVAL)
+		return err_at(&c, 1, 1, NULL, "file is larger than the %u-byte limit",
+			      YT_MAX_FILE_BYTES);
+	if (rc)
+		return jitk__error(JITK_ESPEC, "%s:1:1: error: %s", path,
+				   jitk_error_last()->message);
+	t.root = NULL;
+	t.text = text;
+	t.text_len = len;
+	c.t = &t;
+	if (ytree_parse(&t, text, len, msg, sizeof(msg), &line, &col)) {
+		t.text = text;
+		t.text_len = len;
+		rc = err_at(&c, line, col, NULL, "%s", msg);
+	} else {
+		rc = parse_family(&c, t.root);
+	}
+	ytree_free(&t);
+	free(text);
+	return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int list_dir(const char *dir, char ***out, size_t *count)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	size_t n = 0;
+
+	*out = NULL;
+	*count = 0;
+	if (!d)
+		return jitk__error(JITK_ESPEC, "%s: cannot open spec directory: %s",
+				   dir, strerror(errno));
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char **p;
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") || e->d_name[0] == '.')
+			continue;
+		if (n >= SPEC_MAX_FILES) {
+			closedir(d);
+			while (n)
+				free(names[--n]);
+			free(names);
+			return jitk__error(JITK_ESPEC, "%s: more than %d spec files", dir,
+					   SPEC_MAX_FILES);
+		}
+		p = realloc(names, (n + 1) * sizeof(*p));
+		if (!p || !(p[n] = jitk__asprintf("%s/%s", dir, e->d_name))) {
+			closedir(d);
+			names = p ? p : names;
+			while (n)
+				free(names[--n]);
+			free(names);
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		}
+		names = p;
+		n++;
+	}
+	closedir(d);
+	if (!n) {
+		free(names);
+		return jitk__error(JITK_ESPEC, "%s: no *.yaml spec files", dir);
+	}
+	qsort(names, n, sizeof(*names), name_cmp);
+	*out = names;
+	*count = n;
+	return 0;
+}
+
+int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
+{
+	spec_set *set = calloc(1, sizeof(*set));
+	size_t i;
+	int rc = 0;
+
+	*out = NULL;
+	if (!set)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n && !rc; i++)
+		rc = load_file(set, files[i]);
+	if (!rc)
+		rc = link_instances(set);
+	if (rc) {
+		spec_set_free(set);
+		return rc;
+	}
+	*out = set;
+	return 0;
+}
+
+int spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n)
+{
+	char **all = NULL;
+	size_t nall = 0, i, j;
+	int rc = 0;
+
+	for (i = 0; i < n && !rc; i++) {
+		char **names;
+		size_t count;
+		char **p;
+
+		rc = list_dir(dirs[i], &names, &count);
+		if (rc)
+			break;
+		p = realloc(all, (nall + count) * sizeof(*p));
+		if (!p) {
+			for (j = 0; j < count; j++)
+				free(names[j]);
+			free(names);
+			rc = jitk__error(JITK_ENOMEM, "out of memory");
+			break;
+		}
+		all = p;
+		for (j = 0; j < count; j++)
+			all[nall++] = names[j];
+		free(names);
+	}
+	if (!rc)
+		rc = spec_set_load_files(out, (const char *const *)all, nall);
+	for (i = 0; i < nall; i++)
+		free(all[i]);
+	free(all);
+	return rc;
+}
+
+/* -------------------------------------------------------------- free */
+
+static void cond_free(spec_cond *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		free(c->terms[i].vals);
+	free(c->terms);
+}
+
+static void exprs_free(spec_expr *e, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(e[i].name);
+		free(e[i].text);
+		free(e[i].message);
+		expr_free(e[i].e);
+	}
+}
+
+static void gates_free(spec_gate *g, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		cond_free(&g[i].when);
+		free(g[i].reason);
+	}
+	free(g);
+}
+
+static void family_free(spec_family *f)
+{
+	size_t i, j;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->nparams; i++) {
+		spec_param *p = &f->params[i];
+
+		free(p->name);
+		for (j = 0; j < p->nvalues; j++)
+			free(p->values[j]);
+		free(p->values);
+		free(p->allowed);
+		free(p->cpp);
+	}
+	free(f->params);
+	gates_free(f->gates, f->ngates);
+	for (i = 0; i < f->ntuning; i++) {
+		cond_free(&f->tuning[i].when);
+		for (j = 0; j < f->tuning[i].n; j++)
+			free(f->tuning[i].kv[j].key);
+		free(f->tuning[i].kv);
+	}
+	free(f->tuning);
+	for (i = 0; i < f->ntuning_keys; i++)
+		free(f->tuning_keys[i]);
+	free(f->tuning_keys);
+	exprs_free(f->derived, f->nderived);
+	free(f->derived);
+	exprs_free(f->constraints, f->nconstraints);
+	free(f->constraints);
+	for (i = 0; i < f->ntargs; i++)
+		free(f->targs[i]);
+	free(f->targs);
+	for (i = 0; i < f->noptions; i++)
+		free(f->options[i]);
+	free(f->options);
+	for (i = 0; i < f->nargs; i++) {
+		free(f->args[i].name);
+		free(f->args[i].elem);
+		free(f->args[i].cpp);
+		exprs_free(&f->args[i].align, 1);
+		cond_free(&f->args[i].when);
+	}
+	free(f->args);
+	exprs_free(&f->grid, 1);
+	exprs_free(&f->block, 1);
+	exprs_free(&f->smem, 1);
+	exprs_free(f->checks, f->nchecks);
+	free(f->checks);
+	free(f->name);
+	free(f->file);
+	free(f->template_path);
+	free(f->kernel);
+	free(f->description);
+	free(f);
+}
+
+static void symbol_free(spec_symbol *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; s->vals && i < s->fam->nparams; i++)
+		free(s->vals[i]);
+	free(s->vals);
+	free(s->nvals);
+	gates_free(s->gates, s->ngates);
+	for (i = 0; i < s->nfallback; i++)
+		free(s->fallback[i]);
+	free(s->fallback);
+	free(s->fallback_loc);
+	free(s->description);
+	free(s->name);
+	free(s);
+}
+
+void spec_set_free(spec_set *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->ninsts; i++) {
+		free(s->insts[i].name);
+		free(s->insts[i].vals);
+		free(s->insts[i].fallback);
+	}
+	free(s->insts);
+	free(s->by_name);
+	for (i = 0; i < s->nsyms; i++)
+		symbol_free(s->syms[i]);
+	free(s->syms);
+	for (i = 0; i < s->nfams; i++)
+		family_free(s->fams[i]);
+	free(s->fams);
+	for (i = 0; i < s->nfiles; i++)
+		free(s->files[i]);
+	free(s->files);
+	free(s);
+}

@@ -1,0 +1,173 @@
+/* spec.h - the spec model: families, symbols and their instances. */
+#ifndef JITK_SPEC_H
+#define JITK_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "expr.h"
+
+typedef struct {
+	const char *file; /* borrowed from the spec set */
+	int line, col;
+} spec_loc;
+
+enum spec_ptype { PT_INT, PT_BOOL, PT_ENUM };
+
+typedef struct {
+	char *name;
+	enum spec_ptype type;
+	char **values; /* enum value names */
+	size_t nvalues;
+	int64_t *allowed; /* int: optional allowed set */
+	size_t nallowed;
+	int64_t min, max, multiple_of;
+	char *cpp; /* enum: the C++ enum type, values rendered cpp::value */
+	spec_loc loc;
+} spec_param;
+
+/* Values are int64 for every type: ints as is, bools 0/1, enums the index
+ * of the value name. */
+typedef struct {
+	size_t param;
+	int64_t *vals; /* any of these */
+	size_t nvals;
+} spec_term;
+
+typedef struct {
+	spec_term *terms; /* all of these */
+	size_t n;
+} spec_cond;
+
+typedef struct {
+	int min, max; /* compute capability, e.g. 90; 0 = unbounded */
+} spec_arch_range;
+
+typedef struct {
+	spec_cond when;
+	spec_arch_range arch;
+	char *reason;
+	spec_loc loc;
+} spec_gate;
+
+typedef struct {
+	char *key;
+	int64_t value;
+	spec_loc loc;
+} spec_kv;
+
+typedef struct {
+	spec_cond when;
+	spec_arch_range arch;
+	spec_kv *kv;
+	size_t n;
+	int arch_specific; /* -1 unset, else 0/1: compile for sm_XXa */
+	spec_loc loc;
+} spec_tuning;
+
+typedef struct {
+	char *name; /* NULL for checks */
+	char *text;
+	expr *e;
+	char *message; /* checks only */
+	spec_loc loc;
+} spec_expr;
+
+enum spec_atype { AT_PTR, AT_I32, AT_I64, AT_F32 };
+
+typedef struct {
+	char *name;
+	enum spec_atype type;
+	char *elem; /* pointers: bf16, fp8_e4m3, f32, i32, i64 */
+	char *cpp;  /* C++ parameter type, e.g. "const jitk::bf16 *" */
+	int is_const;
+	spec_expr align; /* pointers: required alignment in bytes */
+	int nullable;
+	spec_cond when; /* absent from a symbol when false */
+	spec_loc loc;
+} spec_arg;
+
+typedef struct {
+	char *name;
+	char *file; /* spec file path as given */
+	char *template_path;
+	char *kernel;
+	char *description;
+	spec_param *params;
+	size_t nparams;
+	spec_gate *gates;
+	size_t ngates;
+	spec_tuning *tuning;
+	size_t ntuning;
+	char **tuning_keys; /* every key any tuning entry sets */
+	size_t ntuning_keys;
+	spec_expr *derived;
+	size_t nderived;
+	spec_expr *constraints;
+	size_t nconstraints;
+	char **targs;
+	size_t ntargs;
+	char **options; /* extra NVRTC options */
+	size_t noptions;
+	spec_arg *args;
+	size_t nargs;
+	spec_expr grid, block, smem;
+	spec_expr *checks; /* launch-time argument checks */
+	size_t nchecks;
+	spec_loc loc;
+} spec_family;
+
+typedef struct {
+	char *name;
+	spec_family *fam;
+	int64_t **vals; /* per family param: the listed values */
+	size_t *nvals;
+	spec_gate *gates;
+	size_t ngates;
+	char **fallback;
+	spec_loc *fallback_loc;
+	size_t nfallback;
+	char *description;
+	spec_loc loc;
+} spec_symbol;
+
+typedef struct {
+	char *name; /* canonical: "sym" or "sym[hidden=1536]" */
+	spec_symbol *sym;
+	int64_t *vals; /* per family param */
+	size_t *fallback; /* instance ids */
+	size_t nfallback;
+} spec_instance;
+
+typedef struct {
+	char **files;
+	size_t nfiles;
+	spec_family **fams;
+	size_t nfams;
+	spec_symbol **syms;
+	size_t nsyms;
+	spec_instance *insts;
+	size_t ninsts;
+	size_t *by_name; /* instance ids sorted by name */
+} spec_set;
+
+/* Load every *.yaml of the directories (sorted by name), or the listed
+ * files. JITK_ESPEC with "file:line:col: error: ..." in jitk_error_last(),
+ * the offending line in its detail. */
+int spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n);
+int spec_set_load_files(spec_set **out, const char *const *files, size_t n);
+void spec_set_free(spec_set *s);
+
+/* Find an instance by canonical name, bare symbol name (its first
+ * instance) or "sym[param=value,...]". JITK_ENOENT when none. */
+int spec_find(const spec_set *s, const char *name, size_t *out);
+/* The instance of symbol whose parameter param has value v. */
+int spec_find_param(const spec_set *s, const char *symbol, const char *param,
+		    int64_t v, size_t *out);
+/* Index of a family parameter, or -1. */
+int spec_param_index(const spec_family *f, const char *name);
+/* Render a parameter value as text ("layer", "true", "3072"). */
+const char *spec_value_text(const spec_param *p, int64_t v, char buf[32]);
+int spec_cond_holds(const spec_cond *c, const int64_t *vals);
+
+#endif

@@ -1,0 +1,137 @@
+// common.cuh - helpers shared by jitk's kernel templates.
+//
+// No CUDA headers are included: the few conversions the kernels need are
+// written as PTX, which keeps each NVRTC compile small and fast and pins
+// every rounding to the instruction the kernel contract names.
+#pragma once
+
+namespace jitk {
+
+typedef unsigned short bf16;    // storage of a bfloat16
+typedef unsigned char fp8_e4m3; // storage of an OCP e4m3fn byte
+
+// Used by the translation unit jitk generates to check that the kernel's
+// signature is the spec's argument list.
+template <class A, class B> struct same_type {
+	static constexpr bool value = false;
+};
+template <class A> struct same_type<A, A> {
+	static constexpr bool value = true;
+};
+
+// Widen bf16 to fp32 (exact).
+__device__ __forceinline__ float bf16_lo(unsigned pair)
+{
+	return __uint_as_float(pair << 16);
+}
+__device__ __forceinline__ float bf16_hi(unsigned pair)
+{
+	return __uint_as_float(pair & 0xffff0000u);
+}
+
+// Round two fp32 to bf16 (nearest-even) and pack them: lo in bits 0..15.
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi)
+{
+	unsigned r;
+	asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+
+// bf(v): fp32 -> bf16 -> fp32, the rounding points of the contract.
+__device__ __forceinline__ float round_bf16(float v)
+{
+	return bf16_lo(pack_bf16x2(v, 0.0f));
+}
+
+// 1 / s the way PTX div.full.f32 computes it (what Triton's static FP8
+// quantizer uses), not the correctly rounded quotient: one ULP matters
+// near an e4m3 rounding midpoint.
+__device__ __forceinline__ float reciprocal_div_full(float s)
+{
+	float r;
+	asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(1.0f), "f"(s));
+	return r;
+}
+
+// q = e4m3_rn_satfinite(clamp(v * rcp, -448, 448)) for two values; lo in
+// bits 0..7. fmaxf/fminf return the non-NaN operand, so a NaN product
+// clamps to -448 (0xfe), the same as the reference quantizer's clamp.
+__device__ __forceinline__ unsigned quantize_e4m3x2(float lo, float hi,
+						    float rcp)
+{
+	float a = fminf(fmaxf(__fmul_rn(lo, rcp), -448.0f), 448.0f);
+	float b = fminf(fmaxf(__fmul_rn(hi, rcp), -448.0f), 448.0f);
+	unsigned short r;
+	asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(b), "f"(a));
+	return r;
+}
+
+// A vector of BYTES bytes as 32-bit words, with global loads and stores
+// of exactly that width (16 bytes everywhere, 32 bytes on sm_100+).
+template <int BYTES> struct vec {
+	static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16 || BYTES == 32,
+		      "vector width must be 4, 8, 16 or 32 bytes");
+	static constexpr int WORDS = BYTES / 4;
+	unsigned w[WORDS];
+};
+
+template <int BYTES>
+__device__ __forceinline__ void load(vec<BYTES> &v, const void *p)
+{
+	if constexpr (BYTES == 32) {
+#if __CUDA_ARCH__ >= 1000
+		asm volatile("ld.global.v8.u32 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8];"
+			     : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3]),
+			       "=r"(v.w[4]), "=r"(v.w[5]), "=r"(v.w[6]), "=r"(v.w[7])
+			     : "l"(p));
+#else
+		const uint4 *q = static_cast<const uint4 *>(p);
+		uint4 a = q[0], b = q[1];
+		v.w[0] = a.x; v.w[1] = a.y; v.w[2] = a.z; v.w[3] = a.w;
+		v.w[4] = b.x; v.w[5] = b.y; v.w[6] = b.z; v.w[7] = b.w;
+#endif
+	} else if constexpr (BYTES == 16) {
+		uint4 a = *static_cast<const uint4 *>(p);
+		v.w[0] = a.x; v.w[1] = a.y; v.w[2] = a.z; v.w[3] = a.w;
+	} else if constexpr (BYTES == 8) {
+		uint2 a = *static_cast<const uint2 *>(p);
+		v.w[0] = a.x; v.w[1] = a.y;
+	} else {
+		v.w[0] = *static_cast<const unsigned *>(p);
+	}
+}
+
+template <int BYTES>
+__device__ __forceinline__ void store(void *p, const vec<BYTES> &v)
+{
+	if constexpr (BYTES == 32) {
+#if __CUDA_ARCH__ >= 1000
+		asm volatile("st.global.v8.u32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8};"
+			     :: "l"(p), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]),
+			        "r"(v.w[4]), "r"(v.w[5]), "r"(v.w[6]), "r"(v.w[7])
+			     : "memory");
+#else
+		uint4 *q = static_cast<uint4 *>(p);
+		q[0] = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+		q[1] = make_uint4(v.w[4], v.w[5], v.w[6], v.w[7]);
+#endif
+	} else if constexpr (BYTES == 16) {
+		*static_cast<uint4 *>(p) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+	} else if constexpr (BYTES == 8) {
+		*static_cast<uint2 *>(p) = make_uint2(v.w[0], v.w[1]);
+	} else {
+		*static_cast<unsigned *>(p) = v.w[0];
+	}
+}
+
+// Sum over the 32 lanes of a warp, butterfly order (the same on every
+// lane, and deterministic).
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+	for (int m = 16; m > 0; m >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, m);
+	return v;
+}
+
+} // namespace jitk

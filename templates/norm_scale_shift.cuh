@@ -1,0 +1,183 @@
+// norm_scale_shift.cuh - LayerNorm/RMSNorm + scale/shift modulation, with
+// an optional gated residual before the norm and an optional static FP8
+// (e4m3) quantization of the result, in one pass over each row.
+//
+// The arithmetic follows docs/kernel-contract (every rounding point):
+//   r    = bf(residual + gate * x)            one FMA (residual variants)
+//   mean = sum(v) * fl(1/H)                   v = f(x), or f(r)
+//   var  = sum((v - mean)^2) * fl(1/H)        two-pass; RMS: sum(v^2)
+//   n    = f(bf((v - mean) * rsqrtf(var + eps)))
+//   y    = bf(fma(n, 1 + scale, shift))
+//   q    = e4m3(clamp(f(y) * (1 div.full input_scale), -448, 448))
+// The quantizing and non-quantizing instantiations share every step up to
+// y, so for the same H and tuning the fused y and q equal the split path's
+// (this kernel without QUANT, then static_quant_fp8) byte for byte.
+//
+// Work split: a group of WARPS warps owns a row, a block holds ROWS groups,
+// and blocks stride over the rows (a persistent grid when the launch caps
+// the grid). Each thread keeps its part of the row in registers as packed
+// bf16, VPT vectors of VEC_BYTES, so the row is read from memory once.
+// MIN_BLOCKS (blocks per SM the compiler must fit) trades registers for
+// occupancy: more rows in flight per SM.
+#pragma once
+#include "common.cuh"
+
+namespace jitk {
+
+enum class Norm { layer, rms };
+enum class Quant { none, fp8_e4m3 };
+
+template <Norm NORM, bool RESIDUAL, Quant QUANT, int H, int VEC_BYTES,
+	  int WARPS, int ROWS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(32 * WARPS * ROWS, MIN_BLOCKS)
+norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
+		 bf16 *__restrict__ residual_out, const bf16 *__restrict__ x,
+		 const bf16 *__restrict__ residual,
+		 const bf16 *__restrict__ gate, const bf16 *__restrict__ scale,
+		 const bf16 *__restrict__ shift,
+		 const float *__restrict__ input_scale, long long rows, float eps)
+{
+	constexpr int VE = VEC_BYTES / 2; // bf16 per vector
+	constexpr int TPR = 32 * WARPS;   // threads per row
+	constexpr int VPT = H / (TPR * VE);
+	constexpr int NW = VEC_BYTES / 4; // 32-bit words (bf16 pairs) per vector
+	constexpr float INV_H = 1.0f / (float)H;
+	static_assert(VPT >= 1 && H % (TPR * VE) == 0,
+		      "hidden must be a multiple of threads per row x vector elements");
+
+	__shared__ float partial[2][ROWS][WARPS];
+
+	const int group = threadIdx.x / TPR;
+	const int t = threadIdx.x % TPR;
+	const int warp = t / 32;
+	const int lane = t % 32;
+	int buf = 0;
+
+	// Sum over the threads of one row's group, in a fixed order.
+	auto row_sum = [&](float s) {
+		s = warp_sum(s);
+		if constexpr (WARPS > 1) {
+			if (lane == 0)
+				partial[buf][group][warp] = s;
+			__syncthreads();
+			s = 0.0f;
+#pragma unroll
+			for (int k = 0; k < WARPS; k++)
+				s += partial[buf][group][k];
+			buf ^= 1;
+		}
+		return s;
+	};
+
+	float rcp = 0.0f;
+	if constexpr (QUANT == Quant::fp8_e4m3)
+		rcp = reciprocal_div_full(*input_scale);
+
+	for (long long base = (long long)blockIdx.x * ROWS; base < rows;
+	     base += (long long)gridDim.x * ROWS) {
+		const long long row = base + group;
+		const bool active = row < rows;
+		const long long off = row * H; // 64-bit: no overflow at any row count
+		vec<VEC_BYTES> v[VPT];
+
+		if constexpr (WARPS == 1) {
+			if (!active)
+				break; // no block-wide barrier to keep in step with
+		}
+		if (active) {
+#pragma unroll
+			for (int j = 0; j < VPT; j++)
+				load(v[j], x + off + (j * TPR + t) * VE);
+			if constexpr (RESIDUAL) {
+				vec<VEC_BYTES> r[VPT];
+#pragma unroll
+				for (int j = 0; j < VPT; j++)
+					load(r[j], residual + off + (j * TPR + t) * VE);
+#pragma unroll
+				for (int j = 0; j < VPT; j++) {
+					vec<VEC_BYTES> g;
+					load(g, gate + (j * TPR + t) * VE);
+#pragma unroll
+					for (int w = 0; w < NW; w++) {
+						float lo = __fmaf_rn(bf16_lo(g.w[w]), bf16_lo(v[j].w[w]),
+								     bf16_lo(r[j].w[w]));
+						float hi = __fmaf_rn(bf16_hi(g.w[w]), bf16_hi(v[j].w[w]),
+								     bf16_hi(r[j].w[w]));
+						v[j].w[w] = pack_bf16x2(lo, hi);
+					}
+					store(residual_out + off + (j * TPR + t) * VE, v[j]);
+				}
+			}
+		} else {
+#pragma unroll
+			for (int j = 0; j < VPT; j++)
+#pragma unroll
+				for (int w = 0; w < NW; w++)
+					v[j].w[w] = 0u;
+		}
+
+		float mean = 0.0f;
+		if constexpr (NORM == Norm::layer) {
+			float s = 0.0f;
+#pragma unroll
+			for (int j = 0; j < VPT; j++)
+#pragma unroll
+				for (int w = 0; w < NW; w++) {
+					s += bf16_lo(v[j].w[w]);
+					s += bf16_hi(v[j].w[w]);
+				}
+			mean = row_sum(s) * INV_H;
+		}
+		float ss = 0.0f;
+#pragma unroll
+		for (int j = 0; j < VPT; j++)
+#pragma unroll
+			for (int w = 0; w < NW; w++) {
+				float a = bf16_lo(v[j].w[w]), b = bf16_hi(v[j].w[w]);
+				if constexpr (NORM == Norm::layer) {
+					a -= mean;
+					b -= mean;
+				}
+				ss += a * a;
+				ss += b * b;
+			}
+		const float factor = rsqrtf(row_sum(ss) * INV_H + eps);
+		if (!active)
+			continue;
+
+#pragma unroll
+		for (int j = 0; j < VPT; j++) {
+			const int col = (j * TPR + t) * VE;
+			vec<VEC_BYTES> sc, sh, out;
+			vec<VEC_BYTES / 2> qv;
+			load(sc, scale + col);
+			load(sh, shift + col);
+#pragma unroll
+			for (int w = 0; w < NW; w++) {
+				float a = bf16_lo(v[j].w[w]), b = bf16_hi(v[j].w[w]);
+				if constexpr (NORM == Norm::layer) {
+					a = a - mean;
+					b = b - mean;
+				}
+				a = round_bf16(__fmul_rn(a, factor));
+				b = round_bf16(__fmul_rn(b, factor));
+				float ya = __fmaf_rn(a, __fadd_rn(1.0f, bf16_lo(sc.w[w])), bf16_lo(sh.w[w]));
+				float yb = __fmaf_rn(b, __fadd_rn(1.0f, bf16_hi(sc.w[w])), bf16_hi(sh.w[w]));
+				out.w[w] = pack_bf16x2(ya, yb);
+				if constexpr (QUANT == Quant::fp8_e4m3) {
+					unsigned pair = quantize_e4m3x2(bf16_lo(out.w[w]),
+									bf16_hi(out.w[w]), rcp);
+					if (w % 2 == 0)
+						qv.w[w / 2] = pair;
+					else
+						qv.w[w / 2] |= pair << 16;
+				}
+			}
+			store(y + off + col, out);
+			if constexpr (QUANT == Quant::fp8_e4m3)
+				store(q + off + col, qv);
+		}
+	}
+}
+
+} // namespace jitk
