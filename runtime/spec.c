@@ -24,6 +24,17 @@ typedef struct {
 	spec_set *set;
 } sctx;
 
+/* File texts, kept while a set is being loaded so that errors found when
+ * linking symbols across files can quote the offending line too. */
+typedef struct {
+	char **texts;
+	size_t *lens;
+	size_t n;
+} texts_t;
+
+static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
+		      const char *fmt, ...) JITK_PRINTF(4, 5);
+
 /* ----------------------------------------------------------- errors */
 
 static void excerpt(jbuf *b, const ytree *t, int line, int col)
@@ -1332,7 +1343,7 @@ int spec_cond_holds(const spec_cond *c, const int64_t *vals)
 	return 1;
 }
 
-static int expand_symbol(spec_set *set, spec_symbol *s)
+static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 {
 	spec_family *f = s->fam;
 	size_t total = 1, i, k;
@@ -1340,8 +1351,9 @@ static int expand_symbol(spec_set *set, spec_symbol *s)
 	for (i = 0; i < f->nparams; i++)
 		total *= s->nvals[i];
 	if (total > 4096)
-		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: symbol '%s' expands to %zu instances; the limit is 4096",
-				   s->loc.file, s->loc.line, s->loc.col, s->name, total);
+		return link_error(tx, set, &s->loc,
+				  "symbol '%s' expands to %zu instances; the limit is 4096",
+				  s->name, total);
 	for (k = 0; k < total; k++) {
 		spec_instance *in;
 		size_t rest = k, first = 1;
@@ -1436,12 +1448,33 @@ static int match_instance(const spec_set *set, const spec_instance *in,
 	return -1;
 }
 
-static int link_instances(spec_set *set)
+static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
+		      const char *fmt, ...)
+{
+	ytree t = { NULL, NULL, 0 };
+	sctx c = { l->file, NULL, NULL };
+	char msg[512];
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	for (i = 0; tx && i < tx->n && i < set->nfiles; i++)
+		if (!strcmp(set->files[i], l->file)) {
+			t.text = tx->texts[i];
+			t.text_len = tx->lens[i];
+			c.t = &t;
+		}
+	return err_at(&c, l->line, l->col, NULL, "%s", msg);
+}
+
+static int link_instances(spec_set *set, const texts_t *tx)
 {
 	size_t i, j;
 
 	for (i = 0; i < set->nsyms; i++) {
-		int rc = expand_symbol(set, set->syms[i]);
+		int rc = expand_symbol(set, set->syms[i], tx);
 
 		if (rc)
 			return rc;
@@ -1460,17 +1493,16 @@ static int link_instances(spec_set *set)
 			const spec_loc *l = &s->fallback_loc[j];
 
 			if (t < 0)
-				return jitk__error(JITK_ESPEC,
-						   "%s:%d:%d: error: fallback '%s' is not a symbol (at symbols.%s.fallback)",
-						   l->file, l->line, l->col, s->fallback[j], s->name);
+				return link_error(tx, set, l,
+						  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
+						  s->fallback[j], s->name);
 			if (set->syms[t] == s)
-				return jitk__error(JITK_ESPEC,
-						   "%s:%d:%d: error: symbol '%s' cannot fall back to itself",
-						   l->file, l->line, l->col, s->name);
+				return link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
+						  s->name);
 			if (match_instance(set, in, set->syms[t], &in->fallback[j]))
-				return jitk__error(JITK_ESPEC,
-						   "%s:%d:%d: error: fallback '%s' has no instance matching '%s'",
-						   l->file, l->line, l->col, s->fallback[j], in->name);
+				return link_error(tx, set, l,
+						  "fallback '%s' has no instance matching '%s'",
+						  s->fallback[j], in->name);
 			in->nfallback++;
 		}
 	}
@@ -1485,11 +1517,10 @@ static int link_instances(spec_set *set)
 		const spec_instance *b = &set->insts[set->by_name[i]];
 
 		if (!strcmp(a->name, b->name))
-			return jitk__error(JITK_ESPEC,
-					   "%s:%d:%d: error: instance name '%s' clashes with symbol '%s' at %s:%d:%d",
-					   b->sym->loc.file, b->sym->loc.line, b->sym->loc.col,
-					   b->name, a->sym->name, a->sym->loc.file,
-					   a->sym->loc.line, a->sym->loc.col);
+			return link_error(tx, set, &b->sym->loc,
+					  "instance name '%s' clashes with symbol '%s' at %s:%d:%d",
+					  b->name, a->sym->name, a->sym->loc.file,
+					  a->sym->loc.line, a->sym->loc.col);
 	}
 	return 0;
 }
@@ -1583,7 +1614,7 @@ int spec_find_param(const spec_set *s, const char *symbol, const char *param,
 
 /* -------------------------------------------------------------- load */
 
-static int load_file(spec_set *set, const char *path)
+static int load_file(spec_set *set, const char *path, texts_t *tx)
 {
 	sctx c;
 	ytree t;
@@ -1621,7 +1652,21 @@ static int load_file(spec_set *set, const char *path)
 		rc = parse_family(&c, t.root);
 	}
 	ytree_free(&t);
-	free(text);
+	{
+		char **tt = realloc(tx->texts, (tx->n + 1) * sizeof(*tt));
+		size_t *ll = tt ? realloc(tx->lens, (tx->n + 1) * sizeof(*ll)) : NULL;
+
+		if (tt)
+			tx->texts = tt;
+		if (ll)
+			tx->lens = ll;
+		if (!tt || !ll) {
+			free(text);
+			return rc ? rc : jitk__error(JITK_ENOMEM, "out of memory");
+		}
+		tx->texts[tx->n] = text;
+		tx->lens[tx->n++] = len;
+	}
 	return rc;
 }
 
@@ -1682,6 +1727,7 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 {
 	spec_set *set = calloc(1, sizeof(*set));
+	texts_t tx = { NULL, NULL, 0 };
 	size_t i;
 	int rc = 0;
 
@@ -1689,9 +1735,13 @@ int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 	if (!set)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	for (i = 0; i < n && !rc; i++)
-		rc = load_file(set, files[i]);
+		rc = load_file(set, files[i], &tx);
 	if (!rc)
-		rc = link_instances(set);
+		rc = link_instances(set, &tx);
+	for (i = 0; i < tx.n; i++)
+		free(tx.texts[i]);
+	free(tx.texts);
+	free(tx.lens);
 	if (rc) {
 		spec_set_free(set);
 		return rc;

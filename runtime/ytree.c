@@ -322,6 +322,15 @@ int ytree_parse(ytree *out, const char *text, size_t len, char *msg,
 	if (len > YT_MAX_FILE_BYTES)
 		return fail_at(&b, 1, 1, "file of %zu bytes; the limit is %u",
 			       len, YT_MAX_FILE_BYTES);
+	/* UTF-8 only: a UTF-8 byte-order mark is skipped (libyaml keeps it
+	 * when the encoding is fixed), UTF-16 is named and refused. */
+	if (len >= 2 && ((unsigned char)text[0] == 0xff || (unsigned char)text[0] == 0xfe) &&
+	    ((unsigned char)text[1] == 0xfe || (unsigned char)text[1] == 0xff))
+		return fail_at(&b, 1, 1, "invalid input: UTF-16 is not supported; save the file as UTF-8");
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+		text += 3;
+		len -= 3;
+	}
 	if (!yaml_parser_initialize(&p))
 		return fail_at(&b, 1, 1, "out of memory");
 	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);

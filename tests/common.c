@@ -1,0 +1,337 @@
+/* common.c - helpers shared by the cmocka tests. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "internal.h"
+
+const char *t_root(void)
+{
+	const char *r = getenv("JITK_TEST_ROOT");
+
+	return r && *r ? r : ".";
+}
+
+char *t_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	char *tmpl = jitk__asprintf("%s/jitk-test-XXXXXX", base && *base ? base : "/tmp");
+
+	assert_non_null(tmpl);
+	assert_non_null(mkdtemp(tmpl));
+	return tmpl;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		chmod(path, 0700), rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void t_rmtree(const char *path)
+{
+	if (path)
+		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void t_write(const char *path, const void *data, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, n), (ssize_t)n);
+	close(fd);
+}
+
+void t_writef(const char *path, const char *fmt, ...)
+{
+	jbuf b;
+	va_list ap;
+
+	jbuf_init(&b);
+	va_start(ap, fmt);
+	jbuf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	assert_false(b.oom);
+	t_write(path, b.data ? b.data : "", b.len);
+	jbuf_free(&b);
+}
+
+char *t_read(const char *path, size_t *len)
+{
+	char *out = NULL;
+
+	assert_int_equal(jitk__read_file(&out, len, path, 1u << 30), 0);
+	return out;
+}
+
+char *t_path(const char *dir, const char *name)
+{
+	char *p = jitk__asprintf("%s/%s", dir, name);
+
+	assert_non_null(p);
+	return p;
+}
+
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+	jbuf b;
+	const char *p = s, *q;
+
+	jbuf_init(&b);
+	while (from && (q = strstr(p, from))) {
+		jbuf_put(&b, p, (size_t)(q - p));
+		jbuf_puts(&b, to);
+		p = q + strlen(from);
+	}
+	jbuf_puts(&b, p);
+	return jbuf_detach(&b);
+}
+
+static void copy_dir(const char *src, const char *dst, const char *from, const char *to)
+{
+	DIR *d = opendir(src);
+	struct dirent *e;
+
+	assert_non_null(d);
+	assert_int_equal(jitk__mkdirs(dst, 0755), 0);
+	while ((e = readdir(d))) {
+		char *s, *t, *text, *out;
+		size_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		s = t_path(src, e->d_name);
+		t = t_path(dst, e->d_name);
+		text = t_read(s, &len);
+		out = replace_all(text, from, to);
+		t_write(t, out, strlen(out));
+		free(out);
+		free(text);
+		free(s);
+		free(t);
+	}
+	closedir(d);
+}
+
+void t_copy_tree(const char *dir, const char *from, const char *to)
+{
+	char *s = t_path(t_root(), "specs"), *t = t_path(t_root(), "templates");
+	char *ds = t_path(dir, "specs"), *dt = t_path(dir, "templates");
+
+	copy_dir(s, ds, from, to);
+	copy_dir(t, dt, NULL, NULL);
+	free(s);
+	free(t);
+	free(ds);
+	free(dt);
+}
+
+static int count_suffix;
+static const char *count_what;
+
+static int count_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	size_t n = strlen(path), m = strlen(count_what);
+
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_F && n >= m && !strcmp(path + n - m, count_what))
+		count_suffix++;
+	return 0;
+}
+
+int t_count_files(const char *dir, const char *suffix)
+{
+	count_suffix = 0;
+	count_what = suffix;
+	nftw(dir, count_one, 16, FTW_PHYS);
+	return count_suffix;
+}
+
+void t_log_fn(void *payload, jitk_log_level level, const char *msg)
+{
+	t_log *l = payload;
+
+	if (!l)
+		return;
+	if (level <= JITK_LOG_WARN)
+		l->warnings++;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+}
+
+jitk_compiler *t_compiler(const char *specs, const char *cache,
+			  const char *layers, t_log *log)
+{
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c = NULL;
+	int rc;
+
+	o.specs = specs;
+	o.cache_dir = cache ? cache : "";
+	o.cache_path = layers ? layers : "";
+	o.no_compile = 0;
+	o.force_compile = 0;
+	o.log = t_log_fn;
+	o.log_payload = log;
+	o.log_level = JITK_LOG_DEBUG;
+	rc = jitk_compiler_new(&c, &o);
+	if (rc)
+		fprintf(stderr, "compiler: %s\n", jitk_error_last()->message);
+	assert_int_equal(rc, 0);
+	return c;
+}
+
+/* ------------------------------------------------------------ fake device */
+
+static int fake_open(void *impl, int ordinal, jitk_device_info *info)
+{
+	fake_device *f = impl;
+
+	(void)ordinal;
+	if (f->open_fails)
+		return f->open_fails;
+	info->cc = f->cc;
+	info->sm_count = f->sm_count ? f->sm_count : 132;
+	snprintf(info->name, sizeof(info->name), "fake sm_%d", f->cc);
+	return 0;
+}
+
+static int fake_load(void *impl, const void *image, int is_ptx, void **lib)
+{
+	fake_device *f = impl;
+	static const unsigned char elf[4] = { 0x7f, 'E', 'L', 'F' };
+
+	f->loads++;
+	if (f->reject_loads > 0) {
+		f->reject_loads--;
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	/* A real cubin is an ELF image; PTX is text. */
+	if (!is_ptx && memcmp(image, elf, 4))
+		return CUDA_ERROR_INVALID_IMAGE;
+	*lib = malloc(1);
+	return *lib ? 0 : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static int fake_get_kernel(void *impl, void *lib, const char *name, void **kernel)
+{
+	fake_device *f = impl;
+
+	f->kernels_got++;
+	*kernel = name[0] == '_' ? lib : NULL; /* lowered names are mangled */
+	return *kernel ? 0 : CUDA_ERROR_NOT_FOUND;
+}
+
+static void fake_unload(void *impl, void *lib)
+{
+	fake_device *f = impl;
+
+	f->unloads++;
+	free(lib);
+}
+
+static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
+			  const unsigned block[3], unsigned smem, void *stream,
+			  void **params)
+{
+	fake_device *f = impl;
+	fake_launch *l;
+	size_t i;
+
+	if (f->nlaunches == FAKE_MAX_LAUNCHES)
+		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+	l = &f->launches[f->nlaunches++];
+	memcpy(l->grid, grid, sizeof(l->grid));
+	memcpy(l->block, block, sizeof(l->block));
+	l->smem = smem;
+	l->kernel = kernel;
+	l->stream = stream;
+	l->nparams = f->nparams;
+	for (i = 0; i < f->nparams && i < 32; i++)
+		memcpy(&l->values[i], params[i], 8);
+	return 0;
+}
+
+static int fake_is_capturing(void *impl, void *stream, int *capturing)
+{
+	fake_device *f = impl;
+
+	(void)stream;
+	*capturing = f->capturing;
+	return 0;
+}
+
+static int fake_capture_mode(void *impl, int mode, int *old)
+{
+	fake_device *f = impl;
+
+	(void)mode;
+	f->mode_switches++;
+	if (old)
+		*old = 0;
+	return 0;
+}
+
+static int fake_read(void *impl, void *dst, uint64_t src, size_t n)
+{
+	fake_device *f = impl;
+
+	(void)src;
+	if (n != sizeof(float))
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(dst, &f->scale_value, sizeof(float));
+	return 0;
+}
+
+static const char *fake_error_name(void *impl, int code)
+{
+	(void)impl;
+	switch (code) {
+	case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+	case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+	case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+	default: return "CUDA_ERROR_UNKNOWN";
+	}
+}
+
+static void fake_close(void *impl)
+{
+	fake_device *f = impl;
+
+	f->closed++;
+}
+
+const jitk_device_ops fake_ops = {
+	fake_open, fake_load, fake_get_kernel, fake_unload, fake_launch_fn,
+	fake_is_capturing, fake_capture_mode, fake_read, fake_error_name,
+	fake_close,
+};
+
+int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
+		   const char *cache, jitk_capture_policy capture)
+{
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+
+	o.capture = capture;
+	o.compiler.specs = specs;
+	o.compiler.cache_dir = cache ? cache : "";
+	o.compiler.cache_path = "";
+	o.compiler.no_compile = 0;
+	o.compiler.force_compile = 0;
+	o.compiler.log = t_log_fn;
+	o.compiler.log_payload = NULL;
+	return jitk__runtime_new_with(out, &o, &fake_ops, fake);
+}

@@ -1,0 +1,74 @@
+/* common.h - helpers shared by the cmocka tests. */
+#ifndef JITK_TEST_COMMON_H
+#define JITK_TEST_COMMON_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "device.h"
+#include "jitk.h"
+
+/* The repository root (tests run from it; $JITK_TEST_ROOT overrides). */
+const char *t_root(void);
+/* A fresh private directory under $TMPDIR; removed by t_rmtree. */
+char *t_tmpdir(void);
+void t_rmtree(const char *path);
+/* Write (or append) a file; abort the test on failure. */
+void t_write(const char *path, const void *data, size_t n);
+void t_writef(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+char *t_read(const char *path, size_t *len);
+char *t_path(const char *dir, const char *name);
+/* Copy the repository's specs/ and templates/ into dir/specs and
+ * dir/templates, replacing every occurrence of from by to in the specs
+ * (from may be NULL). */
+void t_copy_tree(const char *dir, const char *from, const char *to);
+/* Count files under dir whose name ends with suffix. */
+int t_count_files(const char *dir, const char *suffix);
+
+/* Compiler over the given spec dirs and cache (NULL: in memory), logs
+ * silenced and counted. */
+typedef struct {
+	int warnings;
+	char last[512];
+} t_log;
+void t_log_fn(void *payload, jitk_log_level level, const char *msg);
+jitk_compiler *t_compiler(const char *specs, const char *cache,
+			  const char *layers, t_log *log);
+
+/* ------------------------------------------------------------ fake device */
+
+#define FAKE_MAX_LAUNCHES 64
+
+typedef struct {
+	unsigned grid[3], block[3], smem;
+	void *kernel;
+	void *stream;
+	uint64_t values[32]; /* first 8 bytes of each parameter */
+	size_t nparams;
+} fake_launch;
+
+typedef struct {
+	int cc;
+	int sm_count;
+	int open_fails;          /* CUresult open returns */
+	int capturing;           /* is_capturing answers this */
+	int reject_loads;        /* this many loads fail with INVALID_IMAGE */
+	int loads, unloads, kernels_got, mode_switches;
+	float scale_value;       /* what read() returns for input scales */
+	fake_launch launches[FAKE_MAX_LAUNCHES];
+	int nlaunches;
+	size_t nparams;          /* parameters per launch to record */
+	int closed;
+} fake_device;
+
+extern const jitk_device_ops fake_ops;
+/* A runtime over fake (which must outlive it). */
+int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
+		   const char *cache, jitk_capture_policy capture);
+
+#endif

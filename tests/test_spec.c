@@ -1,0 +1,347 @@
+/* test_spec.c - the spec loader: every bad case names file:line:col and
+ * the exact message; hostile inputs fail fast; good specs load. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "expr.h"
+#include "internal.h"
+#include "spec.h"
+
+static int load_one(const char *path, spec_set **out)
+{
+	const char *files[1] = { path };
+
+	return spec_set_load_files(out, files, 1);
+}
+
+/* The corpus: tests/specs/bad/NAME.yaml starts with "# expect: MSG";
+ * loading it must fail with exactly "PATH:MSG". */
+static void test_bad_corpus(void **state)
+{
+	char *dir = t_path(t_root(), "tests/specs/bad");
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	(void)state;
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		char *path, *text, *nl, *want;
+		spec_set *set = NULL;
+		size_t len;
+		int rc;
+
+		if (!strstr(e->d_name, ".yaml"))
+			continue;
+		path = t_path(dir, e->d_name);
+		text = t_read(path, &len);
+		assert_true(!strncmp(text, "# expect: ", 10));
+		nl = strchr(text, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		want = jitk__asprintf("%s:%s", path, text + 10);
+		rc = load_one(path, &set);
+		if (rc != JITK_ESPEC || strcmp(jitk_error_last()->message, want))
+			fprintf(stderr, "case %s\n  want: %s\n  got:  %s (%d)\n", e->d_name, want,
+				jitk_error_last()->message, rc);
+		assert_int_equal(rc, JITK_ESPEC);
+		assert_string_equal(jitk_error_last()->message, want);
+		/* The offending line is quoted with a caret in the detail. */
+		assert_non_null(strstr(jitk_error_last()->detail, " | "));
+		assert_non_null(strchr(jitk_error_last()->detail, '^'));
+		assert_null(set);
+		free(want);
+		free(text);
+		free(path);
+		n++;
+	}
+	closedir(d);
+	free(dir);
+	assert_true(n >= 25);
+}
+
+static char *good_text(void)
+{
+	char *p = t_path(t_root(), "tests/specs/good/minimal.yaml");
+	size_t len;
+	char *text = t_read(p, &len);
+
+	free(p);
+	return text;
+}
+
+/* Write text as dir/NAME with the template path made absolute, load it,
+ * expect JITK_ESPEC at line:col with msg (a prefix of the message after
+ * "path:line:col: error: "). */
+static void expect_error(const char *dir, const char *name, const void *text,
+			 size_t len, int line, int col, const char *msg)
+{
+	char *path = t_path(dir, name), *want;
+	spec_set *set = NULL;
+	double t0 = jitk__now_ms();
+	int rc;
+
+	t_write(path, text, len);
+	rc = load_one(path, &set);
+	want = jitk__asprintf("%s:%d:%d: error: %s", path, line, col, msg);
+	if (rc != JITK_ESPEC || strncmp(jitk_error_last()->message, want, strlen(want)))
+		fprintf(stderr, "case %s\n  want: %s\n  got:  %s\n", name, want,
+			jitk_error_last()->message);
+	assert_int_equal(rc, JITK_ESPEC);
+	assert_true(!strncmp(jitk_error_last()->message, want, strlen(want)));
+	assert_null(set);
+	printf("  %-22s rejected in %.2f ms\n", name, jitk__now_ms() - t0);
+	free(want);
+	free(path);
+}
+
+static char *absolute_template(const char *text)
+{
+	const char *rel = "../../../templates/";
+	const char *p = strstr(text, rel);
+	char *abs_root = realpath(t_root(), NULL), *out;
+
+	assert_non_null(p);
+	assert_non_null(abs_root);
+	out = jitk__asprintf("%.*s%s/templates/%s", (int)(p - text), text, abs_root,
+			     p + strlen(rel));
+	free(abs_root);
+	return out;
+}
+
+static void test_hostile_inputs(void **state)
+{
+	char *dir = t_tmpdir(), *base = good_text(), *abs = absolute_template(base);
+	jbuf b;
+	size_t i;
+
+	(void)state;
+	/* A 200 KB nesting bomb stops at the depth limit, not in libyaml. */
+	jbuf_init(&b);
+	jbuf_puts(&b, "family: ");
+	for (i = 0; i < 100000; i++)
+		jbuf_puts(&b, "[");
+	for (i = 0; i < 100000; i++)
+		jbuf_puts(&b, "]");
+	expect_error(dir, "nest.yaml", b.data, b.len, 1, 24, "nesting deeper than 16 levels");
+	jbuf_free(&b);
+
+	/* Mappings nest the same way. */
+	jbuf_init(&b);
+	for (i = 0; i < 40; i++)
+		jbuf_printf(&b, "%*sk%zu:\n", (int)(2 * i), "", i);
+	expect_error(dir, "nest_map.yaml", b.data, b.len, 17, 33, "nesting deeper than 16 levels");
+	jbuf_free(&b);
+
+	/* An alias bomb ("billion laughs") dies at its first anchor. */
+	{
+		const char *lol = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a]\n"
+				  "c: [*b, *b, *b, *b, *b, *b, *b]\n";
+		expect_error(dir, "laughs.yaml", lol, strlen(lol), 1, 4,
+			     "anchors and aliases are not allowed (anchor '&a')");
+	}
+	/* An alias cycle: the same. */
+	{
+		const char *cyc = "a: &a [*a]\n";
+		expect_error(dir, "cycle.yaml", cyc, strlen(cyc), 1, 4,
+			     "anchors and aliases are not allowed (anchor '&a')");
+	}
+	/* A 64 MB scalar is refused by size before parsing. */
+	{
+		size_t big = 64u << 20;
+		char *s = malloc(big);
+
+		assert_non_null(s);
+		memcpy(s, "family: ", 8);
+		memset(s + 8, 'a', big - 8);
+		expect_error(dir, "big.yaml", s, big, 1, 1, "file is larger than the 1048576-byte limit");
+		free(s);
+	}
+	/* A million keys: over the size limit; 5000 keys: over the key limit. */
+	jbuf_init(&b);
+	for (i = 0; i < 5000; i++)
+		jbuf_printf(&b, "k%zu: 1\n", i);
+	expect_error(dir, "keys.yaml", b.data, b.len, 4097, 1, "more than 4096 keys in one mapping");
+	jbuf_free(&b);
+	jbuf_init(&b);
+	for (i = 0; i < 1000000; i++)
+		jbuf_printf(&b, "k%zu: 1\n", i);
+	expect_error(dir, "million.yaml", b.data, b.len, 1, 1, "file is larger than");
+	jbuf_free(&b);
+
+	/* NUL bytes, invalid UTF-8, UTF-16. */
+	expect_error(dir, "nul.yaml", "family: t\0x\n", 12, 1, 10,
+		     "invalid input: control characters are not allowed");
+	expect_error(dir, "utf8.yaml", "family: t\xff\xfe\n", 12, 1, 10,
+		     "invalid input: invalid leading UTF-8 octet");
+	expect_error(dir, "utf16.yaml", "\xff\xfe" "f\0a\0", 6, 1, 1, "invalid input:");
+	/* Empty files, and files with only comments. */
+	expect_error(dir, "empty.yaml", "", 0, 1, 1, "empty file");
+	expect_error(dir, "comments.yaml", "# nothing\n", 10, 1, 1, "empty file");
+	/* Wrong top level. */
+	expect_error(dir, "scalar.yaml", "hello\n", 6, 1, 1,
+		     "expected a mapping at the top level, got a scalar");
+	/* Unknown tags. */
+	expect_error(dir, "tag.yaml", "family: !custom t\n", 18, 1, 9,
+		     "tags are not allowed (tag '!custom')");
+	/* Complex keys. */
+	expect_error(dir, "complex.yaml", "? [a]\n: 1\n", 10, 1, 3, "mapping keys must be scalars");
+
+	/* A byte-order mark and CRLF line ends are fine. */
+	{
+		char *p = t_path(dir, "bom.yaml");
+		char *crlf = t_path(dir, "crlf.yaml");
+		spec_set *set = NULL;
+		jbuf c;
+
+		jbuf_init(&b);
+		jbuf_puts(&b, "\xef\xbb\xbf");
+		jbuf_puts(&b, abs);
+		t_write(p, b.data, b.len);
+		assert_int_equal(load_one(p, &set), 0);
+		spec_set_free(set);
+		jbuf_free(&b);
+		jbuf_init(&c);
+		for (i = 0; abs[i]; i++)
+			jbuf_puts(&c, abs[i] == '\n' ? "\r\n" : (char[]){ abs[i], 0 });
+		t_write(crlf, c.data, c.len);
+		set = NULL;
+		assert_int_equal(load_one(crlf, &set), 0);
+		assert_int_equal(set->ninsts, 1);
+		spec_set_free(set);
+		jbuf_free(&c);
+		free(p);
+		free(crlf);
+	}
+	free(abs);
+	free(base);
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* The same symbol in two files: both locations named. */
+static void test_duplicate_symbol(void **state)
+{
+	char *dir = t_tmpdir(), *base = good_text(), *abs = absolute_template(base);
+	char *a = t_path(dir, "a.yaml"), *b = t_path(dir, "b.yaml"), *other, *want;
+	const char *files[2] = { a, b };
+	spec_set *set = NULL;
+	char *p;
+
+	(void)state;
+	t_write(a, abs, strlen(abs));
+	other = jitk__strdup(abs);
+	p = strstr(other, "family: t");
+	assert_non_null(p);
+	p[8] = 'u';
+	t_write(b, other, strlen(other));
+	assert_int_equal(spec_set_load_files(&set, files, 2), JITK_ESPEC);
+	want = jitk__asprintf("%s:21:3: error: symbol 's' is already defined at %s:21:3 (at symbols)", b, a);
+	assert_string_equal(jitk_error_last()->message, want);
+	free(want);
+	free(other);
+	free(a);
+	free(b);
+	free(abs);
+	free(base);
+	t_rmtree(dir);
+	free(dir);
+}
+
+static void test_repo_specs(void **state)
+{
+	char *dir = t_path(t_root(), "specs");
+	const char *dirs[1] = { dir };
+	spec_set *set = NULL;
+	size_t id, id2;
+
+	(void)state;
+	assert_int_equal(spec_set_load_dirs(&set, dirs, 1), 0);
+	assert_int_equal(set->nfams, 2);
+	assert_int_equal(set->ninsts, 19);
+	/* The bare name is the first listed value; brackets name the rest. */
+	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8", &id), 0);
+	assert_int_equal(set->insts[id].vals[spec_param_index(set->insts[id].sym->fam, "hidden")], 3072);
+	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8[hidden=1536]", &id), 0);
+	assert_string_equal(set->insts[id].name, "fused_norm_scale_shift_fp8[hidden=1536]");
+	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8[hidden=3072]", &id2), 0);
+	assert_string_equal(set->insts[id2].name, "fused_norm_scale_shift_fp8");
+	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8[hidden=4096]", &id), JITK_ENOENT);
+	assert_int_equal(spec_find(set, "no_such_symbol", &id), JITK_ENOENT);
+	assert_int_equal(spec_find_param(set, "fused_norm_scale_shift", "hidden", 5120, &id), 0);
+	assert_string_equal(set->insts[id].name, "fused_norm_scale_shift[hidden=5120]");
+	/* Fallbacks resolve to the instance with the same hidden size. */
+	assert_int_equal(spec_find(set, "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", &id), 0);
+	assert_int_equal(set->insts[id].nfallback, 2);
+	assert_string_equal(set->insts[set->insts[id].fallback[0]].name,
+			    "fused_scale_residual_norm_scale_shift[hidden=5120]");
+	assert_string_equal(set->insts[set->insts[id].fallback[1]].name, "static_quant_fp8");
+	spec_set_free(set);
+	free(dir);
+}
+
+static int64_t eval_str(const char *s, int *failed)
+{
+	expr *e = NULL;
+	char err[128];
+	int pos = 0;
+	int64_t v = 0;
+
+	*failed = 0;
+	if (expr_parse(&e, s, err, sizeof(err), &pos)) {
+		*failed = 1;
+		return pos;
+	}
+	if (expr_eval(e, NULL, NULL, &v, err, sizeof(err)))
+		*failed = 2;
+	expr_free(e);
+	return v;
+}
+
+static void test_expressions(void **state)
+{
+	int f;
+
+	(void)state;
+	assert_int_equal(eval_str("1 + 2 * 3", &f), 7);
+	assert_int_equal(f, 0);
+	assert_int_equal(eval_str("(1 + 2) * 3", &f), 9);
+	assert_int_equal(eval_str("10 - 4 - 3", &f), 3);
+	assert_int_equal(eval_str("7 / 2 * 2", &f), 6);
+	assert_int_equal(eval_str("cdiv(7, 2)", &f), 4);
+	assert_int_equal(eval_str("cdiv(8, 2)", &f), 4);
+	assert_int_equal(eval_str("min(3, max(1, 2))", &f), 2);
+	assert_int_equal(eval_str("3 <= 3 && 2 < 1 || !0", &f), 1);
+	assert_int_equal(eval_str("-5 % 3", &f), -2);
+	assert_int_equal(eval_str("3072 % (32 * 8) == 0", &f), 1);
+	eval_str("1 / 0", &f);
+	assert_int_equal(f, 2);
+	eval_str("9223372036854775807 + 1", &f);
+	assert_int_equal(f, 2);
+	eval_str("x", &f);
+	assert_int_equal(f, 2);
+	assert_int_equal(eval_str("1 +", &f), 3);
+	assert_int_equal(f, 1);
+	assert_int_equal(eval_str("foo(1, 2)", &f), 0);
+	assert_int_equal(f, 1);
+	assert_int_equal(eval_str("1 = 2", &f), 2);
+	assert_int_equal(f, 1);
+	eval_str("((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))", &f);
+	assert_int_equal(f, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_hostile_inputs),
+		cmocka_unit_test(test_duplicate_symbol),
+		cmocka_unit_test(test_repo_specs),
+		cmocka_unit_test(test_expressions),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
