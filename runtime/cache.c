@@ -294,15 +294,18 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		}
 		if (!bad)
 			bad = dir_untrusted(c->root, why, sizeof(why));
-		if (bad) {
-			jitk__log(&c->log, JITK_LOG_WARN,
-				  "not using cache directory: %s; compiling in memory", bad);
-			free(c->root);
-			c->root = NULL;
-		} else if (make_dirs(c->root)) {
+		/* Checked again once the directories exist: what did not exist
+		 * before proves nothing. */
+		if (!bad && make_dirs(c->root)) {
 			jitk__log(&c->log, JITK_LOG_WARN,
 				  "cache directory %s is not usable (%s); compiling in memory",
 				  dir, strerror(errno));
+			free(c->root);
+			c->root = NULL;
+		} else if (bad || (bad = dir_untrusted(dir, why, sizeof(why))) ||
+			   (bad = dir_untrusted(c->root, why, sizeof(why)))) {
+			jitk__log(&c->log, JITK_LOG_WARN,
+				  "not using cache directory: %s; compiling in memory", bad);
 			free(c->root);
 			c->root = NULL;
 		} else if (!(c->top = jitk__strdup(dir))) {
@@ -451,6 +454,10 @@ static int lookup_in(jitk_cache *c, const char *root, int allow_root,
 	if (rc && problem) {
 		atomic_fetch_add(&c->n.rejects, 1);
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s rejected: %s", path, problem);
+		/* A bad entry in our own cache is garbage: remove it so that it
+		 * is reported once and replaced. Layers are read-only. */
+		if (!allow_root)
+			(void)unlink(path);
 	}
 	/* The recency stamp of LRU pruning: the entry's mtime, set to now on
 	 * every hit in the writable cache (layers are read-only). */

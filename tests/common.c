@@ -167,8 +167,9 @@ void t_log_fn(void *payload, jitk_log_level level, const char *msg)
 
 	if (!l)
 		return;
-	if (level <= JITK_LOG_WARN)
-		l->warnings++;
+	if (level > JITK_LOG_WARN)
+		return;
+	l->warnings++;
 	snprintf(l->last, sizeof(l->last), "%s", msg);
 }
 

@@ -33,8 +33,8 @@ int t_count_files(const char *dir, const char *suffix);
 /* Compiler over the given spec dirs and cache (NULL: in memory), logs
  * silenced and counted. */
 typedef struct {
-	int warnings;
-	char last[512];
+	int warnings;   /* warnings and errors logged */
+	char last[512]; /* the last of them */
 } t_log;
 void t_log_fn(void *payload, jitk_log_level level, const char *msg);
 jitk_compiler *t_compiler(const char *specs, const char *cache,
