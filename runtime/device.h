@@ -28,7 +28,7 @@ typedef struct {
 	void (*unload)(void *impl, void *lib);
 	int (*launch)(void *impl, void *kernel, const unsigned grid[3],
 		      const unsigned block[3], unsigned smem, void *stream,
-		      void **params);
+		      void **params, size_t nparams);
 	int (*is_capturing)(void *impl, void *stream, int *capturing);
 	/* Switch this thread's capture mode to relaxed (*old gets the
 	 * previous mode), or set it back. */

@@ -194,10 +194,11 @@ static void op_unload(void *impl, void *lib)
 
 static int op_launch(void *impl, void *kernel, const unsigned grid[3],
 		     const unsigned block[3], unsigned smem, void *stream,
-		     void **params)
+		     void **params, size_t nparams)
 {
 	cuda_device *d = impl;
 
+	(void)nparams; /* the driver knows the kernel's parameters */
 	/* A CUkernel is accepted where a CUfunction is: it launches in the
 	 * calling thread's current context. */
 	return d->cu->cuLaunchKernel((CUfunction)kernel, grid[0], grid[1], grid[2], block[0],

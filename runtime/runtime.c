@@ -485,7 +485,7 @@ int jitk__launch_values(jitk_kernel *k, const uint64_t *values,
 	{
 		const unsigned g[3] = { (unsigned)grid, 1, 1 }, bl[3] = { k->block, 1, 1 };
 
-		r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, params);
+		r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, params, f->nargs);
 	}
 	if (r)
 		return jitk__error(JITK_EDRIVER, "launching %s failed: %s",

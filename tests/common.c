@@ -246,7 +246,7 @@ static void fake_unload(void *impl, void *lib)
 
 static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
 			  const unsigned block[3], unsigned smem, void *stream,
-			  void **params)
+			  void **params, size_t nparams)
 {
 	fake_device *f = impl;
 	fake_launch *l;
@@ -260,8 +260,8 @@ static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
 	l->smem = smem;
 	l->kernel = kernel;
 	l->stream = stream;
-	l->nparams = f->nparams;
-	for (i = 0; i < f->nparams && i < 32; i++)
+	l->nparams = nparams;
+	for (i = 0; i < nparams && i < 32; i++)
 		memcpy(&l->values[i], params[i], 8);
 	return 0;
 }

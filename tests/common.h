@@ -62,7 +62,6 @@ typedef struct {
 	float scale_value;       /* what read() returns for input scales */
 	fake_launch launches[FAKE_MAX_LAUNCHES];
 	int nlaunches;
-	size_t nparams;          /* parameters per launch to record */
 	int closed;
 } fake_device;
 
