@@ -45,7 +45,8 @@ static void node_free(ynode *n)
 
 	if (!n)
 		return;
-	count = n->kind == YN_MAP ? 2 * n->n : n->n;
+	/* A parse stopped between a key and its value leaves the key pending. */
+	count = n->kind == YN_MAP ? 2 * n->n + (size_t)n->pending : n->n;
 	for (i = 0; i < count; i++)
 		node_free(n->kids[i]);
 	free(n->kids);
