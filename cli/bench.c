@@ -1,19 +1,488 @@
-/* bench.c - jitk bench: kernel bandwidth and JIT latencies on the GPU. */
+/* bench.c - jitk bench: kernel bandwidth and JIT latencies on the GPU.
+ *
+ * Kernels are event-timed one launch at a time (median) and as CUDA graph
+ * replays (per launch), over input sets rotated so that together they are
+ * several times the L2, with fresh random data. Bandwidth counts the bytes
+ * the contract counts (5 per element fused, 7 split; 9 and 11 with the
+ * residual) against a device-to-device copy measured in the same run. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nvrtc.h>
 
 #include "cli.h"
-#include "device.h"
+#include "compile.h"
+#include "runtime.h"
+
+static const jitk_cuda *cu;
+
+#define CK(call)                                                              \
+	do {                                                                  \
+		CUresult r_ = (call);                                         \
+		if (r_ != CUDA_SUCCESS) {                                     \
+			const char *n_ = NULL;                                \
+			cu->cuGetErrorName(r_, &n_);                          \
+			fprintf(stderr, "jitk bench: %s failed: %s (line %d)\n", #call, \
+				n_ ? n_ : "?", __LINE__);                     \
+			exit(1);                                              \
+		}                                                             \
+	} while (0)
+
+#define JK(call)                                                              \
+	do {                                                                  \
+		int r_ = (call);                                              \
+		if (r_ != JITK_OK) {                                          \
+			fprintf(stderr, "jitk bench: %s: %s\n", #call,        \
+				jitk_error_last()->message);                  \
+			exit(1);                                              \
+		}                                                             \
+	} while (0)
+
+static const char usage[] =
+	"usage: jitk bench [--specs DIR] [--rows LIST] [--hidden LIST] [--reps N]\n"
+	"                  [--skip-jit]\n"
+	"\n"
+	"Time the fused and split fp8 norm paths (the fused symbols must be\n"
+	"allowed on this GPU by the specs: on sm_90 give a spec set that allows\n"
+	"them, as bench/run does), the device copy bandwidth, and the JIT\n"
+	"latencies: cold compile vs NVRTC alone, first use from the disk cache,\n"
+	"and the host cost of a launch vs a raw cuLaunchKernel.\n";
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? -1 : x > y;
+}
+
+static float median(float *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_float);
+	return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint16_t rnd_bf16(double sd)
+{
+	/* sum of 4 uniforms: near-normal, cheap */
+	double s = 0;
+	int i;
+	float f;
+	uint32_t u;
+
+	for (i = 0; i < 4; i++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		s += (double)(rng >> 11) / 9007199254740992.0 - 0.5;
+	}
+	f = (float)(s * sd * 1.732);
+	memcpy(&u, &f, 4);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static CUdeviceptr dalloc(size_t n)
+{
+	CUdeviceptr d = 0;
+
+	CK(cu->cuMemAlloc(&d, n));
+	return d;
+}
+
+static CUdeviceptr alloc_random(size_t n_bf16, double sd)
+{
+	uint16_t *h = malloc(n_bf16 * 2);
+	CUdeviceptr d;
+	size_t i;
+
+	for (i = 0; i < n_bf16; i++)
+		h[i] = rnd_bf16(sd);
+	CK(cu->cuMemAlloc(&d, n_bf16 * 2));
+	CK(cu->cuMemcpyHtoD(d, h, n_bf16 * 2));
+	free(h);
+	return d;
+}
+
+/* ------------------------------------------------------------- copy */
+
+static double copy_bandwidth(void)
+{
+	size_t n = (size_t)2 << 30;
+	CUdeviceptr a, b;
+	CUevent e0, e1;
+	float t[20];
+	int i;
+
+	CK(cu->cuMemAlloc(&a, n));
+	CK(cu->cuMemAlloc(&b, n));
+	CK(cu->cuMemsetD8Async(a, 1, n, NULL));
+	CK(cu->cuEventCreate(&e0, 0));
+	CK(cu->cuEventCreate(&e1, 0));
+	for (i = -3; i < 20; i++) {
+		CK(cu->cuEventRecord(e0, NULL));
+		CK(cu->cuMemcpyDtoDAsync(b, a, n, NULL));
+		CK(cu->cuEventRecord(e1, NULL));
+		CK(cu->cuEventSynchronize(e1));
+		if (i >= 0)
+			CK(cu->cuEventElapsedTime(&t[i], e0, e1));
+	}
+	CK(cu->cuMemFree(a));
+	CK(cu->cuMemFree(b));
+	CK(cu->cuEventDestroy(e0));
+	CK(cu->cuEventDestroy(e1));
+	return 2.0 * (double)n / (median(t, 20) * 1e-3) / 1e9;
+}
+
+/* ---------------------------------------------------------- kernels */
+
+typedef struct {
+	jitk_norm_args a;
+	CUdeviceptr bufs[8];
+	int nbufs;
+} set_t;
+
+enum { PATH_FUSED, PATH_SPLIT };
+
+static void launch_path(jitk_runtime *rt, int residual, int path, const jitk_norm_args *a,
+			CUstream s)
+{
+	if (path == PATH_FUSED) {
+		if (residual)
+			JK(jitk_fused_scale_residual_norm_scale_shift_fp8(rt, a, s));
+		else
+			JK(jitk_fused_norm_scale_shift_fp8(rt, a, s));
+	} else {
+		if (residual)
+			JK(jitk_fused_scale_residual_norm_scale_shift(rt, a, s));
+		else
+			JK(jitk_fused_norm_scale_shift(rt, a, s));
+		JK(jitk_static_quant_fp8(rt, a->q, a->y, a->input_scale, a->rows * a->hidden, s));
+	}
+}
+
+typedef struct {
+	const char *kernel;
+	int hidden, rows;
+	double us_single, us_graph, gbps, pct;
+} row_t;
+
+static row_t results[512];
+static int nresults;
+
+static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int rows, int reps,
+		       double copy_gbps)
+{
+	size_t n = (size_t)rows * (size_t)hidden;
+	double bytes_per = path == PATH_FUSED ? (residual ? 9 : 5) : (residual ? 11 : 7);
+	double set_bytes = (double)n * (residual ? 9 : 5) + (double)hidden * 6;
+	int nsets = (int)ceil(4.0 * 60e6 / set_bytes), i, k, G = 20;
+	set_t *sets;
+	CUevent *ev;
+	CUstream s;
+	CUgraph g;
+	CUgraphExec ge;
+	float *t, tg;
+	CUdeviceptr scale, shift, gate, is;
+	float sc = 0.4754464328289032f;
+	row_t *r = &results[nresults++];
+
+	if (nsets < 2)
+		nsets = 2;
+	if (nsets > 64)
+		nsets = 64;
+	sets = calloc((size_t)nsets, sizeof(*sets));
+	scale = alloc_random((size_t)hidden, 0.2);
+	shift = alloc_random((size_t)hidden, 0.2);
+	gate = alloc_random((size_t)hidden, 0.5);
+	CK(cu->cuMemAlloc(&is, 4));
+	CK(cu->cuMemcpyHtoD(is, &sc, 4));
+	JK(jitk_configure_input_scale(rt, is));
+	for (k = 0; k < nsets; k++) {
+		set_t *st = &sets[k];
+
+		st->a.x = st->bufs[st->nbufs++] = alloc_random(n, 1.0);
+		st->a.y = dalloc(n * 2);
+		st->a.q = dalloc(n);
+		st->bufs[st->nbufs++] = st->a.y;
+		st->bufs[st->nbufs++] = st->a.q;
+		if (residual) {
+			st->a.residual = st->bufs[st->nbufs++] = alloc_random(n, 1.0);
+			st->a.residual_out = dalloc(n * 2);
+			st->bufs[st->nbufs++] = st->a.residual_out;
+		}
+		st->a.gate = gate;
+		st->a.scale = scale;
+		st->a.shift = shift;
+		st->a.input_scale = is;
+		st->a.rows = rows;
+		st->a.hidden = hidden;
+		st->a.eps = 1e-6f;
+	}
+	CK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	ev = calloc((size_t)(2 * reps), sizeof(*ev));
+	t = calloc((size_t)reps, sizeof(*t));
+	for (i = 0; i < 2 * reps; i++)
+		CK(cu->cuEventCreate(&ev[i], 0));
+	for (i = 0; i < 10; i++) /* warm-up (and resolve) */
+		launch_path(rt, residual, path, &sets[i % nsets].a, s);
+	for (i = 0; i < reps; i++) {
+		CK(cu->cuEventRecord(ev[2 * i], s));
+		launch_path(rt, residual, path, &sets[i % nsets].a, s);
+		CK(cu->cuEventRecord(ev[2 * i + 1], s));
+	}
+	CK(cu->cuStreamSynchronize(s));
+	for (i = 0; i < reps; i++)
+		CK(cu->cuEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
+	r->us_single = median(t, reps) * 1e3;
+	/* graph of G launches over rotating sets, replayed */
+	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	for (i = 0; i < G; i++)
+		launch_path(rt, residual, path, &sets[i % nsets].a, s);
+	CK(cu->cuStreamEndCapture(s, &g));
+	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
+	CK(cu->cuGraphLaunch(ge, s));
+	for (i = 0; i < 15; i++) {
+		CK(cu->cuEventRecord(ev[0], s));
+		CK(cu->cuGraphLaunch(ge, s));
+		CK(cu->cuEventRecord(ev[1], s));
+		CK(cu->cuStreamSynchronize(s));
+		CK(cu->cuEventElapsedTime(&t[i], ev[0], ev[1]));
+	}
+	tg = median(t, 15);
+	r->us_graph = tg * 1e3 / G;
+	r->kernel = path == PATH_FUSED ? (residual ? "fused residual fp8" : "fused fp8")
+				       : (residual ? "split residual fp8" : "split fp8");
+	r->hidden = hidden;
+	r->rows = rows;
+	r->gbps = bytes_per * (double)n / (r->us_single * 1e-6) / 1e9;
+	r->pct = 100.0 * r->gbps / copy_gbps;
+	printf("%-20s %6d %6d %10.2f %10.2f %9.0f %6.1f%%\n", r->kernel, hidden, rows,
+	       r->us_single, r->us_graph, r->gbps, r->pct);
+	fflush(stdout);
+	CK(cu->cuGraphExecDestroy(ge));
+	CK(cu->cuGraphDestroy(g));
+	for (i = 0; i < 2 * reps; i++)
+		CK(cu->cuEventDestroy(ev[i]));
+	CK(cu->cuStreamDestroy(s));
+	for (k = 0; k < nsets; k++)
+		for (i = 0; i < sets[k].nbufs; i++)
+			CK(cu->cuMemFree(sets[k].bufs[i]));
+	CK(cu->cuMemFree(scale));
+	CK(cu->cuMemFree(shift));
+	CK(cu->cuMemFree(gate));
+	CK(cu->cuMemFree(is));
+	free(sets);
+	free(ev);
+	free(t);
+}
+
+/* -------------------------------------------------------------- JIT */
+
+static double now_us(void)
+{
+	return jitk__now_ms() * 1e3;
+}
+
+static void bench_jit(const char *specs, const char *name)
+{
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_runtime *rt;
+	jitk_kernel *k;
+	char dir[] = "/tmp/jitk-bench-XXXXXX";
+	double t0, cold, warm, rt_new;
+	jitk_stats st;
+	int i;
+
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return;
+	}
+	o.compiler.specs = specs;
+	o.compiler.cache_dir = dir;
+	o.compiler.cache_path = "";
+	/* cold: compile + publish + load */
+	JK(jitk_runtime_new(&rt, &o));
+	t0 = now_us();
+	JK(jitk_kernel_get(&k, rt, name));
+	cold = now_us() - t0;
+	JK(jitk_stats_get(&st, rt, name));
+	printf("cold first use of %s: %.1f ms (NVRTC %.1f ms)\n", name, cold / 1e3, st.compile_ms);
+	jitk_runtime_free(rt);
+	/* warm: a new runtime over the populated cache (disk hit, verify, load) */
+	for (i = 0; i < 3; i++) {
+		t0 = now_us();
+		JK(jitk_runtime_new(&rt, &o));
+		rt_new = now_us() - t0;
+		t0 = now_us();
+		JK(jitk_kernel_get(&k, rt, name));
+		warm = now_us() - t0;
+		printf("warm first use of %s: %.0f us (runtime_new %.0f us: specs and templates)\n",
+		       name, warm, rt_new);
+		jitk_runtime_free(rt);
+	}
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd))
+			fprintf(stderr, "jitk bench: could not remove %s\n", dir);
+	}
+}
+
+/* Host cost per launch: jitk's typed entry point (resolve + checks +
+ * launch) vs cuLaunchKernel of the same kernel with the same params. */
+static void bench_hot(jitk_runtime *rt)
+{
+	jitk_norm_args a;
+	jitk_kernel *k;
+	size_t inst;
+	uint64_t values[JITK_MAX_ARGS];
+	void *params[JITK_MAX_ARGS];
+	CUstream s;
+	double t0, t_jitk, t_raw, t_raw_cached;
+	const int N = 20000;
+	int i, j, round;
+
+	memset(&a, 0, sizeof(a));
+	a.hidden = 3072;
+	a.rows = 4;
+	a.x = dalloc(4 * 3072 * 2);
+	a.y = dalloc(4 * 3072 * 2);
+	a.scale = dalloc(3072 * 2);
+	a.shift = dalloc(3072 * 2);
+	CK(cu->cuMemsetD8Async(a.x, 0, 4 * 3072 * 2, NULL));
+	CK(cu->cuMemsetD8Async(a.scale, 0, 3072 * 2, NULL));
+	CK(cu->cuMemsetD8Async(a.shift, 0, 3072 * 2, NULL));
+	a.eps = 1e-6f;
+	CK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	JK(spec_find(rt->comp->specs, "fused_norm_scale_shift", &inst));
+	JK(jitk__resolve(&k, rt, inst, 0, NULL));
+	memset(values, 0, sizeof(values));
+	for (i = 0; i < (int)k->fam->nargs; i++)
+		params[i] = &values[i];
+	values[rt->norm_arg[0]] = a.y;
+	values[rt->norm_arg[3]] = a.x;
+	values[rt->norm_arg[6]] = a.scale;
+	values[rt->norm_arg[7]] = a.shift;
+	values[rt->norm_arg[9]] = 4;
+	memcpy(&values[rt->norm_arg[10]], &a.eps, 4);
+	t_jitk = t_raw = t_raw_cached = 1e30;
+	for (round = 0; round < 5; round++) {
+		double tj = 0, tr = 0;
+
+		for (j = 0; j < N / 500; j++) {
+			CK(cu->cuStreamSynchronize(s));
+			t0 = now_us();
+			for (i = 0; i < 500; i++)
+				JK(jitk_fused_norm_scale_shift(rt, &a, s));
+			tj += now_us() - t0;
+			CK(cu->cuStreamSynchronize(s));
+			t0 = now_us();
+			for (i = 0; i < 500; i++)
+				CK(cu->cuLaunchKernel((CUfunction)k->fn, 1, 1, 1, k->block, 1, 1, 0, s,
+						      params, NULL));
+			tr += now_us() - t0;
+		}
+		if (tj / N < t_jitk)
+			t_jitk = tj / N;
+		if (tr / N < t_raw)
+			t_raw = tr / N;
+	}
+	CK(cu->cuStreamSynchronize(s));
+	printf("hot path: jitk typed launch %.2f us, raw cuLaunchKernel %.2f us per launch: "
+	       "jitk adds %.2f us\n", t_jitk, t_raw, t_jitk - t_raw);
+	CK(cu->cuStreamDestroy(s));
+	CK(cu->cuMemFree(a.x));
+	CK(cu->cuMemFree(a.y));
+	CK(cu->cuMemFree(a.scale));
+	CK(cu->cuMemFree(a.shift));
+	(void)t_raw_cached;
+}
+
+static int parse_list(int *out, int max, const char *s)
+{
+	int n = 0;
+
+	while (*s && n < max) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v <= 0)
+			return -1;
+		out[n++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return -1;
+	}
+	return n;
+}
 
 int jitk_cli_bench(int argc, char **argv)
 {
-	const char *why = "";
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_runtime *rt;
+	const char *why = "", *specs = NULL;
+	int rows[16] = { 128, 1024, 4096, 16384 }, nrows = 4;
+	int hidden[8] = { 1536, 3072, 5120 }, nhidden = 3;
+	int reps = 200, skip_jit = 0, i, h, r, residual;
+	double copy;
 
-	(void)argc;
-	(void)argv;
-	if (!jitk__cuda(&why)) {
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--specs") && i + 1 < argc) {
+			specs = argv[++i];
+		} else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
+			if ((nrows = parse_list(rows, 16, argv[++i])) <= 0)
+				goto bad;
+		} else if (!strcmp(argv[i], "--hidden") && i + 1 < argc) {
+			if ((nhidden = parse_list(hidden, 8, argv[++i])) <= 0)
+				goto bad;
+		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+			reps = atoi(argv[++i]);
+			if (reps < 5)
+				goto bad;
+		} else if (!strcmp(argv[i], "--skip-jit")) {
+			skip_jit = 1;
+		} else {
+			goto bad;
+		}
+	}
+	cu = jitk__cuda(&why);
+	if (!cu) {
 		fprintf(stderr, "jitk bench: needs a GPU: %s\n", why);
 		return 1;
 	}
-	fprintf(stderr, "jitk bench: not written yet\n");
-	return 1;
+	o.compiler.specs = specs;
+	JK(jitk_runtime_new(&rt, &o));
+	printf("device: %s (%s, %d SMs), NVRTC via jitk %s\n", rt->info.name, rt->arch_str,
+	       rt->info.sm_count, JITK_VERSION);
+	copy = copy_bandwidth();
+	printf("device-to-device copy: %.0f GB/s (bytes read + written)\n\n", copy);
+	printf("%-20s %6s %6s %10s %10s %9s %7s\n", "kernel", "hidden", "rows", "us/launch",
+	       "us (graph)", "GB/s", "of copy");
+	for (h = 0; h < nhidden; h++)
+		for (residual = 0; residual < 2; residual++)
+			for (r = 0; r < nrows; r++) {
+				bench_case(rt, residual, PATH_FUSED, hidden[h], rows[r], reps, copy);
+				bench_case(rt, residual, PATH_SPLIT, hidden[h], rows[r], reps, copy);
+			}
+	printf("\nfused vs split (single launch, split = norm + quantizer):\n");
+	for (i = 0; i + 1 < nresults; i += 2)
+		printf("  %-20s H=%-5d rows=%-6d %.2fx\n", results[i].kernel, results[i].hidden,
+		       results[i].rows, results[i + 1].us_single / results[i].us_single);
+	if (!skip_jit) {
+		printf("\n");
+		bench_jit(specs ? specs : NULL, "fused_norm_scale_shift_fp8");
+		bench_hot(rt);
+	}
+	jitk_runtime_free(rt);
+	return 0;
+bad:
+	fputs(usage, stderr);
+	return 2;
 }

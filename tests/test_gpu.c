@@ -1,0 +1,787 @@
+/* test_gpu.c - the kernels on a real GPU. Skips (and says why) where there
+ * is no CUDA driver or device.
+ *
+ * For every reference symbol at hidden 1536, 3072, 5120 and rows 1, 127,
+ * 1024, 4096, with the contract's regression scales:
+ *  (a) fused == split, byte for byte, for y, q and residual_out (the
+ *      fused fp8 symbols allowed on this GPU by a test spec set);
+ *  (b) y against a float64 host reference (relative L2 < 1e-2, no NaN),
+ *      and every output element written (two runs, two poisons, the same
+ *      bytes);
+ *  (c) q against a host quantizer using the device's div.full.f32
+ *      reciprocal, byte for byte; residual_out against a host fp32 FMA,
+ *      byte for byte.
+ * Plus NaN/Inf rows, rows == 0, CUDA graph capture and replay, and row
+ * counts past 32-bit element offsets. Set JITK_GPU_QUICK=1 for a smaller
+ * matrix (compute-sanitizer runs), JITK_GPU_DUMP=DIR to write inputs and
+ * outputs for bench/triton_check.py. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvrtc.h>
+
+#include "common.h"
+#include "internal.h"
+
+static const jitk_cuda *cu;
+static const char *why_no_gpu = "";
+static jitk_runtime *rt;   /* repo specs: fused fp8 gated to sm_100+ */
+static jitk_runtime *rt90; /* test specs: fused fp8 allowed on sm_90 */
+static char *tmpdir;
+static CUdeviceptr d_rcp_out;
+static CUfunction rcp_fn;
+static int quick;
+
+#define CK(call)                                                              \
+	do {                                                                  \
+		CUresult r_ = (call);                                         \
+		if (r_ != CUDA_SUCCESS) {                                     \
+			const char *n_ = NULL;                                \
+			cu->cuGetErrorName(r_, &n_);                          \
+			fail_msg("%s: %s", #call, n_ ? n_ : "?");             \
+		}                                                             \
+	} while (0)
+
+/* ------------------------------------------------------- host numerics */
+
+static uint16_t bf16_rn(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+static float bf16_f(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* e4m3fn, round to nearest even, saturating to 448 (the input is clamped
+ * to [-448, 448] already, so it is finite). */
+static uint8_t e4m3_rn(float v)
+{
+	uint8_t sign = signbit(v) ? 0x80 : 0;
+	double a = fabs((double)v);
+	int e;
+
+	if (a == 0.0)
+		return sign;
+	if (a < 0.015625) { /* below 2^-6: subnormal, steps of 2^-9 */
+		double m = nearbyint(a * 512.0);
+		return (uint8_t)(sign | (uint8_t)m); /* m == 8 is 2^-6, encoded 0x08 */
+	}
+	{
+		double fr = frexp(a, &e); /* a = fr * 2^e, fr in [0.5, 1) */
+		double m = nearbyint((fr * 2.0 - 1.0) * 8.0);
+		int ex = e - 1 + 7;
+
+		if (m == 8.0) {
+			m = 0.0;
+			ex++;
+		}
+		if (ex > 15 || (ex == 15 && m > 6.0))
+			return (uint8_t)(sign | 0x7e);
+		return (uint8_t)(sign | (uint8_t)(ex << 3) | (uint8_t)m);
+	}
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static double rnd_normal(void)
+{
+	double u1, u2;
+
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	u1 = ((double)(rng_state >> 11) + 0.5) / 9007199254740992.0;
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	u2 = ((double)(rng_state >> 11) + 0.5) / 9007199254740992.0;
+	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static void fill(uint16_t *p, size_t n, double mean, double sd)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = bf16_rn((float)(mean + sd * rnd_normal()));
+}
+
+/* ------------------------------------------------------------- device */
+
+static CUdeviceptr dalloc(size_t n)
+{
+	CUdeviceptr p = 0;
+
+	CK(cu->cuMemAlloc(&p, n ? n : 1));
+	return p;
+}
+
+static void upload(CUdeviceptr d, const void *h, size_t n)
+{
+	if (n)
+		CK(cu->cuMemcpyHtoD(d, h, n));
+}
+
+static void download(void *h, CUdeviceptr d, size_t n)
+{
+	if (n)
+		CK(cu->cuMemcpyDtoH(h, d, n));
+}
+
+static void poison(CUdeviceptr d, size_t n, unsigned char v)
+{
+	if (n)
+		CK(cu->cuMemsetD8Async(d, v, n, NULL));
+}
+
+/* The reciprocal the device computes with div.full.f32, from a kernel
+ * compiled here with NVRTC alone (independent of jitk's templates). */
+static float device_rcp(float s)
+{
+	CUdeviceptr d_s = dalloc(4);
+	float r = 0.0f;
+	void *params[2] = { &d_s, &d_rcp_out };
+
+	upload(d_s, &s, 4);
+	CK(cu->cuLaunchKernel(rcp_fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+	CK(cu->cuCtxSynchronize());
+	download(&r, d_rcp_out, 4);
+	CK(cu->cuMemFree(d_s));
+	return r;
+}
+
+static void build_rcp_kernel(void)
+{
+	static const char src[] =
+		"extern \"C\" __global__ void rcp(const float *s, float *o) {\n"
+		"  float r; asm(\"div.full.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(1.0f), \"f\"(*s));\n"
+		"  *o = r;\n}\n";
+	nvrtcProgram prog;
+	char arch[32];
+	const char *opts[1] = { arch };
+	size_t size;
+	char *cubin;
+	CUlibrary lib;
+	CUkernel k;
+
+	snprintf(arch, sizeof(arch), "--gpu-architecture=%s", jitk_runtime_arch(rt));
+	assert_int_equal(nvrtcCreateProgram(&prog, src, "rcp.cu", 0, NULL, NULL), 0);
+	assert_int_equal(nvrtcCompileProgram(prog, 1, opts), 0);
+	assert_int_equal(nvrtcGetCUBINSize(prog, &size), 0);
+	cubin = malloc(size);
+	assert_int_equal(nvrtcGetCUBIN(prog, cubin), 0);
+	nvrtcDestroyProgram(&prog);
+	CK(cu->cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
+	CK(cu->cuLibraryGetKernel(&k, lib, "rcp"));
+	rcp_fn = (CUfunction)k;
+	free(cubin);
+	d_rcp_out = dalloc(4);
+}
+
+/* ------------------------------------------------------------- setup */
+
+static int group_setup(void **state)
+{
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	char *specs, *specs90, *cache;
+
+	(void)state;
+	quick = jitk__env_flag("JITK_GPU_QUICK");
+	cu = jitk__cuda(&why_no_gpu);
+	if (!cu)
+		return 0;
+	tmpdir = t_tmpdir();
+	cache = t_path(tmpdir, "cache");
+	specs = t_path(t_root(), "specs");
+	t_copy_tree(tmpdir, "      - arch: { min: sm_100 }", "      - arch: { min: sm_90 }");
+	specs90 = t_path(tmpdir, "specs");
+	o.compiler.specs = specs;
+	o.compiler.cache_dir = cache;
+	o.compiler.cache_path = "";
+	if (jitk_runtime_new(&rt, &o)) {
+		why_no_gpu = jitk_error_last()->message;
+		cu = NULL;
+	} else {
+		o.compiler.specs = specs90;
+		if (jitk_runtime_new(&rt90, &o)) {
+			fprintf(stderr, "%s\n", jitk_error_last()->message);
+			return -1;
+		}
+		printf("GPU: %s\n", jitk_runtime_arch(rt));
+	}
+	free(specs);
+	free(specs90);
+	free(cache);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	jitk_runtime_free(rt);
+	jitk_runtime_free(rt90);
+	if (tmpdir) {
+		t_rmtree(tmpdir);
+		free(tmpdir);
+	}
+	return 0;
+}
+
+#define NEED_GPU()                                                            \
+	do {                                                                  \
+		if (!cu) {                                                    \
+			printf("SKIP: no GPU: %s\n", why_no_gpu);             \
+			skip();                                               \
+		}                                                             \
+	} while (0)
+
+/* ------------------------------------------------------ one test case */
+
+typedef struct {
+	int residual;
+	int rows, hidden;
+	uint16_t *x, *res, *gate, *scale, *shift;
+	CUdeviceptr dx, dres, dgate, dscale, dshift, dis;
+	CUdeviceptr dy, dq, drout;
+	size_t n;
+} problem;
+
+static void problem_make(problem *p, int residual, int rows, int hidden)
+{
+	memset(p, 0, sizeof(*p));
+	p->residual = residual;
+	p->rows = rows;
+	p->hidden = hidden;
+	p->n = (size_t)rows * (size_t)hidden;
+	p->x = malloc(p->n * 2 + 2);
+	p->res = malloc(p->n * 2 + 2);
+	p->gate = malloc((size_t)hidden * 2);
+	p->scale = malloc((size_t)hidden * 2);
+	p->shift = malloc((size_t)hidden * 2);
+	fill(p->x, p->n, 0.0, 1.0);
+	fill(p->res, p->n, 0.5, 2.0);
+	fill(p->gate, (size_t)hidden, 0.0, 0.5);
+	fill(p->scale, (size_t)hidden, 0.0, 0.2);
+	fill(p->shift, (size_t)hidden, 0.0, 0.2);
+	p->dx = dalloc(p->n * 2);
+	p->dres = dalloc(p->n * 2);
+	p->dgate = dalloc((size_t)hidden * 2);
+	p->dscale = dalloc((size_t)hidden * 2);
+	p->dshift = dalloc((size_t)hidden * 2);
+	p->dis = dalloc(4);
+	p->dy = dalloc(p->n * 2);
+	p->dq = dalloc(p->n);
+	p->drout = dalloc(p->n * 2);
+	upload(p->dx, p->x, p->n * 2);
+	upload(p->dres, p->res, p->n * 2);
+	upload(p->dgate, p->gate, (size_t)hidden * 2);
+	upload(p->dscale, p->scale, (size_t)hidden * 2);
+	upload(p->dshift, p->shift, (size_t)hidden * 2);
+}
+
+static void problem_free(problem *p)
+{
+	CUdeviceptr d[] = { p->dx, p->dres, p->dgate, p->dscale, p->dshift, p->dis,
+			    p->dy, p->dq, p->drout };
+	size_t i;
+
+	for (i = 0; i < JITK_ARRAY_SIZE(d); i++)
+		CK(cu->cuMemFree(d[i]));
+	free(p->x);
+	free(p->res);
+	free(p->gate);
+	free(p->scale);
+	free(p->shift);
+}
+
+static jitk_norm_args args_of(const problem *p)
+{
+	jitk_norm_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.y = p->dy;
+	a.q = p->dq;
+	a.residual_out = p->drout;
+	a.x = p->dx;
+	a.residual = p->dres;
+	a.gate = p->dgate;
+	a.scale = p->dscale;
+	a.shift = p->dshift;
+	a.input_scale = p->dis;
+	a.rows = p->rows;
+	a.hidden = p->hidden;
+	a.eps = 1e-6f;
+	return a;
+}
+
+typedef struct {
+	uint16_t *y, *rout;
+	uint8_t *q;
+} outputs;
+
+static void outputs_get(outputs *o, const problem *p)
+{
+	o->y = malloc(p->n * 2 + 2);
+	o->rout = malloc(p->n * 2 + 2);
+	o->q = malloc(p->n + 1);
+	CK(cu->cuCtxSynchronize());
+	download(o->y, p->dy, p->n * 2);
+	download(o->q, p->dq, p->n);
+	if (p->residual)
+		download(o->rout, p->drout, p->n * 2);
+}
+
+static void outputs_free(outputs *o)
+{
+	free(o->y);
+	free(o->rout);
+	free(o->q);
+}
+
+static void poison_outputs(const problem *p, unsigned char v)
+{
+	poison(p->dy, p->n * 2, v);
+	poison(p->dq, p->n, v);
+	poison(p->drout, p->n * 2, v);
+}
+
+/* Launch fused (rt90) or split (repo specs: on sm_90 auto is the split
+ * path; the split is spelled out so that it is the split on any GPU). */
+static void run(const problem *p, int fused)
+{
+	jitk_norm_args a = args_of(p);
+	int rc;
+
+	if (fused) {
+		const char *why = NULL;
+
+		rc = p->residual ? jitk_try_fused_scale_residual_norm_scale_shift_fp8(rt90, &a, NULL, &why)
+				 : jitk_try_fused_norm_scale_shift_fp8(rt90, &a, NULL, &why);
+		if (rc)
+			fail_msg("fused: %d %s %s", rc, why ? why : "", jitk_error_last()->message);
+	} else {
+		rc = p->residual ? jitk_fused_scale_residual_norm_scale_shift(rt, &a, NULL)
+				 : jitk_fused_norm_scale_shift(rt, &a, NULL);
+		if (!rc)
+			rc = jitk_static_quant_fp8(rt, a.q, a.y, a.input_scale, a.rows * a.hidden, NULL);
+		if (rc)
+			fail_msg("split: %d %s", rc, jitk_error_last()->message);
+	}
+}
+
+typedef struct {
+	int cases;
+	long long mismatched_bytes; /* fused vs split, all outputs */
+	long long q_mismatch;       /* vs the host quantizer */
+	long long rout_mismatch;    /* vs the host FMA */
+	double max_rel_l2;
+	double max_abs;
+} tally;
+
+static tally T;
+
+/* float64 reference of y from the bf16 inputs (the residual rounded to
+ * bf16 as the contract says). */
+static void check_y(const problem *p, const uint16_t *y, const uint16_t *rout)
+{
+	double num = 0.0, den = 0.0, maxabs = 0.0;
+	long long rmis = 0;
+	int r, c, H = p->hidden;
+	double *v = malloc((size_t)H * sizeof(double));
+
+	for (r = 0; r < p->rows; r++) {
+		double mean = 0.0, var = 0.0;
+		size_t o = (size_t)r * (size_t)H;
+
+		for (c = 0; c < H; c++) {
+			if (p->residual) {
+				uint16_t want = bf16_rn(fmaf(bf16_f(p->gate[c]), bf16_f(p->x[o + c]),
+							     bf16_f(p->res[o + c])));
+				rmis += rout[o + c] != want;
+				v[c] = bf16_f(want);
+			} else {
+				v[c] = bf16_f(p->x[o + c]);
+			}
+			mean += v[c];
+		}
+		mean /= H;
+		for (c = 0; c < H; c++)
+			var += (v[c] - mean) * (v[c] - mean);
+		var /= H;
+		for (c = 0; c < H; c++) {
+			double ref = (v[c] - mean) / sqrt(var + 1e-6) * (1.0 + bf16_f(p->scale[c])) +
+				     bf16_f(p->shift[c]);
+			double got = bf16_f(y[o + c]);
+
+			assert_false(isnan(got));
+			num += (got - ref) * (got - ref);
+			den += ref * ref;
+			if (fabs(got - ref) > maxabs)
+				maxabs = fabs(got - ref);
+		}
+	}
+	free(v);
+	T.rout_mismatch += rmis;
+	assert_int_equal(rmis, 0);
+	if (den > 0) {
+		double rel = sqrt(num / den);
+
+		if (rel > T.max_rel_l2)
+			T.max_rel_l2 = rel;
+		if (maxabs > T.max_abs)
+			T.max_abs = maxabs;
+		assert_true(rel < 1e-2);
+	}
+}
+
+static long long check_q(const problem *p, const uint16_t *y, const uint8_t *q, float rcp)
+{
+	long long bad = 0;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		float v = bf16_f(y[i]) * rcp;
+
+		v = fminf(fmaxf(v, -448.0f), 448.0f);
+		bad += q[i] != e4m3_rn(v);
+	}
+	return bad;
+}
+
+static void dump(const problem *p, const outputs *o, float scale)
+{
+	const char *dir = jitk__env("JITK_GPU_DUMP");
+	char path[512];
+	uint32_t bits;
+	FILE *f;
+
+	if (!dir || p->rows > 1024)
+		return; /* keeps the dump a few hundred MB */
+	memcpy(&bits, &scale, 4);
+	snprintf(path, sizeof(path), "%s/quant_h%d_r%d_res%d_s%08x.bin", dir, p->hidden, p->rows,
+		 p->residual, (unsigned)bits);
+	f = fopen(path, "wb");
+	if (!f)
+		return;
+	fwrite(o->y, 2, p->n, f); /* the quantizer's input */
+	fwrite(o->q, 1, p->n, f);
+	fclose(f);
+}
+
+static void test_fused_equals_split(void **state)
+{
+	static const int hiddens[] = { 1536, 3072, 5120 };
+	static const int rows_all[] = { 1, 127, 1024, 4096 };
+	static const uint32_t scales[] = { 0x3ba3d70a /* 0.005 */, 0x3d000000 /* 0.03125 */,
+					   0x3eda4925, 0x3ef36db7, 0x3f800000 };
+	size_t h, r, s;
+	int residual;
+
+	(void)state;
+	NEED_GPU();
+	build_rcp_kernel();
+	for (residual = 0; residual < 2; residual++)
+		for (h = 0; h < 3; h++)
+			for (r = 0; r < (quick ? 2u : 4u); r++) {
+				problem p;
+
+				problem_make(&p, residual, rows_all[r], hiddens[h]);
+				for (s = 0; s < 5; s++) {
+					float scale, rcp;
+					outputs fused, fused2, split;
+					long long qbad;
+
+					if (quick && s != 0 && s != 3)
+						continue; /* quick: 0.005 and 213/448 only */
+					memcpy(&scale, &scales[s], 4);
+					upload(p.dis, &scale, 4);
+					assert_int_equal(jitk_configure_input_scale(rt90, p.dis), 0);
+					rcp = device_rcp(scale);
+					/* fused twice with different poisons */
+					poison_outputs(&p, 0x00);
+					run(&p, 1);
+					outputs_get(&fused, &p);
+					poison_outputs(&p, 0xff);
+					run(&p, 1);
+					outputs_get(&fused2, &p);
+					assert_memory_equal(fused.y, fused2.y, p.n * 2);
+					assert_memory_equal(fused.q, fused2.q, p.n);
+					if (residual)
+						assert_memory_equal(fused.rout, fused2.rout, p.n * 2);
+					/* split, poisoned once more */
+					poison_outputs(&p, 0xa5);
+					run(&p, 0);
+					outputs_get(&split, &p);
+					{
+						long long mis = 0;
+						size_t i;
+
+						for (i = 0; i < p.n; i++) {
+							mis += fused.y[i] != split.y[i];
+							mis += fused.q[i] != split.q[i];
+							if (residual)
+								mis += fused.rout[i] != split.rout[i];
+						}
+						T.mismatched_bytes += mis;
+						if (mis)
+							fprintf(stderr, "fused != split: H=%d rows=%d res=%d scale=%g: %lld\n",
+								p.hidden, p.rows, residual, (double)scale, mis);
+						assert_int_equal(mis, 0);
+					}
+					if (s == 0)
+						check_y(&p, split.y, split.rout);
+					qbad = check_q(&p, split.y, split.q, rcp);
+					T.q_mismatch += qbad;
+					if (qbad)
+						fprintf(stderr, "q vs host: H=%d rows=%d scale=%g: %lld bytes\n",
+							p.hidden, p.rows, (double)scale, qbad);
+					assert_int_equal(qbad, 0);
+					dump(&p, &split, scale);
+					T.cases++;
+					outputs_free(&fused);
+					outputs_free(&fused2);
+					outputs_free(&split);
+				}
+				problem_free(&p);
+			}
+	printf("(a)-(c): %d cases; fused vs split: %lld mismatching bytes; q vs host div.full "
+	       "quantizer: %lld; residual_out vs host FMA: %lld; y vs float64: max rel L2 %.3e, "
+	       "max abs %.3e\n",
+	       T.cases, T.mismatched_bytes, T.q_mismatch, T.rout_mismatch, T.max_rel_l2, T.max_abs);
+}
+
+/* NaN or Inf in a row poisons that row only: y NaN, q 0xfe (the clamp maps
+ * NaN to -448); other rows unchanged. rows == 0 writes nothing. */
+static void test_nan_inf_and_empty(void **state)
+{
+	problem p;
+	outputs clean, dirty;
+	float scale = 0.5f;
+	jitk_norm_args a;
+	int c, r;
+
+	(void)state;
+	NEED_GPU();
+	problem_make(&p, 0, 4, 3072);
+	upload(p.dis, &scale, 4);
+	assert_int_equal(jitk_configure_input_scale(rt90, p.dis), 0);
+	run(&p, 1);
+	outputs_get(&clean, &p);
+	p.x[5] = 0x7fc0;             /* NaN in row 0 */
+	p.x[3072 * 2 + 7] = 0x7f80;  /* +Inf in row 2 */
+	upload(p.dx, p.x, p.n * 2);
+	run(&p, 1);
+	outputs_get(&dirty, &p);
+	for (r = 0; r < 4; r++)
+		for (c = 0; c < 3072; c++) {
+			size_t i = (size_t)r * 3072 + (size_t)c;
+
+			if (r == 0 || r == 2) {
+				assert_true(isnan(bf16_f(dirty.y[i])));
+				assert_int_equal(dirty.q[i], 0xfe);
+			} else {
+				assert_int_equal(dirty.y[i], clean.y[i]);
+				assert_int_equal(dirty.q[i], clean.q[i]);
+			}
+		}
+	outputs_free(&clean);
+	outputs_free(&dirty);
+	/* rows == 0: nothing launched, nothing written */
+	poison_outputs(&p, 0x5a);
+	a = args_of(&p);
+	a.rows = 0;
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, NULL), 0);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt90, &a, NULL, NULL), 0);
+	outputs_get(&clean, &p);
+	for (c = 0; c < 3072 * 4; c++)
+		assert_int_equal(clean.q[c], 0x5a);
+	outputs_free(&clean);
+	problem_free(&p);
+}
+
+/* Capture: the default policy refuses an unresolved kernel during capture
+ * and leaves the capture intact; after jitk_preload the launches capture
+ * into a graph whose replays give the eager result. */
+static void test_cuda_graph(void **state)
+{
+	problem p;
+	outputs eager, replay;
+	float scale = 0.4263392984867096f;
+	jitk_norm_args a;
+	CUstream s;
+	CUgraph g;
+	CUgraphExec ge;
+	const char *names[2] = { "fused_scale_residual_norm_scale_shift[hidden=1536]",
+				 "static_quant_fp8" };
+	int i, used = -1;
+
+	(void)state;
+	NEED_GPU();
+	problem_make(&p, 1, 300, 1536);
+	upload(p.dis, &scale, 4);
+	CK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	a = args_of(&p);
+	/* unresolved during capture: a clear error, capture still valid */
+	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &a, s, &used), JITK_ECAPTURE);
+	CK(cu->cuStreamEndCapture(s, &g));
+	CK(cu->cuGraphDestroy(g));
+	/* eager */
+	assert_int_equal(jitk_preload(rt, names, 2), 0);
+	poison_outputs(&p, 0x11);
+	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &a, s, &used), 0);
+	CK(cu->cuStreamSynchronize(s));
+	outputs_get(&eager, &p);
+	/* captured, replayed three times over poisoned outputs */
+	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &a, s, &used), 0);
+	CK(cu->cuStreamEndCapture(s, &g));
+	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
+	for (i = 0; i < 3; i++) {
+		poison_outputs(&p, (unsigned char)(0x22 + i));
+		CK(cu->cuCtxSynchronize());
+		CK(cu->cuGraphLaunch(ge, s));
+		CK(cu->cuStreamSynchronize(s));
+		outputs_get(&replay, &p);
+		assert_memory_equal(replay.y, eager.y, p.n * 2);
+		assert_memory_equal(replay.q, eager.q, p.n);
+		assert_memory_equal(replay.rout, eager.rout, p.n * 2);
+		outputs_free(&replay);
+	}
+	printf("graph: %s path captured and replayed 3 times, byte-identical to eager\n",
+	       used ? "fused" : "split");
+	CK(cu->cuGraphExecDestroy(ge));
+	CK(cu->cuGraphDestroy(g));
+	CK(cu->cuStreamDestroy(s));
+	outputs_free(&eager);
+	problem_free(&p);
+}
+
+/* More rows than 32-bit element offsets reach (the reference breaks past
+ * ~699k rows at H = 3072): rows around and past 2^31 elements are right. */
+static void test_large_rows(void **state)
+{
+	const int H = 3072;
+	const long long rows = 700000; /* 2.15e9 elements */
+	const long long check[] = { 0, 699049, 699050, 699051, rows - 1 };
+	size_t n = (size_t)rows * H, i;
+	CUdeviceptr dx, dy, dq, dsc, dsh, dis;
+	jitk_norm_args a;
+	uint16_t *row = malloc((size_t)H * 2), *yrow = malloc((size_t)H * 2);
+	uint16_t *sc = calloc((size_t)H, 2), *sh = calloc((size_t)H, 2);
+	float scale = 1.0f;
+
+	(void)state;
+	NEED_GPU();
+	if (quick) {
+		printf("SKIP: large rows in quick mode\n");
+		skip();
+	}
+	dx = dalloc(n * 2);
+	dy = dalloc(n * 2);
+	dq = dalloc(n);
+	dsc = dalloc((size_t)H * 2);
+	dsh = dalloc((size_t)H * 2);
+	dis = dalloc(4);
+	upload(dsc, sc, (size_t)H * 2);
+	upload(dsh, sh, (size_t)H * 2);
+	upload(dis, &scale, 4);
+	/* Only the checked rows need data; the rest stays whatever it is,
+	 * made finite by a memset. */
+	CK(cu->cuMemsetD8Async(dx, 0x3c, n * 2, NULL));
+	for (i = 0; i < JITK_ARRAY_SIZE(check); i++) {
+		fill(row, (size_t)H, 0.0, 1.0);
+		upload(dx + (CUdeviceptr)check[i] * H * 2, row, (size_t)H * 2);
+	}
+	memset(&a, 0, sizeof(a));
+	a.y = dy;
+	a.q = dq;
+	a.x = dx;
+	a.scale = dsc;
+	a.shift = dsh;
+	a.input_scale = dis;
+	a.rows = rows;
+	a.hidden = H;
+	a.eps = 1e-6f;
+	CK(cu->cuMemsetD8Async(dy, 0xff, n * 2, NULL));
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, NULL), 0);
+	CK(cu->cuCtxSynchronize());
+	for (i = 0; i < JITK_ARRAY_SIZE(check); i++) {
+		double mean = 0, var = 0, num = 0, den = 0;
+		int c;
+
+		download(row, dx + (CUdeviceptr)check[i] * H * 2, (size_t)H * 2);
+		download(yrow, dy + (CUdeviceptr)check[i] * H * 2, (size_t)H * 2);
+		for (c = 0; c < H; c++)
+			mean += bf16_f(row[c]);
+		mean /= H;
+		for (c = 0; c < H; c++)
+			var += (bf16_f(row[c]) - mean) * (bf16_f(row[c]) - mean);
+		var /= H;
+		for (c = 0; c < H; c++) {
+			double ref = (bf16_f(row[c]) - mean) / sqrt(var + 1e-6);
+
+			num += (bf16_f(yrow[c]) - ref) * (bf16_f(yrow[c]) - ref);
+			den += ref * ref;
+		}
+		assert_true(sqrt(num / den) < 1e-2);
+	}
+	printf("large rows: %lld rows x %d (%.2fe9 elements) correct at rows around 2^31 elements\n",
+	       rows, H, (double)n / 1e9);
+	CK(cu->cuMemFree(dx));
+	CK(cu->cuMemFree(dy));
+	CK(cu->cuMemFree(dq));
+	CK(cu->cuMemFree(dsc));
+	CK(cu->cuMemFree(dsh));
+	CK(cu->cuMemFree(dis));
+	free(row);
+	free(yrow);
+	free(sc);
+	free(sh);
+}
+
+/* The host e4m3 encoder itself, on values whose bytes are known. */
+static void test_host_e4m3(void **state)
+{
+	(void)state;
+	assert_int_equal(e4m3_rn(448.0f), 0x7e);
+	assert_int_equal(e4m3_rn(-448.0f), 0xfe);
+	assert_int_equal(e4m3_rn(1.0f), 0x38);
+	assert_int_equal(e4m3_rn(0.015625f), 0x08);   /* 2^-6, smallest normal */
+	assert_int_equal(e4m3_rn(0.001953125f), 0x01); /* 2^-9, smallest subnormal */
+	assert_int_equal(e4m3_rn(0.0009765625f), 0x00); /* half of it: ties to even */
+	assert_int_equal(e4m3_rn(0.0029296875f), 0x02); /* 1.5 x 2^-9: ties to even */
+	assert_int_equal(e4m3_rn(1.0625f), 0x38);      /* 1 + 1/16: ties to even (1.0) */
+	assert_int_equal(e4m3_rn(1.1875f), 0x3a);      /* 1 + 3/16: ties to even (1.25) */
+	assert_int_equal(e4m3_rn(240.0f), 0x77);
+	assert_int_equal(e4m3_rn(-0.0f), 0x80);
+	assert_int_equal(bf16_rn(1.00390625f), 0x3f80); /* tie to even */
+	assert_int_equal(bf16_rn(1.01171875f), 0x3f82);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_host_e4m3),
+		cmocka_unit_test(test_fused_equals_split),
+		cmocka_unit_test(test_nan_inf_and_empty),
+		cmocka_unit_test(test_cuda_graph),
+		cmocka_unit_test(test_large_rows),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
