@@ -39,13 +39,12 @@ if has sass; then
 	python3 bench/extract_cubins.py /tmp/pc /tmp/cubins >/dev/null
 	for f in /tmp/cubins/*.sm_90.cubin; do
 		cuobjdump -sass "$f" >/tmp/sass.txt
-		printf '%s LDG.128=%s LDG.64=%s LDG.32=%s LDG.U16=%s STG.128=%s LDL/STL=%s\n' "$(basename "$f" | cut -c1-60)" \
+		printf '%s LDG.128=%s LDG.64=%s LDG.32=%s LDG.U16=%s STG.128=%s LDL/STL=%s\n' "$(basename "$f")" \
 			"$(grep -c 'LDG.E.128' /tmp/sass.txt)" "$(grep -c 'LDG.E.64' /tmp/sass.txt)" \
 			"$(grep -cE 'LDG.E(.CONSTANT)? ' /tmp/sass.txt)" "$(grep -c 'LDG.E.U16' /tmp/sass.txt)" \
 			"$(grep -c 'STG.E.128' /tmp/sass.txt)" "$(grep -cE 'LDL|STL' /tmp/sass.txt)"
 	done >"$OUT/sass.log"
 	cat "$OUT/sass.log"
-	cuobjdump -sass /tmp/cubins/*hidden*3072*Quant*1*.sm_90.cubin >/dev/null 2>&1
 fi
 if has precompile; then
 	for j in 1 2 16; do
