@@ -7,7 +7,7 @@ PyTorch's correctly rounded (y * (1/s)).clamp().to(float8_e4m3fn).
 DUMP_DIR holds quant_h<H>_r<rows>_res<r>_s<scale bits>.bin files written by
 tests/test_gpu with JITK_GPU_DUMP: rows*H bf16 inputs, then rows*H bytes of
 jitk's q. Also checks NaN and infinity inputs against the bytes jitk
-defines (NaN -> 0xfe via the clamp, +inf -> 0x7e, -inf -> 0xfe)."""
+defines (NaN -> 0x7e via the clamp, +inf -> 0x7e, -inf -> 0xfe)."""
 import glob
 import os
 import struct
@@ -73,7 +73,7 @@ def main(d):
                            dtype=torch.bfloat16, device="cuda")
     s = torch.tensor([0.5], dtype=torch.float32, device="cuda")
     got = triton_quant(special, s).view(torch.uint8).tolist()
-    want = [0xfe, 0x7e, 0xfe, 0x7e, 0xfe, 0x00, 0x80]
+    want = [0x7e, 0x7e, 0xfe, 0x7e, 0xfe, 0x00, 0x80]
     print("triton on nan, inf, -inf, 1e30, -1e30, 0, -0:", [hex(v) for v in got],
           "jitk defines", [hex(v) for v in want])
     ok = triton_diff == 0 and got == want

@@ -42,49 +42,58 @@ typedef struct {
 /* The CUDA driver's functions, for the real device, the GPU tests and
  * jitk bench. NULL when libcuda.so.1 or a device is missing (then *why,
  * when given, says what). Loaded once, thread-safe. */
+/* The driver functions jitk uses, with the ABI version of each: fetched
+ * with cuGetProcAddress at exactly that version, so that the type we call
+ * through is the one we get (CUDA 13 added cuCtxSynchronize(CUcontext), for
+ * one, which the newest version would return). */
+#define JITK_CUDA_FUNCTIONS(X) \
+	X(cuInit, 2000) \
+	X(cuDeviceGetCount, 2000) \
+	X(cuDeviceGet, 2000) \
+	X(cuDeviceGetAttribute, 2000) \
+	X(cuDeviceGetName, 2000) \
+	X(cuDevicePrimaryCtxRetain, 7000) \
+	X(cuDevicePrimaryCtxRelease, 11000) \
+	X(cuCtxGetCurrent, 4000) \
+	X(cuCtxSetCurrent, 4000) \
+	X(cuCtxPushCurrent, 4000) \
+	X(cuCtxPopCurrent, 4000) \
+	X(cuCtxSynchronize, 2000) \
+	X(cuLibraryLoadData, 12000) \
+	X(cuLibraryUnload, 12000) \
+	X(cuLibraryGetKernel, 12000) \
+	X(cuKernelGetFunction, 12000) \
+	X(cuFuncGetAttribute, 2020) \
+	X(cuLaunchKernel, 4000) \
+	X(cuStreamIsCapturing, 10000) \
+	X(cuThreadExchangeStreamCaptureMode, 10010) \
+	X(cuStreamCreate, 2000) \
+	X(cuStreamDestroy, 4000) \
+	X(cuStreamSynchronize, 2000) \
+	X(cuStreamBeginCapture, 10010) \
+	X(cuStreamEndCapture, 10000) \
+	X(cuGraphInstantiateWithFlags, 11040) \
+	X(cuGraphLaunch, 10000) \
+	X(cuGraphExecDestroy, 10000) \
+	X(cuGraphDestroy, 10000) \
+	X(cuMemAlloc, 3020) \
+	X(cuMemFree, 3020) \
+	X(cuMemcpyHtoD, 3020) \
+	X(cuMemcpyDtoH, 3020) \
+	X(cuMemcpyDtoDAsync, 3020) \
+	X(cuMemsetD8Async, 3020) \
+	X(cuEventCreate, 2000) \
+	X(cuEventRecord, 2000) \
+	X(cuEventSynchronize, 2000) \
+	X(cuEventElapsedTime, 2000) \
+	X(cuEventDestroy, 4000) \
+	X(cuGetErrorName, 6000)
+
 typedef struct {
 	int driver_version;
-	PFN_cuInit_v2000 cuInit;
-	PFN_cuDeviceGetCount_v2000 cuDeviceGetCount;
-	PFN_cuDeviceGet_v2000 cuDeviceGet;
-	PFN_cuDeviceGetAttribute_v2000 cuDeviceGetAttribute;
-	PFN_cuDeviceGetName_v2000 cuDeviceGetName;
-	PFN_cuDevicePrimaryCtxRetain_v7000 cuDevicePrimaryCtxRetain;
-	PFN_cuDevicePrimaryCtxRelease_v11000 cuDevicePrimaryCtxRelease;
-	PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent;
-	PFN_cuCtxSetCurrent_v4000 cuCtxSetCurrent;
-	PFN_cuCtxPushCurrent_v4000 cuCtxPushCurrent;
-	PFN_cuCtxPopCurrent_v4000 cuCtxPopCurrent;
-	PFN_cuCtxSynchronize_v2000 cuCtxSynchronize;
-	PFN_cuLibraryLoadData_v12000 cuLibraryLoadData;
-	PFN_cuLibraryUnload_v12000 cuLibraryUnload;
-	PFN_cuLibraryGetKernel_v12000 cuLibraryGetKernel;
-	PFN_cuKernelGetFunction_v12000 cuKernelGetFunction;
-	PFN_cuFuncGetAttribute_v2020 cuFuncGetAttribute;
-	PFN_cuLaunchKernel_v4000 cuLaunchKernel;
-	PFN_cuStreamIsCapturing_v10000 cuStreamIsCapturing;
-	PFN_cuThreadExchangeStreamCaptureMode_v10010 cuThreadExchangeStreamCaptureMode;
-	PFN_cuStreamCreate_v2000 cuStreamCreate;
-	PFN_cuStreamDestroy_v4000 cuStreamDestroy;
-	PFN_cuStreamSynchronize_v2000 cuStreamSynchronize;
-	PFN_cuStreamBeginCapture_v10010 cuStreamBeginCapture;
-	PFN_cuStreamEndCapture_v10000 cuStreamEndCapture;
-	PFN_cuGraphInstantiateWithFlags_v11040 cuGraphInstantiateWithFlags;
-	PFN_cuGraphLaunch_v10000 cuGraphLaunch;
-	PFN_cuGraphExecDestroy_v10000 cuGraphExecDestroy;
-	PFN_cuGraphDestroy_v10000 cuGraphDestroy;
-	PFN_cuMemAlloc_v3020 cuMemAlloc;
-	PFN_cuMemFree_v3020 cuMemFree;
-	PFN_cuMemcpyHtoD_v3020 cuMemcpyHtoD;
-	PFN_cuMemcpyDtoH_v3020 cuMemcpyDtoH;
-	PFN_cuMemcpyDtoDAsync_v3020 cuMemcpyDtoDAsync;
-	PFN_cuMemsetD8Async_v3020 cuMemsetD8Async;
-	PFN_cuEventCreate_v2000 cuEventCreate;
-	PFN_cuEventRecord_v2000 cuEventRecord;
-	PFN_cuEventSynchronize_v2000 cuEventSynchronize;
-	PFN_cuEventElapsedTime_v2000 cuEventElapsedTime;
-	PFN_cuEventDestroy_v4000 cuEventDestroy;
-	PFN_cuGetErrorName_v6000 cuGetErrorName;
+#define JITK_CUDA_FIELD_(name, ver) PFN_##name##_v##ver name;
+	JITK_CUDA_FUNCTIONS(JITK_CUDA_FIELD_)
+#undef JITK_CUDA_FIELD_
 } jitk_cuda;
 
 const jitk_cuda *jitk__cuda(const char **why);

@@ -39,60 +39,19 @@ static void cuda_load(void)
 			 "the CUDA driver is too old (no cuGetProcAddress_v2; need 12.0+)");
 		return;
 	}
-#define LOAD(name)                                                            \
+#define LOAD(name, ver)                                                       \
 	do {                                                                  \
 		CUdriverProcAddressQueryResult q_;                            \
 		void *p_ = NULL;                                              \
-		if (get(#name, &p_, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q_) || \
-		    !p_) {                                                    \
+		if (get(#name, &p_, ver, CU_GET_PROC_ADDRESS_DEFAULT, &q_) || !p_) { \
 			if (!missing)                                         \
 				snprintf(cuda_why, sizeof(cuda_why),          \
 					 "the CUDA driver lacks %s", #name);  \
 			missing = 1;                                          \
 		}                                                             \
 		memcpy(&cuda.name, &p_, sizeof(p_));                          \
-	} while (0)
-	LOAD(cuInit);
-	LOAD(cuDeviceGetCount);
-	LOAD(cuDeviceGet);
-	LOAD(cuDeviceGetAttribute);
-	LOAD(cuDeviceGetName);
-	LOAD(cuDevicePrimaryCtxRetain);
-	LOAD(cuDevicePrimaryCtxRelease);
-	LOAD(cuCtxGetCurrent);
-	LOAD(cuCtxSetCurrent);
-	LOAD(cuCtxPushCurrent);
-	LOAD(cuCtxPopCurrent);
-	LOAD(cuCtxSynchronize);
-	LOAD(cuLibraryLoadData);
-	LOAD(cuLibraryUnload);
-	LOAD(cuLibraryGetKernel);
-	LOAD(cuKernelGetFunction);
-	LOAD(cuFuncGetAttribute);
-	LOAD(cuLaunchKernel);
-	LOAD(cuStreamIsCapturing);
-	LOAD(cuThreadExchangeStreamCaptureMode);
-	LOAD(cuStreamCreate);
-	LOAD(cuStreamDestroy);
-	LOAD(cuStreamSynchronize);
-	LOAD(cuStreamBeginCapture);
-	LOAD(cuStreamEndCapture);
-	LOAD(cuGraphInstantiateWithFlags);
-	LOAD(cuGraphLaunch);
-	LOAD(cuGraphExecDestroy);
-	LOAD(cuGraphDestroy);
-	LOAD(cuMemAlloc);
-	LOAD(cuMemFree);
-	LOAD(cuMemcpyHtoD);
-	LOAD(cuMemcpyDtoH);
-	LOAD(cuMemcpyDtoDAsync);
-	LOAD(cuMemsetD8Async);
-	LOAD(cuEventCreate);
-	LOAD(cuEventRecord);
-	LOAD(cuEventSynchronize);
-	LOAD(cuEventElapsedTime);
-	LOAD(cuEventDestroy);
-	LOAD(cuGetErrorName);
+	} while (0);
+	JITK_CUDA_FUNCTIONS(LOAD)
 #undef LOAD
 	if (missing)
 		return;

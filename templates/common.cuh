@@ -54,13 +54,14 @@ __device__ __forceinline__ float reciprocal_div_full(float s)
 }
 
 // q = e4m3_rn_satfinite(clamp(v * rcp, -448, 448)) for two values; lo in
-// bits 0..7. fmaxf/fminf return the non-NaN operand, so a NaN product
-// clamps to -448 (0xfe), the same as the reference quantizer's clamp.
+// bits 0..7. The upper bound is applied first and fminf/fmaxf return the
+// non-NaN operand, so a NaN product becomes +448 (0x7e): the byte Triton's
+// reference quantizer writes for NaN (checked on an H200).
 __device__ __forceinline__ unsigned quantize_e4m3x2(float lo, float hi,
 						    float rcp)
 {
-	float a = fminf(fmaxf(__fmul_rn(lo, rcp), -448.0f), 448.0f);
-	float b = fminf(fmaxf(__fmul_rn(hi, rcp), -448.0f), 448.0f);
+	float a = fmaxf(fminf(__fmul_rn(lo, rcp), 448.0f), -448.0f);
+	float b = fmaxf(fminf(__fmul_rn(hi, rcp), 448.0f), -448.0f);
 	unsigned short r;
 	asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(b), "f"(a));
 	return r;
