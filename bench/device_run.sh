@@ -2,13 +2,13 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests memcheck triton sass precompile bench torch (default all).
+# STEPS: any of tests memcheck triton sass precompile bench sweep torch (default all).
 set -u
 OUT=${OUT:-/tmp/jitk-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD"
-steps=${1:-"tests memcheck triton sass precompile bench torch"}
+steps=${1:-"tests memcheck triton sass precompile bench sweep torch"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 # A spec set that allows the fused fp8 symbols on sm_90 (tests do the same).
@@ -47,7 +47,7 @@ if has sass; then
 	cat "$OUT/sass.log"
 fi
 if has precompile; then
-	for j in 1 2 16; do
+	for j in 16 2 1; do
 		rm -rf /tmp/pcj
 		build/jitk precompile --specs specs --cache /tmp/pcj --arch sm_90,sm_100 -j $j | tail -1
 	done
@@ -65,6 +65,9 @@ fi
 if has bench; then
 	build/jitk bench --specs /tmp/specs90 >"$OUT/bench.log" 2>&1; echo "bench rc=$?"
 	cat "$OUT/bench.log"
+fi
+if has sweep; then
+	python3 bench/sweep.py "$OUT/sweep.md" 3072 4096,16384 2>&1 | tail -40
 fi
 if has torch; then
 	python3 bench/torch_baseline.py --rows 128,1024,4096,16384 --hidden 3072 >"$OUT/torch.log" 2>&1

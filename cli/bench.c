@@ -43,7 +43,7 @@ static const jitk_cuda *cu;
 
 static const char usage[] =
 	"usage: jitk bench [--specs DIR] [--rows LIST] [--hidden LIST] [--reps N]\n"
-	"                  [--skip-jit]\n"
+	"                  [--skip-jit] [--fused-only]\n"
 	"\n"
 	"Time the fused and split fp8 norm paths (the fused symbols must be\n"
 	"allowed on this GPU by the specs: on sm_90 give a spec set that allows\n"
@@ -427,7 +427,7 @@ int jitk_cli_bench(int argc, char **argv)
 	const char *why = "", *specs = NULL;
 	int rows[16] = { 128, 1024, 4096, 16384 }, nrows = 4;
 	int hidden[8] = { 1536, 3072, 5120 }, nhidden = 3;
-	int reps = 200, skip_jit = 0, i, h, r, residual;
+	int reps = 200, skip_jit = 0, fused_only = 0, i, h, r, residual;
 	double copy;
 
 	for (i = 0; i < argc; i++) {
@@ -448,6 +448,8 @@ int jitk_cli_bench(int argc, char **argv)
 				goto bad;
 		} else if (!strcmp(argv[i], "--skip-jit")) {
 			skip_jit = 1;
+		} else if (!strcmp(argv[i], "--fused-only")) {
+			fused_only = 1;
 		} else {
 			goto bad;
 		}
@@ -469,10 +471,12 @@ int jitk_cli_bench(int argc, char **argv)
 		for (residual = 0; residual < 2; residual++)
 			for (r = 0; r < nrows; r++) {
 				bench_case(rt, residual, PATH_FUSED, hidden[h], rows[r], reps, copy);
-				bench_case(rt, residual, PATH_SPLIT, hidden[h], rows[r], reps, copy);
+				if (!fused_only)
+					bench_case(rt, residual, PATH_SPLIT, hidden[h], rows[r], reps, copy);
 			}
-	printf("\nfused vs split (single launch, split = norm + quantizer):\n");
-	for (i = 0; i + 1 < nresults; i += 2)
+	if (!fused_only)
+		printf("\nfused vs split (single launch, split = norm + quantizer):\n");
+	for (i = 0; !fused_only && i + 1 < nresults; i += 2)
 		printf("  %-20s H=%-5d rows=%-6d %.2fx\n", results[i].kernel, results[i].hidden,
 		       results[i].rows, results[i + 1].us_single / results[i].us_single);
 	if (!skip_jit) {

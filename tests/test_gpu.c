@@ -616,9 +616,13 @@ static void test_nan_inf_and_empty(void **state)
 
 /* Capture: the default policy refuses an unresolved kernel during capture
  * and leaves the capture intact; after jitk_preload the launches capture
- * into a graph whose replays give the eager result. */
+ * into a graph whose replays give the eager result. A runtime of its own,
+ * so that nothing is resolved yet. */
 static void test_cuda_graph(void **state)
 {
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_runtime *rtg = NULL;
+	char *specs, *cache;
 	problem p;
 	outputs eager, replay;
 	float scale = 0.4263392984867096f;
@@ -632,25 +636,32 @@ static void test_cuda_graph(void **state)
 
 	(void)state;
 	NEED_GPU();
+	specs = t_path(t_root(), "specs");
+	cache = t_path(tmpdir, "cache");
+	o.compiler.specs = specs;
+	o.compiler.cache_dir = cache;
+	assert_int_equal(jitk_runtime_new(&rtg, &o), 0);
 	problem_make(&p, 1, 300, 1536);
 	upload(p.dis, &scale, 4);
 	CK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	a = args_of(&p);
 	/* unresolved during capture: a clear error, capture still valid */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &a, s, &used), JITK_ECAPTURE);
+	i = jitk_auto_scale_residual_norm_scale_shift_fp8(rtg, &a, s, &used);
 	CK(cu->cuStreamEndCapture(s, &g));
 	CK(cu->cuGraphDestroy(g));
+	assert_int_equal(i, JITK_ECAPTURE);
 	/* eager */
-	assert_int_equal(jitk_preload(rt, names, 2), 0);
+	assert_int_equal(jitk_preload(rtg, names, 2), 0);
 	poison_outputs(&p, 0x11);
-	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &a, s, &used), 0);
+	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rtg, &a, s, &used), 0);
 	CK(cu->cuStreamSynchronize(s));
 	outputs_get(&eager, &p);
 	/* captured, replayed three times over poisoned outputs */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &a, s, &used), 0);
+	i = jitk_auto_scale_residual_norm_scale_shift_fp8(rtg, &a, s, &used);
 	CK(cu->cuStreamEndCapture(s, &g));
+	assert_int_equal(i, 0);
 	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
 	for (i = 0; i < 3; i++) {
 		poison_outputs(&p, (unsigned char)(0x22 + i));
@@ -670,6 +681,9 @@ static void test_cuda_graph(void **state)
 	CK(cu->cuStreamDestroy(s));
 	outputs_free(&eager);
 	problem_free(&p);
+	jitk_runtime_free(rtg);
+	free(specs);
+	free(cache);
 }
 
 /* More rows than 32-bit element offsets reach (the reference breaks past

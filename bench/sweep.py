@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""sweep.py OUT.md - sweep the norm family's tuning on this GPU: for each
+configuration, write a spec set whose tuning list is that configuration
+(fused fp8 symbols allowed here), run `jitk bench --fused-only` at hidden
+3072 (and the other sizes given), and tabulate. The winner goes into
+specs/norm_scale_shift.yaml by hand, with the table in docs/performance.md."""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = [
+    # warps_per_row, rows_per_block, min_blocks, blocks_per_sm
+    (1, 4, 1, 64), (1, 4, 2, 64), (1, 4, 4, 64), (1, 8, 1, 64), (1, 8, 2, 64),
+    (1, 2, 1, 64), (1, 2, 4, 64), (1, 1, 8, 64),
+    (2, 2, 1, 64), (2, 4, 1, 64), (2, 2, 4, 64), (4, 1, 1, 64), (4, 2, 2, 64),
+    (1, 4, 2, 4), (1, 4, 2, 8), (2, 2, 4, 8),
+]
+
+
+def spec_for(cfg, vec_bytes=16):
+    w, r, m, b = cfg
+    src = open(os.path.join(ROOT, "specs/norm_scale_shift.yaml")).read()
+    tuning = ("tuning:\n"
+              f"  - vec_bytes: {vec_bytes}\n    warps_per_row: {w}\n    rows_per_block: {r}\n"
+              f"    min_blocks: {m}\n    blocks_per_sm: {b}\n\n")
+    src = re.sub(r"^tuning:\n(.*?)\n(?=derive:)", tuning, src, flags=re.S | re.M)
+    src = src.replace("      - arch: { min: sm_100 }", "      - arch: { min: sm_90 }")
+    src = src.replace("template: ../templates/", f"template: {ROOT}/templates/")
+    q = open(os.path.join(ROOT, "specs/static_quant_fp8.yaml")).read()
+    q = q.replace("template: ../templates/", f"template: {ROOT}/templates/")
+    d = f"/tmp/sweep-{w}-{r}-{m}-{b}"
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, "norm_scale_shift.yaml"), "w").write(src)
+    open(os.path.join(d, "static_quant_fp8.yaml"), "w").write(q)
+    return d
+
+
+def main(out, hidden="3072", rows="4096,16384"):
+    lines = ["| warps/row | rows/block | min blocks | blocks/SM cap | kernel | hidden | rows | us | % of copy |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for cfg in CONFIGS:
+        d = spec_for(cfg)
+        p = subprocess.run([os.path.join(ROOT, "build/jitk"), "bench", "--specs", d, "--hidden", hidden,
+                            "--rows", rows, "--fused-only", "--skip-jit", "--reps", "100"],
+                           capture_output=True, text=True)
+        if p.returncode:
+            print(cfg, "FAILED", p.stderr.strip()[-300:], flush=True)
+            continue
+        for line in p.stdout.splitlines():
+            m = re.match(r"(fused(?: residual)? fp8)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+([\d.]+)%", line)
+            if m:
+                row = f"| {cfg[0]} | {cfg[1]} | {cfg[2]} | {cfg[3]} | {m[1]} | {m[2]} | {m[3]} | {m[4]} | {m[7]} |"
+                lines.append(row)
+                print(row, flush=True)
+    open(out, "w").write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
