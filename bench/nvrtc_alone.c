@@ -82,6 +82,13 @@ int main(int argc, char **argv)
 		}
 		return 1;
 	}
+	nvrtcGetProgramLogSize(prog, &size);
+	if (size > 1) { /* warnings, or ptxas -v when asked for */
+		char *log = malloc(size);
+		nvrtcGetProgramLog(prog, log);
+		fputs(log, stderr);
+		free(log);
+	}
 	nvrtcGetCUBINSize(prog, &size);
 	if (argc > 3) {
 		char *cubin = malloc(size);

@@ -18,7 +18,10 @@
 // the grid). Each thread keeps its part of the row in registers as packed
 // bf16, VPT vectors of VEC_BYTES, so the row is read from memory once.
 // MIN_BLOCKS (blocks per SM the compiler must fit) trades registers for
-// occupancy: more rows in flight per SM.
+// occupancy: more rows in flight per SM. PREFETCH loads a block's next row
+// before reducing the current one, so that its loads are in flight while
+// the current row is reduced and written (useful with a capped, persistent
+// grid, where each block walks several rows).
 #pragma once
 #include "common.cuh"
 
@@ -28,7 +31,7 @@ enum class Norm { layer, rms };
 enum class Quant { none, fp8_e4m3 };
 
 template <Norm NORM, bool RESIDUAL, Quant QUANT, int H, int VEC_BYTES,
-	  int WARPS, int ROWS, int MIN_BLOCKS>
+	  int WARPS, int ROWS, int MIN_BLOCKS, int PREFETCH>
 __global__ void __launch_bounds__(32 * WARPS * ROWS, MIN_BLOCKS)
 norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 		 bf16 *__restrict__ residual_out, const bf16 *__restrict__ x,
@@ -51,6 +54,7 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 	const int t = threadIdx.x % TPR;
 	const int warp = t / 32;
 	const int lane = t % 32;
+	const long long stride = (long long)gridDim.x * ROWS;
 	int buf = 0;
 
 	// Sum over the threads of one row's group, in a fixed order.
@@ -69,44 +73,70 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 		return s;
 	};
 
+	// The row's inputs: x, and the residual stream for residual variants.
+	struct row_in {
+		vec<VEC_BYTES> x[VPT];
+		vec<VEC_BYTES> r[RESIDUAL ? VPT : 1];
+	};
+	auto fetch = [&](row_in &in, long long row) {
+		const long long off = row * H; // 64-bit: no overflow at any row count
+#pragma unroll
+		for (int j = 0; j < VPT; j++)
+			load(in.x[j], x + off + (j * TPR + t) * VE);
+		if constexpr (RESIDUAL) {
+#pragma unroll
+			for (int j = 0; j < VPT; j++)
+				load(in.r[j], residual + off + (j * TPR + t) * VE);
+		}
+	};
+
 	float rcp = 0.0f;
 	if constexpr (QUANT == Quant::fp8_e4m3)
 		rcp = reciprocal_div_full(*input_scale);
 
-	for (long long base = (long long)blockIdx.x * ROWS; base < rows;
-	     base += (long long)gridDim.x * ROWS) {
+	long long base = (long long)blockIdx.x * ROWS;
+	row_in cur, next;
+	if (PREFETCH && base + group < rows)
+		fetch(cur, base + group);
+
+	for (; base < rows; base += stride) {
 		const long long row = base + group;
 		const bool active = row < rows;
-		const long long off = row * H; // 64-bit: no overflow at any row count
+		const long long off = row * H;
 		vec<VEC_BYTES> v[VPT];
 
 		if constexpr (WARPS == 1) {
 			if (!active)
 				break; // no block-wide barrier to keep in step with
 		}
+		// Software pipelining: the next row's loads are in flight while
+		// this row is reduced and written.
+		if constexpr (PREFETCH) {
+			if (row + stride < rows)
+				fetch(next, row + stride);
+		} else if (active) {
+			fetch(cur, row);
+		}
 		if (active) {
-#pragma unroll
-			for (int j = 0; j < VPT; j++)
-				load(v[j], x + off + (j * TPR + t) * VE);
 			if constexpr (RESIDUAL) {
-				vec<VEC_BYTES> r[VPT];
-#pragma unroll
-				for (int j = 0; j < VPT; j++)
-					load(r[j], residual + off + (j * TPR + t) * VE);
 #pragma unroll
 				for (int j = 0; j < VPT; j++) {
 					vec<VEC_BYTES> g;
 					load(g, gate + (j * TPR + t) * VE);
 #pragma unroll
 					for (int w = 0; w < NW; w++) {
-						float lo = __fmaf_rn(bf16_lo(g.w[w]), bf16_lo(v[j].w[w]),
-								     bf16_lo(r[j].w[w]));
-						float hi = __fmaf_rn(bf16_hi(g.w[w]), bf16_hi(v[j].w[w]),
-								     bf16_hi(r[j].w[w]));
+						float lo = __fmaf_rn(bf16_lo(g.w[w]), bf16_lo(cur.x[j].w[w]),
+								     bf16_lo(cur.r[j].w[w]));
+						float hi = __fmaf_rn(bf16_hi(g.w[w]), bf16_hi(cur.x[j].w[w]),
+								     bf16_hi(cur.r[j].w[w]));
 						v[j].w[w] = pack_bf16x2(lo, hi);
 					}
 					store(residual_out + off + (j * TPR + t) * VE, v[j]);
 				}
+			} else {
+#pragma unroll
+				for (int j = 0; j < VPT; j++)
+					v[j] = cur.x[j];
 			}
 		} else {
 #pragma unroll
@@ -115,6 +145,8 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 				for (int w = 0; w < NW; w++)
 					v[j].w[w] = 0u;
 		}
+		if constexpr (PREFETCH)
+			cur = next;
 
 		float mean = 0.0f;
 		if constexpr (NORM == Norm::layer) {

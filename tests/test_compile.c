@@ -43,15 +43,15 @@ static void test_specialization(void **state)
 		const char *name, *arch, *expr;
 	} cases[] = {
 		{ "fused_norm_scale_shift", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::none, 3072, 16, 1, 4, 1>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::none, 3072, 16, 1, 4, 1, 0>" },
 		{ "fused_norm_scale_shift_fp8", "sm_100",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::fp8_e4m3, 3072, 32, 1, 4, 1>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::fp8_e4m3, 3072, 32, 1, 4, 1, 0>" },
 		{ "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", "sm_100",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::fp8_e4m3, 5120, 32, 2, 4, 1>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::fp8_e4m3, 5120, 32, 2, 4, 1, 0>" },
 		{ "fused_scale_residual_norm_scale_shift[hidden=1536]", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::none, 1536, 16, 1, 4, 1>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::none, 1536, 16, 1, 4, 1, 0>" },
 		{ "rms_norm_scale_shift_fp8", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::rms, false, jitk::Quant::fp8_e4m3, 3072, 16, 1, 4, 1>" },
+		  "jitk::norm_scale_shift<jitk::Norm::rms, false, jitk::Quant::fp8_e4m3, 3072, 16, 1, 4, 1, 0>" },
 		{ "static_quant_fp8", "sm_90", "jitk::static_quant_fp8<16, 4>" },
 		{ "static_quant_fp8", "sm_100", "jitk::static_quant_fp8<32, 4>" },
 	};
