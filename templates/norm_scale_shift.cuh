@@ -94,6 +94,28 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 	if constexpr (QUANT == Quant::fp8_e4m3)
 		rcp = reciprocal_div_full(*input_scale);
 
+	// With few elements per thread, 1 + scale and shift are computed once
+	// and kept in registers as fp32 for every row the block walks (the
+	// same values the per-row path computes: fadd(1, scale), and shift).
+	constexpr int EPT = VPT * VE; // elements per thread
+	constexpr bool HOLD = EPT <= 32;
+	float s1h[HOLD ? EPT : 1], shh[HOLD ? EPT : 1];
+	if constexpr (HOLD) {
+#pragma unroll
+		for (int j = 0; j < VPT; j++) {
+			vec<VEC_BYTES> sc, sh;
+			load(sc, scale + (j * TPR + t) * VE);
+			load(sh, shift + (j * TPR + t) * VE);
+#pragma unroll
+			for (int w = 0; w < NW; w++) {
+				s1h[j * VE + 2 * w] = __fadd_rn(1.0f, bf16_lo(sc.w[w]));
+				s1h[j * VE + 2 * w + 1] = __fadd_rn(1.0f, bf16_hi(sc.w[w]));
+				shh[j * VE + 2 * w] = bf16_lo(sh.w[w]);
+				shh[j * VE + 2 * w + 1] = bf16_hi(sh.w[w]);
+			}
+		}
+	}
+
 	long long base = (long long)blockIdx.x * ROWS;
 	row_in cur, next;
 	if (PREFETCH && base + group < rows)
@@ -160,6 +182,8 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 				}
 			mean = row_sum(s) * INV_H;
 		}
+		// d = v - mean (v for RMS), kept in fp32 for the output pass.
+		float d[EPT];
 		float ss = 0.0f;
 #pragma unroll
 		for (int j = 0; j < VPT; j++)
@@ -170,6 +194,8 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 					a -= mean;
 					b -= mean;
 				}
+				d[j * VE + 2 * w] = a;
+				d[j * VE + 2 * w + 1] = b;
 				ss += a * a;
 				ss += b * b;
 			}
@@ -182,19 +208,30 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 			const int col = (j * TPR + t) * VE;
 			vec<VEC_BYTES> sc, sh, out;
 			vec<VEC_BYTES / 2> qv;
-			load(sc, scale + col);
-			load(sh, shift + col);
+			if constexpr (!HOLD) {
+				load(sc, scale + col);
+				load(sh, shift + col);
+			}
 #pragma unroll
 			for (int w = 0; w < NW; w++) {
-				float a = bf16_lo(v[j].w[w]), b = bf16_hi(v[j].w[w]);
-				if constexpr (NORM == Norm::layer) {
-					a = a - mean;
-					b = b - mean;
+				const int e = j * VE + 2 * w;
+				float s1a, s1b, sha, shb;
+				if constexpr (HOLD) {
+					s1a = s1h[e];
+					s1b = s1h[e + 1];
+					sha = shh[e];
+					shb = shh[e + 1];
+				} else {
+					s1a = __fadd_rn(1.0f, bf16_lo(sc.w[w]));
+					s1b = __fadd_rn(1.0f, bf16_hi(sc.w[w]));
+					sha = bf16_lo(sh.w[w]);
+					shb = bf16_hi(sh.w[w]);
 				}
-				a = round_bf16(__fmul_rn(a, factor));
-				b = round_bf16(__fmul_rn(b, factor));
-				float ya = __fmaf_rn(a, __fadd_rn(1.0f, bf16_lo(sc.w[w])), bf16_lo(sh.w[w]));
-				float yb = __fmaf_rn(b, __fadd_rn(1.0f, bf16_hi(sc.w[w])), bf16_hi(sh.w[w]));
+				// n = bf((v - mean) * factor), both halves in one convert
+				const unsigned n = pack_bf16x2(__fmul_rn(d[e], factor),
+							       __fmul_rn(d[e + 1], factor));
+				float ya = __fmaf_rn(bf16_lo(n), s1a, sha);
+				float yb = __fmaf_rn(bf16_hi(n), s1b, shb);
 				out.w[w] = pack_bf16x2(ya, yb);
 				if constexpr (QUANT == Quant::fp8_e4m3) {
 					unsigned pair = quantize_e4m3x2(bf16_lo(out.w[w]),
