@@ -43,15 +43,19 @@ static void test_specialization(void **state)
 		const char *name, *arch, *expr;
 	} cases[] = {
 		{ "fused_norm_scale_shift", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::none, 3072, 16, 1, 4, 1, 0>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::none, 3072, 16, 2, 1, 1, 1>" },
+		{ "fused_norm_scale_shift_fp8", "sm_90",
+		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::fp8_e4m3, 3072, 16, 2, 1, 1, 1>" },
 		{ "fused_norm_scale_shift_fp8", "sm_100",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::fp8_e4m3, 3072, 32, 1, 4, 1, 0>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::fp8_e4m3, 3072, 32, 2, 1, 1, 1>" },
+		{ "fused_scale_residual_norm_scale_shift_fp8", "sm_90",
+		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::fp8_e4m3, 3072, 16, 4, 1, 1, 0>" },
 		{ "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", "sm_100",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::fp8_e4m3, 5120, 32, 2, 4, 1, 0>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::fp8_e4m3, 5120, 32, 5, 1, 1, 0>" },
 		{ "fused_scale_residual_norm_scale_shift[hidden=1536]", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::none, 1536, 16, 1, 4, 1, 0>" },
+		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::none, 1536, 16, 3, 1, 1, 0>" },
 		{ "rms_norm_scale_shift_fp8", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::rms, false, jitk::Quant::fp8_e4m3, 3072, 16, 1, 4, 1, 0>" },
+		  "jitk::norm_scale_shift<jitk::Norm::rms, false, jitk::Quant::fp8_e4m3, 3072, 16, 2, 1, 1, 1>" },
 		{ "static_quant_fp8", "sm_90", "jitk::static_quant_fp8<16, 4>" },
 		{ "static_quant_fp8", "sm_100", "jitk::static_quant_fp8<32, 4>" },
 	};
@@ -170,8 +174,6 @@ static void test_every_variant_compiles_clean(void **state)
 
 			jitk__arch_parse(&arch, archs[a]);
 			rc = jitk__build(&b, c, i, arch, JITK_BUILD_PTXAS_INFO);
-			if (rc == JITK_EARCH)
-				continue; /* gated: the fused fp8 symbols on sm_90 */
 			if (rc)
 				fprintf(stderr, "%s\n%s\n", jitk_error_last()->message,
 					jitk_error_last()->detail);
@@ -188,7 +190,7 @@ static void test_every_variant_compiles_clean(void **state)
 			jitk__build_free(&b);
 			n++;
 		}
-	assert_int_equal(n, 32); /* 19 x 2, less the 6 gated on sm_90 */
+	assert_int_equal(n, 38); /* 19 symbols x 2 architectures, none gated */
 	jitk_compiler_free(c);
 	free(specs);
 }
@@ -213,7 +215,6 @@ static void test_vector_loads(void **state)
 
 		assert_int_equal(spec_find(c->specs, names[i], &inst), 0);
 		jitk__arch_parse(&arch, "compute_90");
-		/* compute_90 passes the sm_89 gate but not the fused sm_100 one */
 		if (jitk__build(&b, c, inst, arch, 0) == 0) {
 			assert_true(b.entry.is_ptx);
 			assert_non_null(strstr(b.entry.image, "ld.global.v4.u32") ?
@@ -293,9 +294,11 @@ static void test_explain_gates(void **state)
 		{ "fused_norm_scale_shift_fp8", "sm_80",
 		  "fused_norm_scale_shift_fp8 on sm_80: unavailable", JITK_EARCH,
 		  "needs sm_89 or newer" },
-		{ "fused_norm_scale_shift_fp8", "sm_90",
-		  "fused_norm_scale_shift_fp8 on sm_90: falls back", 0,
+		{ "fused_norm_scale_shift_fp8", "sm_89",
+		  "fused_norm_scale_shift_fp8 on sm_89: falls back", 0,
 		  "fallback: fused_norm_scale_shift (step 1 of 2): runs" },
+		{ "fused_norm_scale_shift_fp8", "sm_90",
+		  "fused_norm_scale_shift_fp8 on sm_90: runs", 0, "bindings: vec_bytes=16" },
 		{ "fused_norm_scale_shift_fp8", "sm_100",
 		  "fused_norm_scale_shift_fp8 on sm_100: runs", 0, "bindings: vec_bytes=32" },
 		{ "fused_norm_scale_shift_fp8", "sm_120",
@@ -306,8 +309,8 @@ static void test_explain_gates(void **state)
 		  "kernel:   jitk::norm_scale_shift<jitk::Norm::rms, false, jitk::Quant::fp8_e4m3" },
 		{ "static_quant_fp8", "sm_80", "static_quant_fp8 on sm_80: unavailable",
 		  JITK_EARCH, "fallback: none" },
-		{ "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", "sm_90",
-		  "fused_scale_residual_norm_scale_shift_fp8[hidden=5120] on sm_90: falls back", 0,
+		{ "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", "sm_89",
+		  "fused_scale_residual_norm_scale_shift_fp8[hidden=5120] on sm_89: falls back", 0,
 		  "fallback: fused_scale_residual_norm_scale_shift[hidden=5120] (step 1 of 2): runs" },
 	};
 	char *specs = repo_specs();

@@ -15,7 +15,7 @@
 enum { P_Y, P_Q, P_ROUT, P_X, P_RES, P_GATE, P_SCALE, P_SHIFT, P_ISCALE, P_ROWS, P_EPS };
 
 typedef struct {
-	char *dir, *cache, *specs, *specs90;
+	char *dir, *cache, *specs, *specs_ref;
 } fixture;
 
 static int setup(void **state)
@@ -25,9 +25,10 @@ static int setup(void **state)
 	f->dir = t_tmpdir();
 	f->cache = t_path(f->dir, "cache");
 	f->specs = t_path(t_root(), "specs");
-	/* A spec set that allows the fused fp8 symbols on sm_90. */
-	t_copy_tree(f->dir, "      - arch: { min: sm_100 }", "      - arch: { min: sm_90 }");
-	f->specs90 = t_path(f->dir, "specs");
+	/* The reference's gate: fused fp8 symbols only from sm_100 (the repo's
+	 * specs enable them from sm_90). */
+	t_copy_tree(f->dir, "      - arch: { min: sm_90 }", "      - arch: { min: sm_100 }");
+	f->specs_ref = t_path(f->dir, "specs");
 	*state = f;
 	return 0;
 }
@@ -40,7 +41,7 @@ static int teardown(void **state)
 	free(f->dir);
 	free(f->cache);
 	free(f->specs);
-	free(f->specs90);
+	free(f->specs_ref);
 	free(f);
 	return 0;
 }
@@ -79,13 +80,13 @@ static jitk_runtime *runtime(fixture *f, fake_device *fake, int cc, const char *
 	return rt;
 }
 
-/* On the H200's sm_90 with the repo's specs the fused fp8 symbols fall
- * back: try_ says why, auto runs the split path (norm, then quantizer). */
+/* On sm_90 with the reference's gate the fused fp8 symbols fall back:
+ * try_ says why, auto runs the split path (norm, then quantizer). */
 static void test_sm90_falls_back(void **state)
 {
 	fixture *f = *state;
 	fake_device fake;
-	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs_ref);
 	jitk_norm_args a = norm_args(1024, 3072);
 	jitk_kernel *k;
 	const char *why = NULL;
@@ -97,7 +98,7 @@ static void test_sm90_falls_back(void **state)
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
 	assert_non_null(why);
-	assert_non_null(strstr(why, "gated to sm_100+"));
+	assert_non_null(strstr(why, "needs sm_100 or newer"));
 	assert_int_equal(fake.nlaunches, 0);
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), JITK_EARCH);
 	assert_int_equal(fake.nlaunches, 0);
@@ -105,9 +106,9 @@ static void test_sm90_falls_back(void **state)
 	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
 	assert_int_equal(fused, 0);
 	assert_int_equal(fake.nlaunches, 2);
-	/* norm: one warp per row, 4 rows per block -> 256 blocks of 128 */
-	assert_int_equal(fake.launches[0].grid[0], 256);
-	assert_int_equal(fake.launches[0].block[0], 128);
+	/* norm: two warps per row, a row per block, grid capped at 16 per SM */
+	assert_int_equal(fake.launches[0].grid[0], 1024);
+	assert_int_equal(fake.launches[0].block[0], 64);
 	assert_int_equal(fake.launches[0].nparams, 11);
 	assert_int_equal(fake.launches[0].values[P_Y], a.y);
 	assert_int_equal(fake.launches[0].values[P_X], a.x);
@@ -125,12 +126,13 @@ static void test_sm90_falls_back(void **state)
 	assert_int_equal(fake.unloads, fake.loads);
 }
 
-/* The same device with a spec set that allows sm_90: fused, no code change. */
+/* The same device with a spec set that allows sm_90 (the repo's): fused,
+ * no code change. */
 static void test_sm90_spec_allows_fused(void **state)
 {
 	fixture *f = *state;
 	fake_device fake;
-	jitk_runtime *rt = runtime(f, &fake, 90, f->specs90);
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	jitk_norm_args a = norm_args(4096, 3072);
 	int fused = -1;
 
@@ -165,9 +167,9 @@ static void test_sm100_and_sm120(void **state)
 	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
 	assert_int_equal(fused, 1);
 	assert_int_equal(fake.nlaunches, 1);
-	/* hidden 5120: two warps per row, 4 rows per block = 256 threads */
-	assert_int_equal(fake.launches[0].block[0], 256);
-	assert_int_equal(fake.launches[0].grid[0], 32);
+	/* hidden 5120: five warps per row, a row per block */
+	assert_int_equal(fake.launches[0].block[0], 160);
+	assert_int_equal(fake.launches[0].grid[0], 127);
 	a.x += 16;
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
 	assert_string_equal(why, "x is NULL or not aligned to the fused kernel's vector width");
@@ -260,7 +262,7 @@ static void test_guards(void **state)
 	/* Rows past 32-bit element offsets: launched with a capped grid. */
 	a.rows = 1000000;
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), 0);
-	assert_int_equal(fake.launches[1].grid[0], 132 * 64);
+	assert_int_equal(fake.launches[1].grid[0], 132 * 16);
 	assert_int_equal(fake.launches[1].values[P_ROWS], 1000000);
 	jitk_runtime_free(rt);
 }
