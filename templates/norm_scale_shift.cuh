@@ -2,7 +2,8 @@
 // an optional gated residual before the norm and an optional static FP8
 // (e4m3) quantization of the result, in one pass over each row.
 //
-// The arithmetic follows docs/kernel-contract (every rounding point):
+// The arithmetic follows the kernel contract (docs/kernels.md), every
+// rounding point:
 //   r    = bf(residual + gate * x)            one FMA (residual variants)
 //   mean = sum(v) * fl(1/H)                   v = f(x), or f(r)
 //   var  = sum((v - mean)^2) * fl(1/H)        two-pass; RMS: sum(v^2)
