@@ -696,8 +696,7 @@ static void test_large_rows(void **state)
 	size_t n = (size_t)rows * H, i;
 	CUdeviceptr dx, dy, dq, dsc, dsh, dis;
 	jitk_norm_args a;
-	uint16_t *row = malloc((size_t)H * 2), *yrow = malloc((size_t)H * 2);
-	uint16_t *sc = calloc((size_t)H, 2), *sh = calloc((size_t)H, 2);
+	uint16_t *row, *yrow, *sc, *sh;
 	float scale = 1.0f;
 
 	(void)state;
@@ -706,6 +705,10 @@ static void test_large_rows(void **state)
 		printf("SKIP: large rows in quick mode\n");
 		skip();
 	}
+	row = malloc((size_t)H * 2);
+	yrow = malloc((size_t)H * 2);
+	sc = calloc((size_t)H, 2);
+	sh = calloc((size_t)H, 2);
 	dx = dalloc(n * 2);
 	dy = dalloc(n * 2);
 	dq = dalloc(n);
