@@ -584,7 +584,7 @@ static int cmd_cache(int argc, char **argv)
 
 		const char *mb = o.max_bytes ? o.max_bytes : jitk__env("JITK_CACHE_MAX_BYTES");
 
-		if (jitk__cache_prune(&pr, dir, mb ? strtoull(mb, NULL, 10) : 0, 3600))
+		if (jitk__cache_prune(&pr, dir, mb ? strtoull(mb, NULL, 10) : 0, JITK_TEMP_MAX_AGE_S))
 			rc = fail_last();
 		else
 			printf("%s: removed %llu bad entries, %llu old temporary files, %llu entries "

@@ -20,6 +20,20 @@
 
 static const char entry_magic[8] = { 'J', 'I', 'T', 'K', 'C', 'B', 'N', '1' };
 
+unsigned jitk__test_write_delay_us;
+const char *jitk__test_fail_step;
+int jitk__test_fail_errno;
+
+/* A step of jitk__cache_put fails here when a test asks for it. */
+static int fault(const char *step)
+{
+	if (jitk__test_fail_step && !strcmp(jitk__test_fail_step, step)) {
+		errno = jitk__test_fail_errno ? jitk__test_fail_errno : EIO;
+		return -1;
+	}
+	return 0;
+}
+
 #define LOCK_WAIT_MS 120000 /* compile anyway after two minutes */
 
 struct jitk_cache {
@@ -271,6 +285,32 @@ static int make_dirs(const char *root)
 	return rc;
 }
 
+/* Remove temporary files older than JITK_TEMP_MAX_AGE_S: orphans of
+ * writers that were killed. Young ones may belong to a live writer. */
+static void sweep_temp(const char *root)
+{
+	char *tmp = jitk__asprintf("%s/tmp", root);
+	DIR *d = tmp ? opendir(tmp) : NULL;
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	while (d && (e = readdir(d))) {
+		struct stat st;
+		char *p;
+
+		if (e->d_name[0] == '.')
+			continue;
+		p = jitk__asprintf("%s/%s", tmp, e->d_name);
+		if (p && !lstat(p, &st) && S_ISREG(st.st_mode) &&
+		    st.st_mtime + JITK_TEMP_MAX_AGE_S < now)
+			(void)unlink(p);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	free(tmp);
+}
+
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		     const jitk_logger *log)
 {
@@ -311,6 +351,8 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		} else if (!(c->top = jitk__strdup(dir))) {
 			jitk__cache_close(c);
 			return jitk__error(JITK_ENOMEM, "out of memory");
+		} else {
+			sweep_temp(c->root);
 		}
 	}
 	while (layers && *layers) {
@@ -541,17 +583,21 @@ int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e)
 		goto fail;
 	}
 	step = "create";
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = fault(step) ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto fail;
 	step = "write";
-	if (write_all(fd, bytes, len))
+	if (write_all(fd, bytes, len / 2))
+		goto fail;
+	if (jitk__test_write_delay_us)
+		usleep(jitk__test_write_delay_us);
+	if (fault(step) || write_all(fd, bytes + len / 2, len - len / 2))
 		goto fail;
 	step = "chmod";
 	if (fchmod(fd, 0644))
 		goto fail;
 	step = "fsync";
-	if (fsync(fd))
+	if (fault(step) || fsync(fd))
 		goto fail;
 	step = "close";
 	rc = close(fd);
@@ -562,7 +608,7 @@ int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e)
 	if (mkdir(shard, 0755) && errno != EEXIST)
 		goto fail;
 	step = "rename";
-	if (rename(tmp, final))
+	if (fault(step) || rename(tmp, final))
 		goto fail;
 	fsync_dir(shard);
 	atomic_fetch_add(&c->n.writes, 1);
@@ -570,7 +616,7 @@ int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e)
 	if (c->max_bytes && c->top) {
 		jitk_prune_result pr;
 
-		(void)jitk__cache_prune(&pr, c->top, c->max_bytes, 3600);
+		(void)jitk__cache_prune(&pr, c->top, c->max_bytes, JITK_TEMP_MAX_AGE_S);
 	}
 	goto done;
 fail:

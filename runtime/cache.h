@@ -89,6 +89,18 @@ typedef struct {
 int jitk__cache_prune(jitk_prune_result *out, const char *root,
 		      uint64_t max_bytes, unsigned temp_age_s);
 
+/* Test hooks (never set by the library): a delay between the two halves
+ * of an entry's write, to widen the window that crash tests aim at, and a
+ * step of jitk__cache_put to fail with errno ("create", "write", "fsync",
+ * "rename"), to simulate a full disk or an I/O error. */
+extern unsigned jitk__test_write_delay_us;
+extern const char *jitk__test_fail_step;
+extern int jitk__test_fail_errno;
+
+/* Temporary files older than this are orphans of killed writers; opening
+ * a writable cache removes them. */
+#define JITK_TEMP_MAX_AGE_S 3600
+
 /* The user id the trust checks compare owners with: geteuid(), or
  * $JITK_TEST_ASSUME_UID for tests that pretend to be someone else. */
 unsigned jitk__trusted_uid(void);

@@ -1614,14 +1614,17 @@ int spec_find_param(const spec_set *s, const char *symbol, const char *param,
 
 /* -------------------------------------------------------------- load */
 
-static int load_file(spec_set *set, const char *path, texts_t *tx)
+/* Parse text (owned by the caller until loading ends: kept in tx) as the
+ * spec file path. */
+static int load_text(spec_set *set, const char *path, char *text, size_t len,
+		     texts_t *tx)
 {
 	sctx c;
 	ytree t;
-	char *text = NULL, msg[256];
-	size_t len;
+	char msg[256];
 	int rc, line = 1, col = 1;
-	char **files;
+	char **files, **tt;
+	size_t *ll;
 
 	files = realloc(set->files, (set->nfiles + 1) * sizeof(*files));
 	if (!files)
@@ -1631,15 +1634,19 @@ static int load_file(spec_set *set, const char *path, texts_t *tx)
 	if (!set->files[set->nfiles])
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	c.file = set->files[set->nfiles++];
-	c.t = NULL;
 	c.set = set;
-	rc = jitk__read_file(&text, &len, path, YT_MAX_FILE_BYTES);
-	if (rc == JITK_EINVAL)
-		return err_at(&c, 1, 1, NULL, "file is larger than the %u-byte limit",
-			      YT_MAX_FILE_BYTES);
-	if (rc)
-		return jitk__error(JITK_ESPEC, "%s:1:1: error: %s", path,
-				   jitk_error_last()->message);
+	tt = realloc(tx->texts, (tx->n + 1) * sizeof(*tt));
+	if (tt)
+		tx->texts = tt;
+	ll = tt ? realloc(tx->lens, (tx->n + 1) * sizeof(*ll)) : NULL;
+	if (ll)
+		tx->lens = ll;
+	if (!tt || !ll) {
+		free(text);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	tx->texts[tx->n] = text;
+	tx->lens[tx->n++] = len;
 	t.root = NULL;
 	t.text = text;
 	t.text_len = len;
@@ -1652,22 +1659,23 @@ static int load_file(spec_set *set, const char *path, texts_t *tx)
 		rc = parse_family(&c, t.root);
 	}
 	ytree_free(&t);
-	{
-		char **tt = realloc(tx->texts, (tx->n + 1) * sizeof(*tt));
-		size_t *ll = tt ? realloc(tx->lens, (tx->n + 1) * sizeof(*ll)) : NULL;
-
-		if (tt)
-			tx->texts = tt;
-		if (ll)
-			tx->lens = ll;
-		if (!tt || !ll) {
-			free(text);
-			return rc ? rc : jitk__error(JITK_ENOMEM, "out of memory");
-		}
-		tx->texts[tx->n] = text;
-		tx->lens[tx->n++] = len;
-	}
 	return rc;
+}
+
+static int load_file(spec_set *set, const char *path, texts_t *tx)
+{
+	char *text = NULL;
+	size_t len;
+	int rc;
+
+	rc = jitk__read_file(&text, &len, path, YT_MAX_FILE_BYTES);
+	if (rc == JITK_EINVAL)
+		return jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
+				   path, YT_MAX_FILE_BYTES);
+	if (rc)
+		return jitk__error(JITK_ESPEC, "%s:1:1: error: %s", path,
+				   jitk_error_last()->message);
+	return load_text(set, path, text, len, tx);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -1724,6 +1732,16 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 	return 0;
 }
 
+static void texts_free(texts_t *tx)
+{
+	size_t i;
+
+	for (i = 0; i < tx->n; i++)
+		free(tx->texts[i]);
+	free(tx->texts);
+	free(tx->lens);
+}
+
 int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 {
 	spec_set *set = calloc(1, sizeof(*set));
@@ -1738,10 +1756,41 @@ int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 		rc = load_file(set, files[i], &tx);
 	if (!rc)
 		rc = link_instances(set, &tx);
-	for (i = 0; i < tx.n; i++)
-		free(tx.texts[i]);
-	free(tx.texts);
-	free(tx.lens);
+	texts_free(&tx);
+	if (rc) {
+		spec_set_free(set);
+		return rc;
+	}
+	*out = set;
+	return 0;
+}
+
+int spec_set_load_buffer(spec_set **out, const char *name, const char *text,
+			 size_t len)
+{
+	spec_set *set = calloc(1, sizeof(*set));
+	texts_t tx = { NULL, NULL, 0 };
+	char *copy = malloc(len + 1);
+	int rc;
+
+	*out = NULL;
+	if (!set || !copy) {
+		free(set);
+		free(copy);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	if (len)
+		memcpy(copy, text, len);
+	copy[len] = '\0';
+	rc = len > YT_MAX_FILE_BYTES
+		     ? jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
+				   name, YT_MAX_FILE_BYTES)
+		     : load_text(set, name, copy, len, &tx);
+	if (rc && len > YT_MAX_FILE_BYTES)
+		free(copy);
+	if (!rc)
+		rc = link_instances(set, &tx);
+	texts_free(&tx);
 	if (rc) {
 		spec_set_free(set);
 		return rc;

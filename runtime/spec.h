@@ -156,6 +156,10 @@ typedef struct {
  * the offending line in its detail. */
 int spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n);
 int spec_set_load_files(spec_set **out, const char *const *files, size_t n);
+/* Load one spec from memory, named name (template paths relative to
+ * name's directory). For the fuzzer and tests. */
+int spec_set_load_buffer(spec_set **out, const char *name, const char *text,
+			 size_t len);
 void spec_set_free(spec_set *s);
 
 /* Find an instance by canonical name, bare symbol name (its first

@@ -1,0 +1,57 @@
+/* spec_fuzz.c - libFuzzer target: the spec loader (libyaml events, the
+ * tree with its limits, the schema, expressions) and specialization on a
+ * few architectures. Inputs are loaded as <repo>/specs/fuzz.yaml so that
+ * "template: ../templates/..." resolves. Build and run: tests/fuzz.sh. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "instance.h"
+#include "spec.h"
+
+static char *name;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	char *specs = realpath("specs", NULL);
+
+	(void)argc;
+	(void)argv;
+	if (!specs) {
+		fprintf(stderr, "spec_fuzz: run from the repository root\n");
+		exit(1);
+	}
+	name = jitk__asprintf("%s/fuzz.yaml", specs);
+	free(specs);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *const archs[] = { "sm_80", "sm_90", "sm_100a", "compute_120" };
+	spec_set *set = NULL;
+	size_t i, a;
+
+	if (spec_set_load_buffer(&set, name, (const char *)data, size))
+		return 0; /* a clean error is the expected outcome for most inputs */
+	for (i = 0; i < set->ninsts && i < 64; i++) {
+		size_t found;
+
+		if (spec_find(set, set->insts[i].name, &found) || found != i)
+			abort(); /* every instance must be found by its own name */
+		for (a = 0; a < sizeof(archs) / sizeof(archs[0]); a++) {
+			jitk_variant v;
+			jitk_arch arch;
+
+			if (jitk__arch_parse(&arch, archs[a]))
+				abort();
+			(void)jitk__specialize(&v, set, i, arch);
+		}
+	}
+	spec_set_free(set);
+	return 0;
+}

@@ -1,0 +1,30 @@
+#!/bin/sh
+# tests/fuzz.sh [BUILD_DIR [SECONDS]] - build the spec loader's libFuzzer
+# target with clang (ASan + UBSan) and run it over fuzz/corpus for SECONDS
+# (default 20; the committed corpus came from longer runs). Skips, saying
+# so, where clang cannot build libFuzzer targets.
+set -u
+b=${1:-build}
+secs=${2:-20}
+. ./config.ninja 2>/dev/null || true
+cuda=$(sed -n 's/^cuda = //p' config.ninja)
+yaml=$(pkg-config --cflags --libs yaml-0.1)
+crypto=$(pkg-config --cflags --libs libcrypto)
+mkdir -p "$b/fuzz"
+if ! command -v clang >/dev/null 2>&1 ||
+   ! clang -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -g -O1 \
+	-Iruntime/include -Iruntime -I"$cuda/include" fuzz/spec_fuzz.c runtime/spec.c \
+	runtime/ytree.c runtime/expr.c runtime/util.c runtime/instance.c \
+	-o "$b/fuzz/spec_fuzz" $yaml $crypto 2>"$b/fuzz/build.log"; then
+	echo "SKIP: clang with libFuzzer is not available (see $b/fuzz/build.log)"
+	exit 0
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/jitk-fuzz-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp fuzz/corpus/* specs/*.yaml tests/specs/bad/*.yaml "$work/" 2>/dev/null
+"$b/fuzz/spec_fuzz" -dict=fuzz/spec.dict -max_total_time="$secs" -max_len=65536 \
+	-timeout=5 -rss_limit_mb=2048 -print_final_stats=1 "$work" >"$b/fuzz/run.log" 2>&1
+rc=$?
+grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|ERROR|SUMMARY" "$b/fuzz/run.log"
+[ $rc = 0 ] || { tail -40 "$b/fuzz/run.log"; echo "fuzz: FAILED"; exit 1; }
+echo "fuzz: $secs s, no finding"

@@ -1,0 +1,372 @@
+/* test_reliability.c - the cache under crashes, races, I/O faults and
+ * missing or read-only directories. Each scenario asserts counters or
+ * exact outcomes; docs/reliability.md tabulates them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "compile.h"
+
+#define SYM "static_quant_fp8"
+
+typedef struct {
+	char *dir, *cache, *specs;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+
+	f->dir = t_tmpdir();
+	f->cache = t_path(f->dir, "cache");
+	f->specs = t_path(t_root(), "specs");
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+
+	jitk__test_write_delay_us = 0;
+	jitk__test_fail_step = NULL;
+	t_rmtree(f->dir);
+	free(f->dir);
+	free(f->cache);
+	free(f->specs);
+	free(f);
+	return 0;
+}
+
+static jitk_compiler *compiler(const fixture *f, int force, t_log *log)
+{
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c = NULL;
+
+	o.specs = f->specs;
+	o.cache_dir = f->cache;
+	o.cache_path = "";
+	o.no_compile = 0;
+	o.force_compile = force;
+	o.log = t_log_fn;
+	o.log_payload = log;
+	o.log_level = JITK_LOG_WARN;
+	assert_int_equal(jitk_compiler_new(&c, &o), 0);
+	return c;
+}
+
+static int build(jitk_compiler *c, const char *arch, int *origin)
+{
+	jitk_build b;
+	jitk_arch a;
+	size_t inst;
+	int rc;
+
+	jitk__arch_parse(&a, arch);
+	assert_int_equal(spec_find(c->specs, SYM, &inst), 0);
+	rc = jitk__build(&b, c, inst, a, 0);
+	if (!rc) {
+		if (origin)
+			*origin = b.origin;
+		assert_memory_equal(b.entry.image, "\177ELF", 4);
+		jitk__build_free(&b);
+	}
+	return rc;
+}
+
+static void verify_clean(const fixture *f, jitk_cache_summary *s)
+{
+	assert_int_equal(jitk__cache_scan(s, f->cache, 1, NULL, NULL), 0);
+	assert_int_equal(s->bad, 0);
+}
+
+/* A writer killed at a random moment (while compiling, writing, renaming)
+ * never leaves an entry that is served corrupt, and never a lock that
+ * blocks the next process. */
+static void test_sigkill_trials(void **state)
+{
+	fixture *f = *state;
+	const char *env = getenv("JITK_CRASH_TRIALS");
+	int trials = env ? atoi(env) : 100, i, orphaned = 0, hits = 0;
+	double t_compile, worst = 0;
+	jitk_cache_summary s;
+	unsigned seed = (unsigned)time(NULL);
+
+	/* How long does a forced compile + write take here? */
+	{
+		jitk_compiler *c = compiler(f, 1, NULL);
+		double t0 = jitk__now_ms();
+
+		jitk__test_write_delay_us = 20000;
+		assert_int_equal(build(c, "sm_90", NULL), 0);
+		t_compile = jitk__now_ms() - t0;
+		jitk_compiler_free(c);
+	}
+	srand(seed);
+	for (i = 0; i < trials; i++) {
+		pid_t pid;
+		int st, origin = -1;
+		double t0;
+
+		if (i % 2) { /* every other trial starts cold: no entry to fall back on */
+			uint64_t removed;
+
+			assert_int_equal(jitk__cache_clear(&removed, f->cache), 0);
+		}
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			jitk_compiler *c = compiler(f, 1, NULL);
+
+			build(c, "sm_90", NULL);
+			_exit(0);
+		}
+		/* anywhere from fork to well past the write */
+		usleep((useconds_t)((double)rand() / RAND_MAX * (t_compile + 30.0) * 1000.0));
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		{
+			char *tmp = t_path(f->cache, "v1/tmp");
+			orphaned += t_count_files(tmp, "") > 0;
+			free(tmp);
+		}
+		/* The next process: not blocked, and served a good entry. */
+		t0 = jitk__now_ms();
+		{
+			jitk_compiler *c = compiler(f, 0, NULL);
+
+			assert_int_equal(build(c, "sm_90", &origin), 0);
+			hits += origin == JITK_ORIGIN_CACHE;
+			assert_int_equal(atomic_load(&jitk__cache_counters(c->cache)->rejects), 0);
+			jitk_compiler_free(c);
+		}
+		if (jitk__now_ms() - t0 > worst)
+			worst = jitk__now_ms() - t0;
+		verify_clean(f, &s);
+	}
+	assert_true(worst < 10000.0); /* a stale lock would wait 120 s */
+	printf("  %d SIGKILL trials (seed %u): 0 bad entries, %d left an orphaned temp file, "
+	       "next process: %d cache hits, %d compiles, slowest %.0f ms\n",
+	       trials, seed, orphaned, hits, trials - hits, worst);
+	assert_true(trials < 20 || orphaned > 0); /* the write window was hit */
+}
+
+/* Orphans older than the threshold are swept when a cache opens; young
+ * temporary files (perhaps a live writer's) are left. */
+static void test_orphan_sweep(void **state)
+{
+	fixture *f = *state;
+	jitk_compiler *c = compiler(f, 0, NULL);
+	char *old = t_path(f->cache, "v1/tmp/old.123.0"), *young = t_path(f->cache, "v1/tmp/young.123.1");
+	struct timespec ts[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+
+	jitk_compiler_free(c);
+	t_writef(old, "partial");
+	t_writef(young, "partial");
+	assert_int_equal(utimensat(AT_FDCWD, old, ts, 0), 0);
+	c = compiler(f, 0, NULL);
+	assert_int_equal(access(old, F_OK), -1);
+	assert_int_equal(access(young, F_OK), 0);
+	jitk_compiler_free(c);
+	free(old);
+	free(young);
+}
+
+static void run_writers(const fixture *f, int n, double seconds, pid_t *pids)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			jitk_compiler *c = compiler(f, 1, NULL);
+			double t0 = jitk__now_ms();
+			int bad = 0;
+
+			while (jitk__now_ms() - t0 < seconds * 1000.0)
+				bad |= build(c, i % 2 ? "sm_100" : "sm_90", NULL) != 0;
+			jitk_compiler_free(c);
+			_exit(bad);
+		}
+	}
+}
+
+static void wait_ok(pid_t *pids, int n)
+{
+	int i, st;
+
+	for (i = 0; i < n; i++) {
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+}
+
+/* A reader asks 200 times while writers keep replacing the same entry
+ * (and others): never a torn or rejected entry. Then a process clears and
+ * prunes while writers are active: the writers still succeed, and nothing
+ * half-written is ever served. */
+static void test_readers_writers_clear(void **state)
+{
+	fixture *f = *state;
+	pid_t w[3], cl;
+	jitk_compiler *c;
+	int i, origin, hits = 0;
+	jitk_cache_summary s;
+
+	c = compiler(f, 0, NULL);
+	assert_int_equal(build(c, "sm_90", &origin), 0);
+	run_writers(f, 2, 3.0, w);
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(build(c, "sm_90", &origin), 0);
+		hits += origin == JITK_ORIGIN_CACHE;
+	}
+	assert_int_equal(atomic_load(&jitk__cache_counters(c->cache)->rejects), 0);
+	wait_ok(w, 2);
+	printf("  200 reads during 2 writers: %d hits, 0 rejected\n", hits);
+
+	run_writers(f, 3, 2.0, w);
+	cl = fork();
+	assert_true(cl >= 0);
+	if (cl == 0) {
+		double t0 = jitk__now_ms();
+		uint64_t removed;
+		jitk_prune_result pr;
+
+		while (jitk__now_ms() - t0 < 2000.0) {
+			jitk__cache_clear(&removed, f->cache);
+			jitk__cache_prune(&pr, f->cache, 1, 0); /* evict everything, sweep all temps */
+		}
+		_exit(0);
+	}
+	for (i = 0; i < 100; i++)
+		assert_int_equal(build(c, "sm_90", &origin), 0);
+	assert_int_equal(atomic_load(&jitk__cache_counters(c->cache)->rejects), 0);
+	wait_ok(w, 3);
+	wait_ok(&cl, 1);
+	verify_clean(f, &s);
+	jitk_compiler_free(c);
+}
+
+/* A full disk or an I/O error at any step of publishing: the kernel is
+ * still returned (from memory), one warning names the step, the failure is
+ * counted, and no partial entry or temporary file is left. */
+static void test_io_faults(void **state)
+{
+	static const struct {
+		const char *step;
+		int err;
+	} faults[] = {
+		{ "create", ENOSPC }, { "write", ENOSPC }, { "write", EIO },
+		{ "fsync", EIO }, { "rename", EIO },
+	};
+	fixture *f = *state;
+	size_t i;
+
+	for (i = 0; i < JITK_ARRAY_SIZE(faults); i++) {
+		t_log log = { 0, "" };
+		jitk_compiler *c = compiler(f, 0, &log);
+		char *tmp = t_path(f->cache, "v1/tmp");
+		int origin = -1;
+
+		jitk__test_fail_step = faults[i].step;
+		jitk__test_fail_errno = faults[i].err;
+		assert_int_equal(build(c, "sm_90", &origin), 0);
+		jitk__test_fail_step = NULL;
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		assert_int_equal(atomic_load(&jitk__cache_counters(c->cache)->write_failures), 1);
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, faults[i].step));
+		assert_non_null(strstr(log.last, strerror(faults[i].err)));
+		assert_int_equal(t_count_files(f->cache, ".jitk"), 0);
+		assert_int_equal(t_count_files(tmp, ""), 0);
+		/* and the next attempt, with the disk back, publishes */
+		assert_int_equal(build(c, "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		assert_int_equal(t_count_files(f->cache, ".jitk"), 1);
+		t_rmtree(f->cache);
+		jitk_compiler_free(c);
+		free(tmp);
+	}
+}
+
+/* No HOME, no XDG_CACHE_HOME, no JITK_CACHE_DIR: compile in memory, one
+ * warning. */
+static void test_missing_home(void **state)
+{
+	fixture *f = *state;
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	char *home = getenv("HOME") ? jitk__strdup(getenv("HOME")) : NULL;
+	char *xdg = getenv("XDG_CACHE_HOME") ? jitk__strdup(getenv("XDG_CACHE_HOME")) : NULL;
+	t_log log = { 0, "" };
+	jitk_compiler *c;
+	int origin;
+
+	unsetenv("HOME");
+	unsetenv("XDG_CACHE_HOME");
+	unsetenv("JITK_CACHE_DIR");
+	o.specs = f->specs;
+	o.log = t_log_fn;
+	o.log_payload = &log;
+	assert_int_equal(jitk_compiler_new(&c, &o), 0);
+	assert_int_equal(log.warnings, 1);
+	assert_non_null(strstr(log.last, "compiling in memory"));
+	assert_null(jitk__cache_root(c->cache));
+	assert_int_equal(build(c, "sm_90", &origin), 0);
+	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+	assert_int_equal(log.warnings, 1);
+	jitk_compiler_free(c);
+	if (home)
+		setenv("HOME", home, 1);
+	if (xdg)
+		setenv("XDG_CACHE_HOME", xdg, 1);
+	free(home);
+	free(xdg);
+}
+
+/* A cache directory this user cannot write: in memory, one warning.
+ * (root can write anyway: skipped there, saying so.) */
+static void test_read_only_dir(void **state)
+{
+	fixture *f = *state;
+	t_log log = { 0, "" };
+	jitk_compiler *c;
+	int origin;
+
+	assert_int_equal(mkdir(f->cache, 0500), 0);
+	if (access(f->cache, W_OK) == 0) {
+		printf("SKIP: this user (uid %u) can write a 0500 directory\n", (unsigned)geteuid());
+		chmod(f->cache, 0700);
+		skip();
+	}
+	c = compiler(f, 0, &log);
+	assert_null(jitk__cache_root(c->cache));
+	assert_int_equal(log.warnings, 1);
+	assert_int_equal(build(c, "sm_90", &origin), 0);
+	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+	jitk_compiler_free(c);
+	chmod(f->cache, 0700);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_io_faults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_home, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_sweep, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readers_writers_clear, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigkill_trials, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
