@@ -10,7 +10,7 @@ root=${DESTDIR:-}$prefix
 version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
 
 install -d "$root/bin" "$root/lib/pkgconfig" "$root/include/jitk" \
-	"$root/share/jitk/specs" "$root/share/jitk/templates"
+	"$root/share/jitk/specs" "$root/share/jitk/templates" "$root/share/man/man1"
 install -m 755 "$b/jitk" "$root/bin/jitk"
 install -m 644 "$b/libjitk.a" "$root/lib/libjitk.a"
 install -m 755 "$b/libjitk.so" "$root/lib/libjitk.so.$version"
@@ -20,6 +20,7 @@ install -m 644 runtime/include/jitk.h "$root/include/jitk.h"
 install -m 644 runtime/include/jitk/version.h "$root/include/jitk/version.h"
 install -m 644 specs/*.yaml "$root/share/jitk/specs/"
 install -m 644 templates/*.cuh "$root/share/jitk/templates/"
+install -m 644 docs/jitk.1 "$root/share/man/man1/jitk.1"
 cat >"$root/lib/pkgconfig/jitk.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib

@@ -29,6 +29,13 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; what is here is exported. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define JITK_API __attribute__((visibility("default")))
+#else
+#define JITK_API
+#endif
+
 /* ---------------------------------------------------------------- status */
 
 /* X(name, value, description): one list generates the enum, jitk_strerror()
@@ -56,9 +63,9 @@ typedef enum {
 } jitk_status;
 
 /* A static description of status ("invalid argument"); never NULL. */
-const char *jitk_strerror(int status);
+JITK_API const char *jitk_strerror(int status);
 /* The enumerator's name without prefix ("EINVAL"); never NULL. */
-const char *jitk_status_name(int status);
+JITK_API const char *jitk_status_name(int status);
 
 /* What the last failing call on this thread reported. message is one line
  * that names what failed (file:line:col for specs; symbol, variant and
@@ -70,7 +77,7 @@ typedef struct {
 	const char *message;
 	const char *detail;
 } jitk_error;
-const jitk_error *jitk_error_last(void);
+JITK_API const jitk_error *jitk_error_last(void);
 
 /* --------------------------------------------------------------- logging */
 
@@ -125,29 +132,29 @@ typedef struct {
  * jitk_error_last()) when a spec is bad, JITK_EINVAL for bad options,
  * JITK_ENOMEM. An unusable cache directory is not an error: the compiler
  * then works in memory and logs one warning. Thread-safe once created. */
-int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts);
+JITK_API int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts);
 /* NULL is a no-op. */
-void jitk_compiler_free(jitk_compiler *compiler);
+JITK_API void jitk_compiler_free(jitk_compiler *compiler);
 
 /* Number of symbol instances, and the i-th canonical name (borrowed from
  * the compiler). Instances of a symbol whose spec lists several values for
  * a parameter are named "symbol[param=value]". */
-size_t jitk_symbol_count(const jitk_compiler *compiler);
-const char *jitk_symbol_name(const jitk_compiler *compiler, size_t i);
+JITK_API size_t jitk_symbol_count(const jitk_compiler *compiler);
+JITK_API const char *jitk_symbol_name(const jitk_compiler *compiler, size_t i);
 
 /* Human-readable decision for NAME on ARCH ("sm_90", "sm_100a", ...): the
  * variant that runs, or the fallback and the reason. *out is malloc'd, the
  * caller frees it. Returns JITK_OK when the symbol or its fallback can run,
  * JITK_EARCH when neither can (text still written), JITK_ENOENT, JITK_EINVAL
  * for a malformed architecture. Needs no GPU. */
-int jitk_explain(char **out, jitk_compiler *compiler, const char *name,
+JITK_API int jitk_explain(char **out, jitk_compiler *compiler, const char *name,
 		 const char *arch);
 
 /* Make sure the cubin of NAME for ARCH is in the cache (compiling it if
  * needed). *out_origin, when not NULL, receives 0 = compiled now, 1 = found
  * in the writable cache, 2 = found in a read-only layer. JITK_EARCH when a
  * gate forbids the symbol there, JITK_ECOMPILE, JITK_ENOCOMPILE. */
-int jitk_precompile(int *out_origin, jitk_compiler *compiler, const char *name,
+JITK_API int jitk_precompile(int *out_origin, jitk_compiler *compiler, const char *name,
 		    const char *arch);
 
 /* --------------------------------------------------------------- runtime */
@@ -189,24 +196,24 @@ typedef struct {
  * Makes the device's primary context current on this thread when no context
  * is. Kernels load with cuLibraryLoadData, so they launch in any context of
  * the device. All other runtime functions are thread-safe. */
-int jitk_runtime_new(jitk_runtime **out, const jitk_runtime_options *opts);
+JITK_API int jitk_runtime_new(jitk_runtime **out, const jitk_runtime_options *opts);
 /* NULL is a no-op. No launch of this runtime may be in flight. */
-void jitk_runtime_free(jitk_runtime *rt);
+JITK_API void jitk_runtime_free(jitk_runtime *rt);
 /* "sm_90" and so on; borrowed. */
-const char *jitk_runtime_arch(const jitk_runtime *rt);
+JITK_API const char *jitk_runtime_arch(const jitk_runtime *rt);
 /* The compiler the runtime owns; borrowed. */
-jitk_compiler *jitk_runtime_compiler(jitk_runtime *rt);
+JITK_API jitk_compiler *jitk_runtime_compiler(jitk_runtime *rt);
 
 /* The kernel called NAME, resolved on first use: cache layers, else NVRTC,
  * then cuLibraryLoadData. Later calls are one lock-free read. *out is
  * borrowed from rt. JITK_ENOENT, JITK_EARCH (a gate forbids it here; see
  * jitk_explain), JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_EDRIVER. */
-int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name);
+JITK_API int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name);
 
 /* Resolve the N named kernels (all kernels that can run on this device when
  * names is NULL) so that later requests never compile or load, e.g. before
  * CUDA graph capture. Stops at the first failure. */
-int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n);
+JITK_API int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n);
 
 /* One kernel argument for the generic launch. type must match the spec's
  * argument type; name, when not NULL, must match the spec's name. */
@@ -233,10 +240,10 @@ typedef struct {
  * integer ranges) before anything is launched: JITK_EINVAL names the first
  * bad argument. Launches nothing and returns JITK_OK when the grid is empty
  * (rows == 0). JITK_EDRIVER when cuLaunchKernel fails. */
-int jitk_kernel_launch(jitk_kernel *k, const jitk_arg *args, size_t nargs,
+JITK_API int jitk_kernel_launch(jitk_kernel *k, const jitk_arg *args, size_t nargs,
 		       jitk_stream stream);
 /* jitk_kernel_get() then jitk_kernel_launch(). */
-int jitk_launch(jitk_runtime *rt, const char *name, const jitk_arg *args,
+JITK_API int jitk_launch(jitk_runtime *rt, const char *name, const jitk_arg *args,
 		size_t nargs, jitk_stream stream);
 
 /* Counters of one kernel (or of all, when name is NULL). */
@@ -252,7 +259,7 @@ typedef struct {
 	double load_ms;    /* total time resolving: cache + load */
 } jitk_stats;
 
-int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name);
+JITK_API int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name);
 
 /* --------------------------------------- the modulated-norm kernel family */
 
@@ -283,20 +290,20 @@ typedef struct {
  * jitk list) and launches it on stream. JITK_EINVAL for bad arguments,
  * JITK_EARCH when the architecture gate forbids the symbol on this device
  * (use the try_ or auto entry points for a fallback). */
-int jitk_fused_norm_scale_shift(jitk_runtime *rt, const jitk_norm_args *a,
+JITK_API int jitk_fused_norm_scale_shift(jitk_runtime *rt, const jitk_norm_args *a,
 				jitk_stream stream);
-int jitk_fused_scale_residual_norm_scale_shift(jitk_runtime *rt,
+JITK_API int jitk_fused_scale_residual_norm_scale_shift(jitk_runtime *rt,
 					       const jitk_norm_args *a,
 					       jitk_stream stream);
-int jitk_fused_norm_scale_shift_fp8(jitk_runtime *rt, const jitk_norm_args *a,
+JITK_API int jitk_fused_norm_scale_shift_fp8(jitk_runtime *rt, const jitk_norm_args *a,
 				    jitk_stream stream);
-int jitk_fused_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
+JITK_API int jitk_fused_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
 						   const jitk_norm_args *a,
 						   jitk_stream stream);
 
 /* The split path's quantizer: q[i] = e4m3(clamp(x[i] / *input_scale)) for
  * n bf16 values, with the reciprocal computed like PTX div.full.f32. */
-int jitk_static_quant_fp8(jitk_runtime *rt, jitk_devptr q, jitk_devptr x,
+JITK_API int jitk_static_quant_fp8(jitk_runtime *rt, jitk_devptr q, jitk_devptr x,
 			  jitk_devptr input_scale, int64_t n,
 			  jitk_stream stream);
 
@@ -305,18 +312,18 @@ int jitk_static_quant_fp8(jitk_runtime *rt, jitk_devptr q, jitk_devptr x,
  * (synchronously). On success the pointer is remembered as configured and
  * the fused fp8 paths may use it; JITK_EINVAL (with the value in the
  * message) otherwise. Not for use during stream capture. */
-int jitk_configure_input_scale(jitk_runtime *rt, jitk_devptr input_scale);
+JITK_API int jitk_configure_input_scale(jitk_runtime *rt, jitk_devptr input_scale);
 
 /* Like the reference's try_ functions: launch the fused fp8 kernel when
  * every guard holds, else launch nothing and return JITK_FALLBACK with the
  * reason in *reason (a static or runtime-owned string; NULL allowed).
  * Guards: architecture gate, supported hidden size, non-NULL and 16-byte
  * aligned pointers, input_scale configured, no affine weight/bias. */
-int jitk_try_fused_norm_scale_shift_fp8(jitk_runtime *rt,
+JITK_API int jitk_try_fused_norm_scale_shift_fp8(jitk_runtime *rt,
 					const jitk_norm_args *a,
 					jitk_stream stream,
 					const char **reason);
-int jitk_try_fused_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
+JITK_API int jitk_try_fused_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
 						       const jitk_norm_args *a,
 						       jitk_stream stream,
 						       const char **reason);
@@ -324,9 +331,9 @@ int jitk_try_fused_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
 /* Run the fused fp8 kernel where the guards allow it, else the split path
  * (the non-quantizing kernel, then static_quant_fp8 on its y) - the same
  * bytes out either way. *used_fused (NULL allowed) says which ran. */
-int jitk_auto_norm_scale_shift_fp8(jitk_runtime *rt, const jitk_norm_args *a,
+JITK_API int jitk_auto_norm_scale_shift_fp8(jitk_runtime *rt, const jitk_norm_args *a,
 				   jitk_stream stream, int *used_fused);
-int jitk_auto_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
+JITK_API int jitk_auto_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
 						  const jitk_norm_args *a,
 						  jitk_stream stream,
 						  int *used_fused);

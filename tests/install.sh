@@ -1,0 +1,43 @@
+#!/bin/sh
+# tests/install.sh BUILD_DIR - install into a temporary DESTDIR, then build
+# and run a small C program against it with pkg-config alone; the
+# installed jitk must find its installed specs with no environment set.
+set -eu
+b=${1:-build}
+dest=$(mktemp -d "${TMPDIR:-/tmp}/jitk-install-XXXXXX")
+trap 'rm -rf "$dest"' EXIT
+prefix=/opt/jitk-test
+DESTDIR=$dest sh tools/install.sh "$prefix" "$b" >/dev/null
+cat >"$dest/use.c" <<'C'
+#include <stdio.h>
+#include <jitk.h>
+int main(void)
+{
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c;
+	char *text = NULL;
+
+	o.cache_dir = ""; /* in memory: the test writes nothing outside DESTDIR */
+	if (jitk_compiler_new(&c, &o)) {
+		fprintf(stderr, "%s\n", jitk_error_last()->message);
+		return 1;
+	}
+	printf("jitk %s: %zu symbols\n", JITK_VERSION, jitk_symbol_count(c));
+	if (jitk_explain(&text, c, "fused_norm_scale_shift_fp8", "sm_90"))
+		return 1;
+	fputs(text, stdout);
+	jitk_compiler_free(c);
+	return 0;
+}
+C
+flags=$(PKG_CONFIG_PATH=$dest$prefix/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest pkg-config --cflags --libs jitk)
+echo "pkg-config --cflags --libs jitk: $flags"
+cc -std=c99 -Wall -Werror "$dest/use.c" -o "$dest/use" $flags
+env -u JITK_SPECS LD_LIBRARY_PATH="$dest$prefix/lib" "$dest/use" >"$dest/out.txt"
+cat "$dest/out.txt"
+grep -q "^jitk .*: 19 symbols$" "$dest/out.txt"
+grep -q "fused_norm_scale_shift_fp8 on sm_90: runs" "$dest/out.txt"
+# the installed CLI, likewise
+env -u JITK_SPECS "$dest$prefix/bin/jitk" list | grep -q "^static_quant_fp8 "
+"$dest$prefix/bin/jitk" --version
+echo "install: ok"
