@@ -32,7 +32,8 @@ int main(void)
 C
 flags=$(PKG_CONFIG_PATH=$dest$prefix/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest pkg-config --cflags --libs jitk)
 echo "pkg-config --cflags --libs jitk: $flags"
-cc -std=c99 -Wall -Werror "$dest/use.c" -o "$dest/use" $flags
+san=$(sed -n 's/^san = //p' config.ninja)
+cc -std=c99 -Wall -Werror $san "$dest/use.c" -o "$dest/use" $flags
 env -u JITK_SPECS LD_LIBRARY_PATH="$dest$prefix/lib" "$dest/use" >"$dest/out.txt"
 cat "$dest/out.txt"
 grep -q "^jitk .*: 19 symbols$" "$dest/out.txt"
