@@ -2,13 +2,13 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests memcheck triton sass precompile bench sweep torch (default all).
+# STEPS: any of tests memcheck triton sass precompile bench sweep python torch (default all).
 set -u
 OUT=${OUT:-/tmp/jitk-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD"
-steps=${1:-"tests memcheck triton sass precompile bench sweep torch"}
+export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/build/libjitk.so"
+steps=${1:-"tests memcheck triton sass precompile bench sweep python torch"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 # A spec set that allows the fused fp8 symbols on sm_90 (tests do the same).
@@ -68,6 +68,11 @@ if has bench; then
 fi
 if has sweep; then
 	python3 bench/sweep.py "$OUT/sweep.md" 3072 4096,16384 2>&1 | tail -40
+fi
+if has python; then
+	python3 tests/python/test_binding.py >"$OUT/python.log" 2>&1; echo "python binding (CPU part) rc=$?"
+	python3 tests/python/test_torch.py >>"$OUT/python.log" 2>&1; echo "python binding (torch) rc=$?"
+	grep -E "^Ran|^OK|FAILED|Error" "$OUT/python.log"
 fi
 if has torch; then
 	python3 bench/torch_baseline.py --rows 128,1024,4096,16384 --hidden 3072 >"$OUT/torch.log" 2>&1

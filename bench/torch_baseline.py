@@ -2,11 +2,14 @@
 """torch_baseline.py [--rows LIST] [--hidden LIST] - time what a user would
 otherwise run for the fused fp8 norm: PyTorch eager and torch.compile of
 layer_norm -> modulate -> clamp -> cast to float8_e4m3fn (and the gated
-residual form), on the same card, with CUDA events over input sets rotated
-to exceed the L2 (fresh random data, warm-up, medians). Prints one line per
-case: impl, kernel, hidden, rows, microseconds."""
+residual form), and jitk's fused kernels through the Python binding, over
+the same tensors in the same process, with CUDA events over input sets
+rotated to exceed the L2 (fresh random data, warm-up, medians). Prints one
+line per case: impl, kernel, hidden, rows, microseconds."""
 import argparse
+import os
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +52,10 @@ def main():
     torch.manual_seed(0)
     compiled_plain = torch.compile(plain)
     compiled_res = torch.compile(residual)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(root, "bindings", "python"))
+    import jitk
+    rt = jitk.Runtime(specs=os.path.join(root, "specs"))
     for h in [int(v) for v in a.hidden.split(",")]:
         for rows in [int(v) for v in a.rows.split(",")]:
             per_set = rows * h * 9
@@ -61,6 +68,21 @@ def main():
             rs = [torch.randn(rows, h, device="cuda", dtype=torch.bfloat16) for _ in range(k)]
             psets = [(x, scale, shift, s) for x in xs]
             rsets = [(x, r, gate, scale, shift, s) for x, r in zip(xs, rs)]
+            rt.configure_input_scale(s)
+            ys = [torch.empty_like(x) for x in xs]
+            qs = [torch.empty(rows, h, device="cuda", dtype=torch.float8_e4m3fn) for _ in xs]
+            ros = [torch.empty_like(x) for x in xs]
+            jsets = [(x, scale, shift, s, y, q) for x, y, q in zip(xs, ys, qs)]
+            jrsets = [(x, r, gate, scale, shift, s, y, q, ro)
+                      for x, r, y, q, ro in zip(xs, rs, ys, qs, ros)]
+
+            def jp(x, sc, sh, s_, y, q):
+                return rt.fused_norm_scale_shift_fp8(x, sc, sh, s_, y, q)
+
+            def jr(x, r, g, sc, sh, s_, y, q, ro):
+                return rt.fused_scale_residual_norm_scale_shift_fp8(x, r, g, sc, sh, s_, y, q, ro)
+            print(f"{'jitk (python)':14s} fp8          {h:6d} {rows:6d} {time_fn(jp, jsets):10.2f}", flush=True)
+            print(f"{'jitk (python)':14s} residual_fp8 {h:6d} {rows:6d} {time_fn(jr, jrsets):10.2f}", flush=True)
             for impl, fp, fr in (("eager", plain, residual),
                                  ("torch.compile", compiled_plain, compiled_res)):
                 print(f"{impl:14s} fp8          {h:6d} {rows:6d} {time_fn(fp, psets):10.2f}", flush=True)
