@@ -162,8 +162,22 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	if (!*cache_dir && !o.cache_dir)
 		jitk__log(&c->log, JITK_LOG_WARN,
 			  "no HOME, XDG_CACHE_HOME or JITK_CACHE_DIR: compiling in memory");
-	if ((rc = jitk__cache_open(&c->cache, cache_dir, layers, &c->log)))
+	if ((o.cache_read_only >= 0 ? o.cache_read_only : jitk__env_flag("JITK_CACHE_READONLY")) &&
+	    *cache_dir) {
+		/* The cache directory becomes the first read-only layer. */
+		char *both = layers ? jitk__asprintf("%s:%s", cache_dir, layers) : jitk__strdup(cache_dir);
+
+		if (!both) {
+			rc = jitk__error(JITK_ENOMEM, "out of memory");
+			goto fail;
+		}
+		rc = jitk__cache_open(&c->cache, "", both, &c->log);
+		free(both);
+		if (rc)
+			goto fail;
+	} else if ((rc = jitk__cache_open(&c->cache, cache_dir, layers, &c->log))) {
 		goto fail;
+	}
 	*out = c;
 	c = NULL;
 	rc = JITK_OK;

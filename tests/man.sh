@@ -13,7 +13,7 @@ page=$(MANWIDTH=80 man -l docs/jitk.1 2>/dev/null)
 for cmd in list explain source precompile "cache stats" "cache verify" "cache clear" "cache prune" bench; do
 	echo "$page" | grep -q "^       $cmd" || { echo "man page lacks '$cmd'"; exit 1; }
 done
-for var in JITK_CACHE_DIR JITK_CACHE_PATH JITK_SPECS JITK_NO_COMPILE JITK_FORCE_COMPILE JITK_LOG JITK_DUMP_DIR JITK_CACHE_MAX_BYTES; do
+for var in JITK_CACHE_DIR JITK_CACHE_PATH JITK_SPECS JITK_NO_COMPILE JITK_FORCE_COMPILE JITK_LOG JITK_DUMP_DIR JITK_CACHE_MAX_BYTES JITK_CACHE_READONLY; do
 	echo "$page" | grep -q "$var" || { echo "man page lacks $var"; exit 1; }
 done
 for cmd in list explain source precompile cache bench; do

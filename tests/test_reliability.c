@@ -357,12 +357,48 @@ static void test_read_only_dir(void **state)
 	chmod(f->cache, 0700);
 }
 
+/* The explicit read-only option: the cache serves hits, misses compile in
+ * memory, and nothing is ever written (checked by file counts). */
+static void test_read_only_option(void **state)
+{
+	fixture *f = *state;
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c = compiler(f, 0, NULL), *ro;
+	int origin = -1;
+
+	assert_int_equal(build(c, "sm_90", &origin), 0);
+	jitk_compiler_free(c);
+	o.specs = f->specs;
+	o.cache_dir = f->cache;
+	o.cache_path = "";
+	o.cache_read_only = 1;
+	assert_int_equal(jitk_compiler_new(&ro, &o), 0);
+	assert_null(jitk__cache_root(ro->cache));
+	assert_int_equal(build(ro, "sm_90", &origin), 0);
+	assert_int_equal(origin, JITK_ORIGIN_LAYER);
+	assert_int_equal(build(ro, "sm_100", &origin), 0);
+	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+	assert_int_equal(t_count_files(f->cache, ".jitk"), 1);
+	assert_int_equal(t_count_files(f->cache, ".lock"), 1);
+	jitk_compiler_free(ro);
+	/* the same through the environment */
+	setenv("JITK_CACHE_READONLY", "1", 1);
+	o.cache_read_only = -1;
+	assert_int_equal(jitk_compiler_new(&ro, &o), 0);
+	assert_int_equal(build(ro, "sm_100", &origin), 0);
+	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+	assert_int_equal(t_count_files(f->cache, ".jitk"), 1);
+	jitk_compiler_free(ro);
+	unsetenv("JITK_CACHE_READONLY");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_io_faults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_option, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_sweep, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readers_writers_clear, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_trials, setup, teardown),

@@ -63,7 +63,8 @@ class _CompilerOptions(_c.Structure):
     _fields_ = [("version", _c.c_uint), ("specs", _c.c_char_p), ("cache_dir", _c.c_char_p),
                 ("cache_path", _c.c_char_p), ("no_compile", _c.c_int),
                 ("force_compile", _c.c_int), ("dump_dir", _c.c_char_p), ("log", _LOG_FN),
-                ("log_payload", _c.c_void_p), ("log_level", _c.c_int)]
+                ("log_payload", _c.c_void_p), ("log_level", _c.c_int),
+                ("cache_read_only", _c.c_int)]
 
 
 class _RuntimeOptions(_c.Structure):
@@ -173,6 +174,7 @@ def _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile):
     o.no_compile = _tri(no_compile)
     o.force_compile = _tri(force_compile)
     o.log_level = -1
+    o.cache_read_only = -1
     return o
 
 

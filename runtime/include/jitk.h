@@ -108,6 +108,8 @@ typedef struct jitk_compiler jitk_compiler;
  *   force_compile  ignore every cache hit ($JITK_FORCE_COMPILE=1)
  *   dump_dir    write every instantiated source there ($JITK_DUMP_DIR)
  *   log_level   $JITK_LOG=error|warn|info|debug, default warn
+ *   cache_read_only  use cache_dir for lookups only, never write it
+ *               ($JITK_CACHE_READONLY=1); misses compile in memory
  * Flags and options win over the environment. */
 typedef struct {
 	unsigned version;
@@ -120,12 +122,13 @@ typedef struct {
 	jitk_log_fn log;
 	void *log_payload;
 	int log_level;
+	int cache_read_only;
 } jitk_compiler_options;
 
 #define JITK_COMPILER_OPTIONS_VERSION 1
 #define JITK_COMPILER_OPTIONS_INIT                                            \
 	{ JITK_COMPILER_OPTIONS_VERSION, NULL, NULL, NULL, -1, -1, NULL,      \
-	  NULL, NULL, -1 }
+	  NULL, NULL, -1, -1 }
 
 /* Load and validate every spec, set up the cache. *out is the caller's,
  * freed with jitk_compiler_free(). JITK_ESPEC (with file:line:col in
