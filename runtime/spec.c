@@ -1742,6 +1742,21 @@ static void texts_free(texts_t *tx)
 	free(tx->lens);
 }
 
+/* After the files are parsed (rc so far): link the symbols, drop the
+ * texts, hand the set over or free it. */
+static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
+{
+	if (!rc)
+		rc = link_instances(set, tx);
+	texts_free(tx);
+	if (rc) {
+		spec_set_free(set);
+		return rc;
+	}
+	*out = set;
+	return 0;
+}
+
 int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 {
 	spec_set *set = calloc(1, sizeof(*set));
@@ -1754,15 +1769,7 @@ int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	for (i = 0; i < n && !rc; i++)
 		rc = load_file(set, files[i], &tx);
-	if (!rc)
-		rc = link_instances(set, &tx);
-	texts_free(&tx);
-	if (rc) {
-		spec_set_free(set);
-		return rc;
-	}
-	*out = set;
-	return 0;
+	return finish_load(out, set, &tx, rc);
 }
 
 int spec_set_load_buffer(spec_set **out, const char *name, const char *text,
@@ -1782,21 +1789,14 @@ int spec_set_load_buffer(spec_set **out, const char *name, const char *text,
 	if (len)
 		memcpy(copy, text, len);
 	copy[len] = '\0';
-	rc = len > YT_MAX_FILE_BYTES
-		     ? jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
-				   name, YT_MAX_FILE_BYTES)
-		     : load_text(set, name, copy, len, &tx);
-	if (rc && len > YT_MAX_FILE_BYTES)
+	if (len > YT_MAX_FILE_BYTES) {
 		free(copy);
-	if (!rc)
-		rc = link_instances(set, &tx);
-	texts_free(&tx);
-	if (rc) {
-		spec_set_free(set);
-		return rc;
+		rc = jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
+				 name, YT_MAX_FILE_BYTES);
+	} else {
+		rc = load_text(set, name, copy, len, &tx); /* owns copy from here */
 	}
-	*out = set;
-	return 0;
+	return finish_load(out, set, &tx, rc);
 }
 
 int spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n)

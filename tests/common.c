@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "compile.h"
 #include "internal.h"
 
 const char *t_root(void)
@@ -193,6 +194,54 @@ jitk_compiler *t_compiler(const char *specs, const char *cache,
 		fprintf(stderr, "compiler: %s\n", jitk_error_last()->message);
 	assert_int_equal(rc, 0);
 	return c;
+}
+
+int t_setup(void **state)
+{
+	t_fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->dir = t_tmpdir();
+	f->cache = t_path(f->dir, "cache");
+	f->specs = t_path(t_root(), "specs");
+	*state = f;
+	return 0;
+}
+
+int t_teardown(void **state)
+{
+	t_fixture *f = *state;
+
+	jitk__test_write_delay_us = 0;
+	jitk__test_fail_step = NULL;
+	unsetenv("JITK_TEST_ASSUME_UID");
+	t_rmtree(f->dir);
+	free(f->dir);
+	free(f->cache);
+	free(f->specs);
+	free(f);
+	return 0;
+}
+
+int t_build(void *compiler, const char *name, const char *arch, int *origin)
+{
+	jitk_compiler *c = compiler;
+	jitk_build b;
+	jitk_arch a;
+	size_t inst;
+	int rc;
+
+	assert_int_equal(jitk__arch_parse(&a, arch), 0);
+	assert_int_equal(spec_find(c->specs, name, &inst), 0);
+	rc = jitk__build(&b, c, inst, a, 0);
+	if (!rc) {
+		if (origin)
+			*origin = b.origin;
+		assert_memory_equal(b.entry.image, "\177ELF", 4);
+		assert_int_equal(b.entry.nnames, 1);
+		jitk__build_free(&b);
+	}
+	return rc;
 }
 
 /* ------------------------------------------------------------ fake device */

@@ -40,6 +40,18 @@ void t_log_fn(void *payload, jitk_log_level level, const char *msg);
 jitk_compiler *t_compiler(const char *specs, const char *cache,
 			  const char *layers, t_log *log);
 
+/* A private directory with a cache path inside it and the repo's specs;
+ * t_setup/t_teardown fit cmocka's setup and teardown slots. */
+typedef struct {
+	char *dir, *cache, *specs;
+} t_fixture;
+int t_setup(void **state);
+int t_teardown(void **state);
+
+/* Build NAME for ARCH with compiler c (a jitk_compiler *): the status, and
+ * the origin when it succeeds; a successful image must be a cubin. */
+int t_build(void *c, const char *name, const char *arch, int *origin);
+
 /* ------------------------------------------------------------ fake device */
 
 #define FAKE_MAX_LAUNCHES 64

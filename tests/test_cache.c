@@ -14,54 +14,6 @@
 
 #define SYM "static_quant_fp8"
 
-typedef struct {
-	char *dir;   /* a private temporary directory */
-	char *cache; /* dir/cache */
-	char *specs;
-} fixture;
-
-static int setup(void **state)
-{
-	fixture *f = calloc(1, sizeof(*f));
-
-	f->dir = t_tmpdir();
-	f->cache = t_path(f->dir, "cache");
-	f->specs = t_path(t_root(), "specs");
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	fixture *f = *state;
-
-	unsetenv("JITK_TEST_ASSUME_UID");
-	t_rmtree(f->dir);
-	free(f->dir);
-	free(f->cache);
-	free(f->specs);
-	free(f);
-	return 0;
-}
-
-static int build(jitk_compiler *c, const char *name, const char *arch, int *origin)
-{
-	jitk_build b;
-	jitk_arch a;
-	size_t inst;
-	int rc;
-
-	assert_int_equal(jitk__arch_parse(&a, arch), 0);
-	assert_int_equal(spec_find(c->specs, name, &inst), 0);
-	rc = jitk__build(&b, c, inst, a, 0);
-	if (!rc) {
-		*origin = b.origin;
-		assert_memory_equal(b.entry.image, "\177ELF", 4);
-		assert_int_equal(b.entry.nnames, 1);
-		jitk__build_free(&b);
-	}
-	return rc;
-}
 
 /* The path of SYM's sm_90 entry in cache. */
 static char *entry_of(jitk_compiler *c, const char *cache)
@@ -86,21 +38,21 @@ static char *entry_of(jitk_compiler *c, const char *cache)
 
 static void test_hit_after_miss(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	t_log log = { 0, "" };
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, &log), *c2;
 	int origin = -1;
 	char *entry;
 	struct stat st;
 
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_CACHE);
 	assert_int_equal(atomic_load(&c->compiles), 1);
 	/* A fresh compiler (as in a new process) hits too. */
 	c2 = t_compiler(f->specs, f->cache, NULL, &log);
-	assert_int_equal(build(c2, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c2, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_CACHE);
 	assert_int_equal(atomic_load(&c2->compiles), 0);
 	/* Entries are not writable by others; no temporary file is left. */
@@ -121,7 +73,7 @@ static void test_hit_after_miss(void **state)
 
 /* Damage the entry with damage(), expect a rejected entry, a recompile,
  * and a good entry after. */
-static void damaged(fixture *f, void (*damage)(const char *path, void *arg), void *arg,
+static void damaged(t_fixture *f, void (*damage)(const char *path, void *arg), void *arg,
 		    const char *problem)
 {
 	t_log log = { 0, "" };
@@ -132,9 +84,9 @@ static void damaged(fixture *f, void (*damage)(const char *path, void *arg), voi
 	jitk_cache_entry e;
 	const char *why;
 
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	damage(entry, arg);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(atomic_load(&n->rejects), 1);
 	assert_int_equal(log.warnings, 1);
@@ -144,7 +96,7 @@ static void damaged(fixture *f, void (*damage)(const char *path, void *arg), voi
 	/* The recompiled entry replaced the bad one. */
 	assert_int_equal(jitk__entry_read(&e, entry, 0, &why), 0);
 	jitk__cache_entry_free(&e);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_CACHE);
 	free(entry);
 	jitk_compiler_free(c);
@@ -186,7 +138,7 @@ static void replace_with(const char *path, void *arg)
 
 static void test_corruption(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 
 	damaged(f, flip_byte, NULL, "checksum mismatch");
 	damaged(f, flip_byte, (void *)(uintptr_t)(100 + 1), "checksum mismatch"); /* in the checksum */
@@ -203,7 +155,7 @@ static void test_corruption(void **state)
  * name is refused, never loaded as this kernel. */
 static void test_wrong_entry_under_right_name(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
 	int origin;
 	char *other = t_path(f->dir, "other.jitk");
@@ -216,7 +168,7 @@ static void test_wrong_entry_under_right_name(void **state)
 	size_t inst, len;
 	char *data;
 
-	assert_int_equal(build(c, SYM, "sm_100", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_100", &origin), 0);
 	jitk__arch_parse(&a, "sm_100");
 	spec_find(c->specs, SYM, &inst);
 	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
@@ -238,7 +190,7 @@ static void test_wrong_entry_under_right_name(void **state)
 		t_log log = { 0, "" };
 		jitk_compiler *c2 = t_compiler(f->specs, f->cache, NULL, &log);
 
-		assert_int_equal(build(c2, SYM, "sm_90", &origin), 0);
+		assert_int_equal(t_build(c2, SYM, "sm_90", &origin), 0);
 		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 		assert_non_null(strstr(log.last, "key mismatch"));
 		jitk_compiler_free(c2);
@@ -282,12 +234,12 @@ static void test_huge_header(void **state)
 
 static void test_read_only_layer(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL), *ro;
 	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
 	int origin;
 
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	jitk_compiler_free(c);
 	/* The cache as a layer, no writable cache, compiling disabled. */
 	o.specs = f->specs;
@@ -295,10 +247,10 @@ static void test_read_only_layer(void **state)
 	o.cache_path = f->cache;
 	o.no_compile = 1;
 	assert_int_equal(jitk_compiler_new(&ro, &o), 0);
-	assert_int_equal(build(ro, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(ro, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_LAYER);
 	/* Not in the layer and compiling disabled: a clear error. */
-	assert_int_equal(build(ro, SYM, "sm_100", &origin), JITK_ENOCOMPILE);
+	assert_int_equal(t_build(ro, SYM, "sm_100", &origin), JITK_ENOCOMPILE);
 	assert_non_null(strstr(jitk_error_last()->message, "JITK_NO_COMPILE"));
 	assert_int_equal(atomic_load(&ro->compiles), 0);
 	jitk_compiler_free(ro);
@@ -308,7 +260,7 @@ static void test_read_only_layer(void **state)
 	o.no_compile = 0;
 	o.force_compile = 1;
 	assert_int_equal(jitk_compiler_new(&ro, &o), 0);
-	assert_int_equal(build(ro, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(ro, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	jitk_compiler_free(ro);
 }
@@ -316,7 +268,7 @@ static void test_read_only_layer(void **state)
 /* The environment variables, as users set them. */
 static void test_environment(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
 	jitk_compiler *c;
 	int origin;
@@ -325,17 +277,17 @@ static void test_environment(void **state)
 	setenv("JITK_CACHE_DIR", f->cache, 1);
 	setenv("JITK_NO_COMPILE", "1", 1);
 	assert_int_equal(jitk_compiler_new(&c, &o), 0);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), JITK_ENOCOMPILE);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), JITK_ENOCOMPILE);
 	jitk_compiler_free(c);
 	unsetenv("JITK_NO_COMPILE");
 	assert_int_equal(jitk_compiler_new(&c, &o), 0);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_string_equal(jitk__cache_root(c->cache) + strlen(f->cache), "/v1");
 	jitk_compiler_free(c);
 	setenv("JITK_FORCE_COMPILE", "1", 1);
 	assert_int_equal(jitk_compiler_new(&c, &o), 0);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	jitk_compiler_free(c);
 	unsetenv("JITK_FORCE_COMPILE");
@@ -347,7 +299,7 @@ static void test_environment(void **state)
 	unsetenv("XDG_CACHE_HOME");
 	o.specs = NULL;
 	assert_int_equal(jitk_compiler_new(&c, &o), 0);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_LAYER);
 	{
 		char *want = jitk__asprintf("%s/.cache/jitk/v1", f->dir);
@@ -361,7 +313,7 @@ static void test_environment(void **state)
 
 static void test_unusable_cache_dir(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	char *file = t_path(f->dir, "a-file");
 	char *under = t_path(file, "cache");
 	t_log log = { 0, "" };
@@ -373,7 +325,7 @@ static void test_unusable_cache_dir(void **state)
 	assert_int_equal(log.warnings, 1);
 	assert_non_null(strstr(log.last, "compiling in memory"));
 	assert_null(jitk__cache_root(c->cache));
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(log.warnings, 1); /* one warning, not one per kernel */
 	jitk_compiler_free(c);
@@ -383,7 +335,7 @@ static void test_unusable_cache_dir(void **state)
 
 static void test_untrusted_dirs(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	t_log log = { 0, "" };
 	jitk_compiler *c;
 	char *open_dir = t_path(f->dir, "open");
@@ -421,7 +373,7 @@ static void test_untrusted_dirs(void **state)
 /* Entries that are symlinks, FIFOs or hard links are refused. */
 static void test_hostile_entries(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
 	char *entry = entry_of(c, f->cache), *elsewhere = t_path(f->dir, "elsewhere.jitk");
 	char *link2 = t_path(f->dir, "second-link");
@@ -431,7 +383,7 @@ static void test_hostile_entries(void **state)
 	size_t len;
 	char *data;
 
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	data = t_read(entry, &len);
 	t_write(elsewhere, data, len);
 	free(data);
@@ -469,7 +421,7 @@ static void test_hostile_entries(void **state)
 	/* and the lookup treats each as a miss, then recompiles */
 	unlink(entry);
 	assert_int_equal(symlink(elsewhere, entry), 0);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	free(entry);
 	free(elsewhere);
@@ -479,15 +431,15 @@ static void test_hostile_entries(void **state)
 
 static void test_scan_verify_clear(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
 	jitk_cache_summary s;
 	char *entry = entry_of(c, f->cache);
 	uint64_t removed;
 	int origin;
 
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
-	assert_int_equal(build(c, SYM, "sm_100", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_100", &origin), 0);
 	assert_int_equal(jitk__cache_scan(&s, f->cache, 1, NULL, NULL), 0);
 	assert_int_equal(s.entries, 2);
 	assert_int_equal(s.bad, 0);
@@ -505,7 +457,7 @@ static void test_scan_verify_clear(void **state)
 
 static void test_prune_lru(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
 	char *old_tmp = t_path(f->cache, "v1/tmp/stale"), *young_tmp = t_path(f->cache, "v1/tmp/young");
 	char *e90 = entry_of(c, f->cache);
@@ -515,14 +467,14 @@ static void test_prune_lru(void **state)
 	struct stat st;
 	int origin;
 
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
-	assert_int_equal(build(c, SYM, "sm_100", &origin), 0);
-	assert_int_equal(build(c, SYM, "sm_89", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_100", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_89", &origin), 0);
 	/* Make the sm_90 entry the oldest, then touch it with a hit. */
 	ts[0].tv_sec = ts[1].tv_sec = 1000000000;
 	ts[0].tv_nsec = ts[1].tv_nsec = 0;
 	assert_int_equal(utimensat(AT_FDCWD, e90, ts, 0), 0);
-	assert_int_equal(build(c, SYM, "sm_90", &origin), 0);
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_CACHE);
 	assert_int_equal(stat(e90, &st), 0);
 	assert_true(st.st_mtime > 1000000000); /* the hit refreshed the stamp */
@@ -571,7 +523,7 @@ static void *race_thread(void *p)
 /* 8 threads on one cold key: one compile (the per-key lock), all succeed. */
 static void test_threads_compile_once(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
 	pthread_t th[8];
 	race_arg args[8];
@@ -597,7 +549,7 @@ static void test_threads_compile_once(void **state)
 /* 16 processes cold-start the same symbol: one compile among them. */
 static void test_processes_compile_once(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	pid_t pids[16];
 	int i, compiled = 0, ok = 0;
 
@@ -644,19 +596,19 @@ static void test_processes_compile_once(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hit_after_miss, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corruption, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wrong_entry_under_right_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hit_after_miss, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_corruption, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_entry_under_right_name, t_setup, t_teardown),
 		cmocka_unit_test(test_huge_header),
-		cmocka_unit_test_setup_teardown(test_read_only_layer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_environment, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unusable_cache_dir, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_untrusted_dirs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hostile_entries, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_scan_verify_clear, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_prune_lru, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads_compile_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_processes_compile_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_layer, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_environment, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_unusable_cache_dir, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_untrusted_dirs, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_entries, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_scan_verify_clear, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_prune_lru, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_threads_compile_once, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_processes_compile_once, t_setup, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

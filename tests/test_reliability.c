@@ -17,36 +17,8 @@
 
 #define SYM "static_quant_fp8"
 
-typedef struct {
-	char *dir, *cache, *specs;
-} fixture;
 
-static int setup(void **state)
-{
-	fixture *f = calloc(1, sizeof(*f));
-
-	f->dir = t_tmpdir();
-	f->cache = t_path(f->dir, "cache");
-	f->specs = t_path(t_root(), "specs");
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	fixture *f = *state;
-
-	jitk__test_write_delay_us = 0;
-	jitk__test_fail_step = NULL;
-	t_rmtree(f->dir);
-	free(f->dir);
-	free(f->cache);
-	free(f->specs);
-	free(f);
-	return 0;
-}
-
-static jitk_compiler *compiler(const fixture *f, int force, t_log *log)
+static jitk_compiler *compiler(const t_fixture *f, int force, t_log *log)
 {
 	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
 	jitk_compiler *c = NULL;
@@ -65,24 +37,10 @@ static jitk_compiler *compiler(const fixture *f, int force, t_log *log)
 
 static int build(jitk_compiler *c, const char *arch, int *origin)
 {
-	jitk_build b;
-	jitk_arch a;
-	size_t inst;
-	int rc;
-
-	jitk__arch_parse(&a, arch);
-	assert_int_equal(spec_find(c->specs, SYM, &inst), 0);
-	rc = jitk__build(&b, c, inst, a, 0);
-	if (!rc) {
-		if (origin)
-			*origin = b.origin;
-		assert_memory_equal(b.entry.image, "\177ELF", 4);
-		jitk__build_free(&b);
-	}
-	return rc;
+	return t_build(c, SYM, arch, origin);
 }
 
-static void verify_clean(const fixture *f, jitk_cache_summary *s)
+static void verify_clean(const t_fixture *f, jitk_cache_summary *s)
 {
 	assert_int_equal(jitk__cache_scan(s, f->cache, 1, NULL, NULL), 0);
 	assert_int_equal(s->bad, 0);
@@ -93,7 +51,7 @@ static void verify_clean(const fixture *f, jitk_cache_summary *s)
  * blocks the next process. */
 static void test_sigkill_trials(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	const char *env = getenv("JITK_CRASH_TRIALS");
 	int trials = env ? atoi(env) : 100, i, orphaned = 0, hits = 0;
 	double t_compile, worst = 0;
@@ -163,7 +121,7 @@ static void test_sigkill_trials(void **state)
  * temporary files (perhaps a live writer's) are left. */
 static void test_orphan_sweep(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler *c = compiler(f, 0, NULL);
 	char *old = t_path(f->cache, "v1/tmp/old.123.0"), *young = t_path(f->cache, "v1/tmp/young.123.1");
 	struct timespec ts[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
@@ -180,7 +138,7 @@ static void test_orphan_sweep(void **state)
 	free(young);
 }
 
-static void run_writers(const fixture *f, int n, double seconds, pid_t *pids)
+static void run_writers(const t_fixture *f, int n, double seconds, pid_t *pids)
 {
 	int i;
 
@@ -217,7 +175,7 @@ static void wait_ok(pid_t *pids, int n)
  * half-written is ever served. */
 static void test_readers_writers_clear(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	pid_t w[3], cl;
 	jitk_compiler *c;
 	int i, origin, hits = 0;
@@ -269,7 +227,7 @@ static void test_io_faults(void **state)
 		{ "create", ENOSPC }, { "write", ENOSPC }, { "write", EIO },
 		{ "fsync", EIO }, { "rename", EIO },
 	};
-	fixture *f = *state;
+	t_fixture *f = *state;
 	size_t i;
 
 	for (i = 0; i < JITK_ARRAY_SIZE(faults); i++) {
@@ -303,7 +261,7 @@ static void test_io_faults(void **state)
  * warning. */
 static void test_missing_home(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
 	char *home = getenv("HOME") ? jitk__strdup(getenv("HOME")) : NULL;
 	char *xdg = getenv("XDG_CACHE_HOME") ? jitk__strdup(getenv("XDG_CACHE_HOME")) : NULL;
@@ -337,7 +295,7 @@ static void test_missing_home(void **state)
  * (root can write anyway: skipped there, saying so.) */
 static void test_read_only_dir(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	t_log log = { 0, "" };
 	jitk_compiler *c;
 	int origin;
@@ -361,7 +319,7 @@ static void test_read_only_dir(void **state)
  * memory, and nothing is ever written (checked by file counts). */
 static void test_read_only_option(void **state)
 {
-	fixture *f = *state;
+	t_fixture *f = *state;
 	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
 	jitk_compiler *c = compiler(f, 0, NULL), *ro;
 	int origin = -1;
@@ -395,13 +353,13 @@ static void test_read_only_option(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_io_faults, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_home, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_only_dir, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_only_option, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_orphan_sweep, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_readers_writers_clear, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sigkill_trials, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_io_faults, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_missing_home, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_dir, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_option, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_sweep, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_readers_writers_clear, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_sigkill_trials, t_setup, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

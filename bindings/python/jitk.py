@@ -178,22 +178,16 @@ def _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile):
     return o
 
 
-# ---------------------------------------------------------------- compiler
+# ---------------------------------------------------------------- handles
 
-class Compiler:
-    """The GPU-free half: specs, NVRTC and the cache. Arguments left None come
-    from the environment (JITK_SPECS, JITK_CACHE_DIR...), else the defaults."""
-
-    def __init__(self, specs=None, cache_dir=None, cache_path=None, no_compile=None,
-                 force_compile=None):
-        self._opts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
-        h = _P()
-        _check(_compiler_new(_c.byref(h), _c.byref(self._opts)))
-        self._h = h
+class _Handle:
+    """A library object freed by close(), on garbage collection, or at the end
+    of a with block."""
+    _free = None
 
     def close(self):
         if getattr(self, "_h", None):
-            _compiler_free(self._h)
+            type(self)._free(self._h)
             self._h = None
 
     __del__ = close
@@ -203,6 +197,22 @@ class Compiler:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# ---------------------------------------------------------------- compiler
+
+class Compiler(_Handle):
+    """The GPU-free half: specs, NVRTC and the cache. Arguments left None come
+    from the environment (JITK_SPECS, JITK_CACHE_DIR...), else the defaults."""
+
+    _free = staticmethod(_compiler_free)
+
+    def __init__(self, specs=None, cache_dir=None, cache_path=None, no_compile=None,
+                 force_compile=None):
+        self._opts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
+        h = _P()
+        _check(_compiler_new(_c.byref(h), _c.byref(self._opts)))
+        self._h = h
 
     def symbols(self):
         """Every symbol instance's name."""
@@ -242,11 +252,13 @@ def _torch():
     return torch
 
 
-class Runtime:
+class Runtime(_Handle):
     """A runtime bound to one CUDA device (default: PyTorch's current device
     when PyTorch is imported, else 0). capture: 'error' (an unresolved kernel
     requested during graph capture raises ECAPTURE; use preload) or
     'resolve'."""
+
+    _free = staticmethod(_runtime_free)
 
     def __init__(self, device=None, specs=None, cache_dir=None, cache_path=None,
                  no_compile=None, force_compile=None, capture="error"):
@@ -264,19 +276,6 @@ class Runtime:
         h = _P()
         _check(_runtime_new(_c.byref(h), _c.byref(o)))
         self._h = h
-
-    def close(self):
-        if getattr(self, "_h", None):
-            _runtime_free(self._h)
-            self._h = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     @property
     def arch(self):
