@@ -415,6 +415,12 @@ static char *entry_path(const char *root, const uint8_t key[JITK_HASH_SIZE])
 int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
 		     const char **problem)
 {
+	return jitk__entry_read_at(out, path, allow_root, problem, NULL, NULL);
+}
+
+int jitk__entry_read_at(jitk_cache_entry *out, const char *path, int allow_root,
+			const char **problem, uint64_t *dev, uint64_t *ino)
+{
 	struct stat st;
 	uint8_t *buf = NULL;
 	size_t got = 0;
@@ -434,6 +440,10 @@ int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
 		*problem = "cannot be examined";
 		goto done;
 	}
+	if (dev)
+		*dev = (uint64_t)st.st_dev;
+	if (ino)
+		*ino = (uint64_t)st.st_ino;
 	if (!S_ISREG(st.st_mode)) {
 		*problem = "not a regular file";
 		goto done;
@@ -446,7 +456,9 @@ int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
 		*problem = "writable by others";
 		goto done;
 	}
-	if (st.st_nlink != 1) {
+	/* 0 links: removed (by clear or prune) after we opened it - what we
+	 * read is still the whole entry. More than one: refused. */
+	if (st.st_nlink > 1) {
 		*problem = "has several hard links";
 		goto done;
 	}
@@ -482,11 +494,12 @@ static int lookup_in(jitk_cache *c, const char *root, int allow_root,
 {
 	char *path = entry_path(root, key);
 	const char *problem = NULL;
+	uint64_t dev = 0, ino = 0;
 	int rc;
 
 	if (!path)
 		return -1;
-	rc = jitk__entry_read(out, path, allow_root, &problem);
+	rc = jitk__entry_read_at(out, path, allow_root, &problem, &dev, &ino);
 	if (!rc && (memcmp(out->key, key, JITK_HASH_SIZE) || strcmp(out->target, target))) {
 		problem = memcmp(out->key, key, JITK_HASH_SIZE) ? "key mismatch"
 								 : "target mismatch";
@@ -497,9 +510,16 @@ static int lookup_in(jitk_cache *c, const char *root, int allow_root,
 		atomic_fetch_add(&c->n.rejects, 1);
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s rejected: %s", path, problem);
 		/* A bad entry in our own cache is garbage: remove it so that it
-		 * is reported once and replaced. Layers are read-only. */
-		if (!allow_root)
-			(void)unlink(path);
+		 * is reported once and replaced - but only the file we read: a
+		 * writer may have renamed a good entry over the name since.
+		 * Layers are read-only. */
+		if (!allow_root) {
+			struct stat now;
+
+			if (!lstat(path, &now) && (uint64_t)now.st_dev == dev &&
+			    (uint64_t)now.st_ino == ino)
+				(void)unlink(path);
+		}
 	}
 	/* The recency stamp of LRU pruning: the entry's mtime, set to now on
 	 * every hit in the writable cache (layers are read-only). */
@@ -937,7 +957,8 @@ int jitk__cache_prune(jitk_prune_result *out, const char *root,
 	}
 	for (i = 0; i < pc.n; i++)
 		total += pc.items[i].size;
-	qsort(pc.items, pc.n, sizeof(*pc.items), older_first);
+	if (pc.n)
+		qsort(pc.items, pc.n, sizeof(*pc.items), older_first);
 	for (i = 0; i < pc.n; i++) {
 		if (max_bytes && total > max_bytes && !unlink(pc.items[i].path)) {
 			total -= pc.items[i].size;

@@ -67,6 +67,9 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
  * file, owner, mode, single link, sizes, checksum). */
 int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
 		     const char **problem);
+/* The same, also giving the device and inode of the file that was read. */
+int jitk__entry_read_at(jitk_cache_entry *out, const char *path, int allow_root,
+			const char **problem, uint64_t *dev, uint64_t *ino);
 
 /* Administration (jitk cache ...). report gets each bad entry. */
 typedef struct {

@@ -10,6 +10,7 @@ prefix=/opt/jitk-test
 DESTDIR=$dest sh tools/install.sh "$prefix" "$b" >/dev/null
 cat >"$dest/use.c" <<'C'
 #include <stdio.h>
+#include <stdlib.h>
 #include <jitk.h>
 int main(void)
 {
@@ -26,6 +27,7 @@ int main(void)
 	if (jitk_explain(&text, c, "fused_norm_scale_shift_fp8", "sm_90"))
 		return 1;
 	fputs(text, stdout);
+	free(text);
 	jitk_compiler_free(c);
 	return 0;
 }
