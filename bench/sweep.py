@@ -49,7 +49,7 @@ def main(out, hidden="3072", rows="4096,16384"):
             print(cfg, "FAILED", p.stderr.strip()[-300:], flush=True)
             continue
         for line in p.stdout.splitlines():
-            m = re.match(r"(fused(?: residual)? fp8)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+([\d.]+)%", line)
+            m = re.match(r"(fused(?: residual)? fp8)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+(\d+)\s+([\d.]+)%", line)
             if m:
                 row = f"| {' | '.join(map(str, cfg))} | {m[1]} | {m[2]} | {m[3]} | {m[4]} | {m[7]} |"
                 lines.append(row)
