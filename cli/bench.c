@@ -179,6 +179,30 @@ static CUdeviceptr flush_buf;
 static row_t results[512];
 static int nresults;
 
+/* Median microseconds of one launch over reps launches, each between two
+ * events: flush=0 waits for an idle GPU first (the interval then includes
+ * the host's launch latency); flush=1 writes FLUSH_BYTES first on the same
+ * stream (L2 flushed, GPU busy while the host enqueues). */
+static double time_single(jitk_runtime *rt, int residual, int path, set_t *sets, int nsets,
+			  int reps, CUstream s, CUevent *ev, float *t, int flush)
+{
+	int i;
+
+	for (i = 0; i < reps; i++) {
+		if (flush)
+			CK(cu->cuMemsetD8Async(flush_buf, (unsigned char)i, FLUSH_BYTES, s));
+		else
+			CK(cu->cuStreamSynchronize(s));
+		CK(cu->cuEventRecord(ev[2 * i], s));
+		launch_path(rt, residual, path, &sets[i % nsets].a, s);
+		CK(cu->cuEventRecord(ev[2 * i + 1], s));
+	}
+	CK(cu->cuStreamSynchronize(s));
+	for (i = 0; i < reps; i++)
+		CK(cu->cuEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
+	return median(t, reps) * 1e3;
+}
+
 static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int rows, int reps,
 		       double copy_gbps)
 {
@@ -235,28 +259,8 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 		CK(cu->cuEventCreate(&ev[i], 0));
 	for (i = 0; i < 10; i++) /* warm-up (and resolve) */
 		launch_path(rt, residual, path, &sets[i % nsets].a, s);
-	/* on an idle GPU: includes the host's launch latency */
-	for (i = 0; i < reps; i++) {
-		CK(cu->cuStreamSynchronize(s));
-		CK(cu->cuEventRecord(ev[2 * i], s));
-		launch_path(rt, residual, path, &sets[i % nsets].a, s);
-		CK(cu->cuEventRecord(ev[2 * i + 1], s));
-	}
-	CK(cu->cuStreamSynchronize(s));
-	for (i = 0; i < reps; i++)
-		CK(cu->cuEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-	r->us_idle = median(t, reps) * 1e3;
-	/* after a 256 MiB write: L2 flushed, GPU busy while we enqueue */
-	for (i = 0; i < reps; i++) {
-		CK(cu->cuMemsetD8Async(flush_buf, (unsigned char)i, FLUSH_BYTES, s));
-		CK(cu->cuEventRecord(ev[2 * i], s));
-		launch_path(rt, residual, path, &sets[i % nsets].a, s);
-		CK(cu->cuEventRecord(ev[2 * i + 1], s));
-	}
-	CK(cu->cuStreamSynchronize(s));
-	for (i = 0; i < reps; i++)
-		CK(cu->cuEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-	r->us_single = median(t, reps) * 1e3;
+	r->us_idle = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, 0);
+	r->us_single = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, 1);
 	/* graph of G launches over rotating sets, replayed */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
 	for (i = 0; i < G; i++)
