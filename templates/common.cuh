@@ -135,4 +135,63 @@ __device__ __forceinline__ float warp_sum(float v)
 	return v;
 }
 
+// Bulk asynchronous copies (sm_90+): one instruction moves a whole row
+// from global to shared memory and signals an mbarrier when its bytes
+// have landed, so the bytes in flight live in shared memory, not in
+// registers. Addresses are shared-window offsets (32-bit).
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned shared_offset(const void *p)
+{
+	unsigned r;
+	asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }"
+	    : "=r"(r) : "l"(p));
+	return r;
+}
+
+__device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count)
+		     : "memory");
+}
+
+// Make the barriers' initialisation visible to the async proxy.
+__device__ __forceinline__ void mbarrier_init_fence()
+{
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// Arrive once and announce BYTES more bytes to come for this phase.
+__device__ __forceinline__ void mbarrier_expect_bytes(unsigned bar, unsigned bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+		     "r"(bytes)
+		     : "memory");
+}
+
+// Wait until the phase with parity PARITY has completed.
+__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity)
+{
+	unsigned done;
+	do {
+		asm volatile("{ .reg .pred p;\n"
+			     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+			     "selp.u32 %0, 1, 0, p; }"
+			     : "=r"(done)
+			     : "r"(bar), "r"(parity)
+			     : "memory");
+	} while (!done);
+}
+
+// Copy BYTES (a multiple of 16; both addresses 16-byte aligned) from
+// global memory to shared memory, completing on barrier BAR.
+__device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigned bytes,
+					  unsigned bar)
+{
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+		     " [%0], [%1], %2, [%3];" ::"r"(dst),
+		     "l"(src), "r"(bytes), "r"(bar)
+		     : "memory");
+}
+#endif
+
 } // namespace jitk

@@ -23,6 +23,13 @@
 // before reducing the current one, so that its loads are in flight while
 // the current row is reduced and written (useful with a capped, persistent
 // grid, where each block walks several rows).
+//
+// STAGES > 0 (sm_90+) replaces the register loads with bulk asynchronous
+// copies: a block owns one row at a time and a ring of STAGES row buffers
+// in shared memory; one thread keeps the next STAGES rows' copies in
+// flight, each completing on its own mbarrier, so the bytes in flight
+// cost no registers and the grid stays persistent without waves.
+
 #pragma once
 #include "common.cuh"
 
@@ -32,7 +39,7 @@ enum class Norm { layer, rms };
 enum class Quant { none, fp8_e4m3 };
 
 template <Norm NORM, bool RESIDUAL, Quant QUANT, int H, int VEC_BYTES,
-	  int WARPS, int ROWS, int MIN_BLOCKS, int PREFETCH>
+	  int WARPS, int ROWS, int MIN_BLOCKS, int PREFETCH, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS * ROWS, MIN_BLOCKS)
 norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 		 bf16 *__restrict__ residual_out, const bf16 *__restrict__ x,
@@ -48,6 +55,11 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 	constexpr float INV_H = 1.0f / (float)H;
 	static_assert(VPT >= 1 && H % (TPR * VE) == 0,
 		      "hidden must be a multiple of threads per row x vector elements");
+	static_assert(STAGES == 0 || (ROWS == 1 && PREFETCH == 0),
+		      "bulk-copy stages take one row per block and no register prefetch");
+#if __CUDA_ARCH__ < 900
+	static_assert(STAGES == 0, "bulk-copy stages need sm_90 or newer");
+#endif
 
 	__shared__ float partial[2][ROWS][WARPS];
 
@@ -117,29 +129,18 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 		}
 	}
 
-	long long base = (long long)blockIdx.x * ROWS;
-	row_in cur, next;
-	if (PREFETCH && base + group < rows)
-		fetch(cur, base + group);
-
-	for (; base < rows; base += stride) {
-		const long long row = base + group;
-		const bool active = row < rows;
+	// One row in two steps. stats: the gated residual (stored), then the
+	// two reductions; every thread of the block has passed a block
+	// barrier behind its reads of IN when it returns (the bulk path then
+	// refills IN's buffer). emit: y (and q). Inactive groups (past the
+	// last row) join the reductions' barriers with zeros.
+	struct row_stats {
+		float d[EPT]; // v - mean (v for RMS), fp32
+		float factor;
+	};
+	auto stats = [&](const row_in &in, long long row, bool active, row_stats &st) {
 		const long long off = row * H;
 		vec<VEC_BYTES> v[VPT];
-
-		if constexpr (WARPS == 1) {
-			if (!active)
-				break; // no block-wide barrier to keep in step with
-		}
-		// Software pipelining: the next row's loads are in flight while
-		// this row is reduced and written.
-		if constexpr (PREFETCH) {
-			if (row + stride < rows)
-				fetch(next, row + stride);
-		} else if (active) {
-			fetch(cur, row);
-		}
 		if (active) {
 			if constexpr (RESIDUAL) {
 #pragma unroll
@@ -148,10 +149,10 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 					load(g, gate + (j * TPR + t) * VE);
 #pragma unroll
 					for (int w = 0; w < NW; w++) {
-						float lo = __fmaf_rn(bf16_lo(g.w[w]), bf16_lo(cur.x[j].w[w]),
-								     bf16_lo(cur.r[j].w[w]));
-						float hi = __fmaf_rn(bf16_hi(g.w[w]), bf16_hi(cur.x[j].w[w]),
-								     bf16_hi(cur.r[j].w[w]));
+						float lo = __fmaf_rn(bf16_lo(g.w[w]), bf16_lo(in.x[j].w[w]),
+								     bf16_lo(in.r[j].w[w]));
+						float hi = __fmaf_rn(bf16_hi(g.w[w]), bf16_hi(in.x[j].w[w]),
+								     bf16_hi(in.r[j].w[w]));
 						v[j].w[w] = pack_bf16x2(lo, hi);
 					}
 					store(residual_out + off + (j * TPR + t) * VE, v[j]);
@@ -159,7 +160,7 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 			} else {
 #pragma unroll
 				for (int j = 0; j < VPT; j++)
-					v[j] = cur.x[j];
+					v[j] = in.x[j];
 			}
 		} else {
 #pragma unroll
@@ -168,8 +169,6 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 				for (int w = 0; w < NW; w++)
 					v[j].w[w] = 0u;
 		}
-		if constexpr (PREFETCH)
-			cur = next;
 
 		float mean = 0.0f;
 		if constexpr (NORM == Norm::layer) {
@@ -183,8 +182,6 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 				}
 			mean = row_sum(s) * INV_H;
 		}
-		// d = v - mean (v for RMS), kept in fp32 for the output pass.
-		float d[EPT];
 		float ss = 0.0f;
 #pragma unroll
 		for (int j = 0; j < VPT; j++)
@@ -195,15 +192,15 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 					a -= mean;
 					b -= mean;
 				}
-				d[j * VE + 2 * w] = a;
-				d[j * VE + 2 * w + 1] = b;
+				st.d[j * VE + 2 * w] = a;
+				st.d[j * VE + 2 * w + 1] = b;
 				ss += a * a;
 				ss += b * b;
 			}
-		const float factor = rsqrtf(row_sum(ss) * INV_H + eps);
-		if (!active)
-			continue;
-
+		st.factor = rsqrtf(row_sum(ss) * INV_H + eps);
+	};
+	auto emit = [&](const row_stats &st, long long row) {
+		const long long off = row * H;
 #pragma unroll
 		for (int j = 0; j < VPT; j++) {
 			const int col = (j * TPR + t) * VE;
@@ -229,8 +226,8 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 					shb = bf16_hi(sh.w[w]);
 				}
 				// n = bf((v - mean) * factor), both halves in one convert
-				const unsigned n = pack_bf16x2(__fmul_rn(d[e], factor),
-							       __fmul_rn(d[e + 1], factor));
+				const unsigned n = pack_bf16x2(__fmul_rn(st.d[e], st.factor),
+							       __fmul_rn(st.d[e + 1], st.factor));
 				float ya = __fmaf_rn(bf16_lo(n), s1a, sha);
 				float yb = __fmaf_rn(bf16_hi(n), s1b, shb);
 				out.w[w] = pack_bf16x2(ya, yb);
@@ -246,6 +243,94 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 			store(y + off + col, out);
 			if constexpr (QUANT == Quant::fp8_e4m3)
 				store(q + off + col, qv);
+		}
+	};
+
+#if __CUDA_ARCH__ >= 900
+	if constexpr (STAGES > 0) {
+		// A ring of STAGES row buffers; buffer k's barrier completes
+		// once per row copied into it, so the n-th use of buffer k
+		// waits for parity n & 1.
+		constexpr unsigned ROW_BYTES = H * 2;
+		constexpr int INPUTS = RESIDUAL ? 2 : 1;
+		__shared__ alignas(128) unsigned char ring[STAGES][INPUTS][ROW_BYTES];
+		__shared__ alignas(8) unsigned long long full[STAGES];
+		const long long grid = gridDim.x;
+		const long long first = blockIdx.x;
+		auto issue = [&](int k, long long row) {
+			const unsigned bar = shared_offset(&full[k]);
+			mbarrier_expect_bytes(bar, INPUTS * ROW_BYTES);
+			bulk_load(shared_offset(ring[k][0]), x + row * H, ROW_BYTES, bar);
+			if constexpr (RESIDUAL)
+				bulk_load(shared_offset(ring[k][1]), residual + row * H, ROW_BYTES, bar);
+		};
+		if (threadIdx.x == 0) {
+#pragma unroll
+			for (int k = 0; k < STAGES; k++)
+				mbarrier_init(shared_offset(&full[k]), 1);
+			mbarrier_init_fence();
+#pragma unroll
+			for (int k = 0; k < STAGES; k++)
+				if (first + k * grid < rows)
+					issue(k, first + k * grid);
+		}
+		__syncthreads();
+		int k = 0;
+		unsigned parity = 0;
+		for (long long row = first; row < rows; row += grid) {
+			mbarrier_wait(shared_offset(&full[k]), parity);
+			row_in in;
+#pragma unroll
+			for (int j = 0; j < VPT; j++) {
+				const int byte = (j * TPR + t) * VEC_BYTES;
+				in.x[j] = *reinterpret_cast<const vec<VEC_BYTES> *>(&ring[k][0][byte]);
+				if constexpr (RESIDUAL)
+					in.r[j] = *reinterpret_cast<const vec<VEC_BYTES> *>(&ring[k][1][byte]);
+			}
+			row_stats st;
+			stats(in, row, true, st);
+			// Every thread has read buffer k (the reductions passed a
+			// block barrier after the reads): refill it.
+			if constexpr (WARPS == 1)
+				__syncthreads();
+			const long long ahead = row + STAGES * grid;
+			if (threadIdx.x == 0 && ahead < rows)
+				issue(k, ahead);
+			emit(st, row);
+			if (++k == STAGES) {
+				k = 0;
+				parity ^= 1;
+			}
+		}
+		return;
+	}
+#endif
+	if constexpr (STAGES == 0) {
+		long long base = (long long)blockIdx.x * ROWS;
+		row_in cur, next;
+		if (PREFETCH && base + group < rows)
+			fetch(cur, base + group);
+		for (; base < rows; base += stride) {
+			const long long row = base + group;
+			const bool active = row < rows;
+			if constexpr (WARPS == 1) {
+				if (!active)
+					break; // no block-wide barrier to keep in step with
+			}
+			// Software pipelining: the next row's loads are in flight
+			// while this row is reduced and written.
+			if constexpr (PREFETCH) {
+				if (row + stride < rows)
+					fetch(next, row + stride);
+			} else if (active) {
+				fetch(cur, row);
+			}
+			row_stats st;
+			stats(cur, row, active, st);
+			if (active)
+				emit(st, row);
+			if constexpr (PREFETCH)
+				cur = next;
 		}
 	}
 }
