@@ -127,6 +127,18 @@ static void copy_dir(const char *src, const char *dst, const char *from, const c
 	closedir(d);
 }
 
+void t_edit(const char *path, const char *from, const char *to)
+{
+	size_t len;
+	char *text = t_read(path, &len), *out;
+
+	assert_non_null(strstr(text, from));
+	out = replace_all(text, from, to);
+	t_write(path, out, strlen(out));
+	free(out);
+	free(text);
+}
+
 void t_copy_tree(const char *dir, const char *from, const char *to)
 {
 	char *s = t_path(t_root(), "specs"), *t = t_path(t_root(), "templates");

@@ -27,6 +27,8 @@ char *t_path(const char *dir, const char *name);
  * dir/templates, replacing every occurrence of from by to in the specs
  * (from may be NULL). */
 void t_copy_tree(const char *dir, const char *from, const char *to);
+/* Replace every FROM in the file at PATH by TO; FROM must occur. */
+void t_edit(const char *path, const char *from, const char *to);
 /* Count files under dir whose name ends with suffix. */
 int t_count_files(const char *dir, const char *suffix);
 

@@ -27,8 +27,9 @@
 
 static const jitk_cuda *cu;
 static const char *why_no_gpu = "";
-static jitk_runtime *rt;   /* repo specs: fused fp8 gated to sm_100+ */
+static jitk_runtime *rt;   /* repo specs */
 static jitk_runtime *rt90; /* test specs: fused fp8 allowed on sm_90 */
+static jitk_runtime *rtbulk; /* rt90's specs, rows loaded by bulk copies */
 static char *tmpdir;
 static CUdeviceptr d_rcp_out;
 static CUfunction rcp_fn;
@@ -221,6 +222,26 @@ static int group_setup(void **state)
 			fprintf(stderr, "%s\n", jitk_error_last()->message);
 			return -1;
 		}
+		/* the same specs with the bulk-copy ring as the norm
+		 * kernels' load path (where the GPU has one: sm_90+) */
+		jitk_arch arch;
+
+		if (!jitk__arch_parse(&arch, jitk_runtime_arch(rt90)) && arch.cc >= 90) {
+			char *bulk = t_path(tmpdir, "bulk"), *yaml;
+
+			t_copy_tree(bulk, "      - arch: { min: sm_100 }", "      - arch: { min: sm_90 }");
+			yaml = t_path(bulk, "specs/norm_scale_shift.yaml");
+			t_edit(yaml, "    prefetch: 1 ", "    prefetch: 0 ");
+			t_edit(yaml, "    stages: 0 ", "    stages: 3 ");
+			free(yaml);
+			o.compiler.specs = t_path(bulk, "specs");
+			if (jitk_runtime_new(&rtbulk, &o)) {
+				fprintf(stderr, "%s\n", jitk_error_last()->message);
+				return -1;
+			}
+			free((char *)o.compiler.specs);
+			free(bulk);
+		}
 		printf("GPU: %s\n", jitk_runtime_arch(rt));
 	}
 	free(specs);
@@ -234,6 +255,7 @@ static int group_teardown(void **state)
 	(void)state;
 	jitk_runtime_free(rt);
 	jitk_runtime_free(rt90);
+	jitk_runtime_free(rtbulk);
 	if (tmpdir) {
 		t_rmtree(tmpdir);
 		free(tmpdir);
@@ -359,18 +381,20 @@ static void poison_outputs(const problem *p, unsigned char v)
 	poison(p->drout, p->n * 2, v);
 }
 
-/* Launch fused (rt90) or split (repo specs: on sm_90 auto is the split
- * path; the split is spelled out so that it is the split on any GPU). */
+/* Launch fused (rt90; with fused == 2, rtbulk where there is one: the rows
+ * loaded by bulk copies) or split (the split is spelled out so that it is
+ * the split on any GPU). */
 static void run(const problem *p, int fused)
 {
 	jitk_norm_args a = args_of(p);
 	int rc;
 
 	if (fused) {
+		jitk_runtime *f = fused == 2 && rtbulk ? rtbulk : rt90;
 		const char *why = NULL;
 
-		rc = p->residual ? jitk_try_fused_scale_residual_norm_scale_shift_fp8(rt90, &a, NULL, &why)
-				 : jitk_try_fused_norm_scale_shift_fp8(rt90, &a, NULL, &why);
+		rc = p->residual ? jitk_try_fused_scale_residual_norm_scale_shift_fp8(f, &a, NULL, &why)
+				 : jitk_try_fused_norm_scale_shift_fp8(f, &a, NULL, &why);
 		if (rc)
 			fail_msg("fused: %d %s %s", rc, why ? why : "", jitk_error_last()->message);
 	} else {
@@ -510,13 +534,16 @@ static void test_fused_equals_split(void **state)
 					memcpy(&scale, &scales[s], 4);
 					upload(p.dis, &scale, 4);
 					assert_int_equal(jitk_configure_input_scale(rt90, p.dis), 0);
+					if (rtbulk)
+						assert_int_equal(jitk_configure_input_scale(rtbulk, p.dis), 0);
 					rcp = device_rcp(scale);
-					/* fused twice with different poisons */
+					/* fused twice with different poisons: register
+					 * loads, then bulk copies (same bytes) */
 					poison_outputs(&p, 0x00);
 					run(&p, 1);
 					outputs_get(&fused, &p);
 					poison_outputs(&p, 0xff);
-					run(&p, 1);
+					run(&p, 2);
 					outputs_get(&fused2, &p);
 					assert_memory_equal(fused.y, fused2.y, p.n * 2);
 					assert_memory_equal(fused.q, fused2.q, p.n);
@@ -560,8 +587,9 @@ static void test_fused_equals_split(void **state)
 			}
 	printf("(a)-(c): %d cases; fused vs split: %lld mismatching bytes; q vs host div.full "
 	       "quantizer: %lld; residual_out vs host FMA: %lld; y vs float64: max rel L2 %.3e, "
-	       "max abs %.3e\n",
-	       T.cases, T.mismatched_bytes, T.q_mismatch, T.rout_mismatch, T.max_rel_l2, T.max_abs);
+	       "max abs %.3e; bulk-copy loads vs register loads: %s\n",
+	       T.cases, T.mismatched_bytes, T.q_mismatch, T.rout_mismatch, T.max_rel_l2, T.max_abs,
+	       rtbulk ? "identical in every case" : "not run (needs sm_90+)");
 }
 
 /* NaN or Inf in a row poisons that row only: y NaN, q 0x7e (the clamp maps
