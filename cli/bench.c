@@ -142,14 +142,21 @@ typedef struct {
 	jitk_norm_args a;
 	CUdeviceptr bufs[8];
 	int nbufs;
+	size_t copy_bytes; /* PATH_COPY: copy this many bytes of x into y */
 } set_t;
 
-enum { PATH_FUSED, PATH_SPLIT };
+/* PATH_COPY is the yardstick of one size: a device-to-device copy moving
+ * the fused kernel's bytes (read + written), timed the same way. */
+enum { PATH_FUSED, PATH_SPLIT, PATH_COPY };
 
-static void launch_path(jitk_runtime *rt, int residual, int path, const jitk_norm_args *a,
+static void launch_path(jitk_runtime *rt, int residual, int path, const set_t *st,
 			CUstream s)
 {
-	if (path == PATH_FUSED) {
+	const jitk_norm_args *a = &st->a;
+
+	if (path == PATH_COPY) {
+		CK(cu->cuMemcpyDtoDAsync(a->y, a->x, st->copy_bytes, s));
+	} else if (path == PATH_FUSED) {
 		if (residual)
 			JK(jitk_fused_scale_residual_norm_scale_shift_fp8(rt, a, s));
 		else
@@ -166,35 +173,163 @@ static void launch_path(jitk_runtime *rt, int residual, int path, const jitk_nor
 typedef struct {
 	const char *kernel;
 	int hidden, rows;
-	double us_single, us_idle, us_graph, gbps, pct;
+	double us_dirty, us_clean, us_idle, us_graph; /* after FLUSH_WRITE, FLUSH_READ, ... */
+	double pct_dirty, pct_clean, gbps_clean;      /* of the copy bandwidth */
+	double copy_dirty, copy_clean; /* the same bytes copied (fused rows only) */
 } row_t;
 
-/* 256 MiB written before each timed launch (as Triton's do_bench does): it
- * evicts the L2 and keeps the GPU busy while the host enqueues the events
- * and the launch, so that the interval is the kernel, not the host's
- * launch latency. The "idle" column times the same launch on an idle GPU. */
+/* Before each timed launch, 256 MiB pass through the L2, on the same
+ * stream, so that the kernel's inputs are not in the L2 and the GPU is busy
+ * while the host enqueues the events and the launch (the interval is the
+ * kernel, not the host's launch latency). Two ways:
+ *   FLUSH_WRITE writes them (as Triton's do_bench does): the L2 is left
+ *     full of dirty lines, whose write-back the timed kernel pays for as
+ *     it allocates lines of its own;
+ *   FLUSH_READ reads them with a kernel that writes nothing: the L2 is
+ *     left holding clean lines, so the interval is the kernel's own traffic.
+ * FLUSH_NONE times the launch on an idle GPU instead. */
 #define FLUSH_BYTES ((size_t)256 << 20)
-static CUdeviceptr flush_buf;
+enum { FLUSH_NONE, FLUSH_WRITE, FLUSH_READ };
+static CUdeviceptr flush_buf, flush_sink;
+static jitk_runtime *flush_rt;
+static jitk_kernel *flush_kernel;
+static char flush_dir[] = "/tmp/jitk-bench-flush-XXXXXX";
+
+/* The read-only flush kernel, compiled by jitk like any other: a spec and
+ * a template written to a temporary directory. */
+static const char flush_yaml[] =
+	"family: bench_l2_flush\n"
+	"description: read a buffer and write nothing (jitk bench's clean L2 flush)\n"
+	"template: l2_flush.cuh\n"
+	"kernel: jitk_bench::l2_read_flush\n"
+	"params: {}\n"
+	"tuning:\n  - { threads: 512, blocks_per_sm: 4 }\n"
+	"template_args: [threads]\n"
+	"args:\n"
+	"  - { name: sink, type: i32*, align: 4 }\n"
+	"  - { name: src, type: const i32*, align: 16 }\n"
+	"  - { name: n16, type: i64 }\n"
+	"  - { name: magic, type: i32 }\n"
+	"launch: { grid: sm_count * blocks_per_sm, block: threads }\n"
+	"symbols:\n  l2_read_flush: { description: clean L2 flush, params: {} }\n";
+
+static const char flush_cuh[] =
+	"namespace jitk {\n"
+	"template <class A, class B> struct same_type { static constexpr bool value = false; };\n"
+	"template <class A> struct same_type<A, A> { static constexpr bool value = true; };\n"
+	"}\n"
+	"namespace jitk_bench {\n"
+	"// XOR of N16 16-byte words; *sink is written only if it equals MAGIC,\n"
+	"// which the caller makes impossible: the loads stay, the stores do not.\n"
+	"template <int THREADS>\n"
+	"__global__ void __launch_bounds__(THREADS)\n"
+	"l2_read_flush(int *sink, const int *src, long long n16, int magic)\n"
+	"{\n"
+	"\tconst uint4 *p = reinterpret_cast<const uint4 *>(src);\n"
+	"\tconst long long step = (long long)gridDim.x * THREADS;\n"
+	"\tunsigned acc = 0;\n"
+	"\tlong long i = (long long)blockIdx.x * THREADS + threadIdx.x;\n"
+	"\tfor (; i + 3 * step < n16; i += 4 * step) {\n"
+	"\t\tuint4 a = p[i], b = p[i + step], c = p[i + 2 * step], d = p[i + 3 * step];\n"
+	"\t\tacc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w;\n"
+	"\t\tacc ^= c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;\n"
+	"\t}\n"
+	"\tfor (; i < n16; i += step) {\n"
+	"\t\tuint4 a = p[i];\n"
+	"\t\tacc ^= a.x ^ a.y ^ a.z ^ a.w;\n"
+	"\t}\n"
+	"\tif (acc == (unsigned)magic)\n"
+	"\t\t*sink = (int)acc;\n"
+	"}\n"
+	"}\n";
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f)) {
+		perror(path);
+		exit(1);
+	}
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "jitk bench: could not remove %s\n", dir);
+}
+
+/* The flush buffer, and the read flush's kernel (through jitk). */
+static void flush_init(void)
+{
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+
+	flush_buf = dalloc(FLUSH_BYTES);
+	flush_sink = dalloc(16);
+	/* every byte 0x5a: the XOR of each 16-byte word is 0, never MAGIC */
+	CK(cu->cuMemsetD8Async(flush_buf, 0x5a, FLUSH_BYTES, NULL));
+	if (!mkdtemp(flush_dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	write_file(flush_dir, "l2_flush.yaml", flush_yaml);
+	write_file(flush_dir, "l2_flush.cuh", flush_cuh);
+	o.compiler.specs = flush_dir;
+	JK(jitk_runtime_new(&flush_rt, &o));
+	JK(jitk_kernel_get(&flush_kernel, flush_rt, "l2_read_flush"));
+}
+
+static void flush_free(void)
+{
+	jitk_runtime_free(flush_rt);
+	remove_dir(flush_dir);
+	CK(cu->cuMemFree(flush_buf));
+	CK(cu->cuMemFree(flush_sink));
+}
+
+static void flush_l2(int how, int i, CUstream s)
+{
+	if (how == FLUSH_WRITE) {
+		CK(cu->cuMemsetD8Async(flush_buf, (unsigned char)i, FLUSH_BYTES, s));
+	} else {
+		jitk_arg a[4] = {
+			{ "sink", JITK_ARG_PTR, { .ptr = flush_sink } },
+			{ "src", JITK_ARG_PTR, { .ptr = flush_buf } },
+			{ "n16", JITK_ARG_I64, { .i64 = (int64_t)(FLUSH_BYTES / 16) } },
+			{ "magic", JITK_ARG_I32, { .i32 = 1 } },
+		};
+
+		JK(jitk_kernel_launch(flush_kernel, a, 4, s));
+	}
+}
 
 static row_t results[512];
 static int nresults;
 
 /* Median microseconds of one launch over reps launches, each between two
- * events: flush=0 waits for an idle GPU first (the interval then includes
- * the host's launch latency); flush=1 writes FLUSH_BYTES first on the same
- * stream (L2 flushed, GPU busy while the host enqueues). */
+ * events: FLUSH_NONE waits for an idle GPU first (the interval then
+ * includes the host's launch latency); FLUSH_WRITE and FLUSH_READ pass
+ * FLUSH_BYTES through the L2 first on the same stream (see above). A write
+ * flush after a read flush would leave the read's clean lines, so the
+ * write flush writes the whole buffer: its lines are dirty either way. */
 static double time_single(jitk_runtime *rt, int residual, int path, set_t *sets, int nsets,
 			  int reps, CUstream s, CUevent *ev, float *t, int flush)
 {
 	int i;
 
 	for (i = 0; i < reps; i++) {
-		if (flush)
-			CK(cu->cuMemsetD8Async(flush_buf, (unsigned char)i, FLUSH_BYTES, s));
+		if (flush != FLUSH_NONE)
+			flush_l2(flush, i, s);
 		else
 			CK(cu->cuStreamSynchronize(s));
 		CK(cu->cuEventRecord(ev[2 * i], s));
-		launch_path(rt, residual, path, &sets[i % nsets].a, s);
+		launch_path(rt, residual, path, &sets[i % nsets], s);
 		CK(cu->cuEventRecord(ev[2 * i + 1], s));
 	}
 	CK(cu->cuStreamSynchronize(s));
@@ -258,13 +393,26 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 	for (i = 0; i < 2 * reps; i++)
 		CK(cu->cuEventCreate(&ev[i], 0));
 	for (i = 0; i < 10; i++) /* warm-up (and resolve) */
-		launch_path(rt, residual, path, &sets[i % nsets].a, s);
-	r->us_idle = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, 0);
-	r->us_single = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, 1);
+		launch_path(rt, residual, path, &sets[i % nsets], s);
+	r->us_idle = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, FLUSH_NONE);
+	r->us_dirty = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, FLUSH_WRITE);
+	r->us_clean = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, FLUSH_READ);
+	r->copy_dirty = r->copy_clean = 0.0;
+	if (path == PATH_FUSED) {
+		set_t c = { .copy_bytes = (size_t)(bytes_per * (double)n / 2) };
+
+		c.a.x = dalloc(c.copy_bytes);
+		c.a.y = dalloc(c.copy_bytes);
+		CK(cu->cuMemsetD8Async(c.a.x, 0x3c, c.copy_bytes, s));
+		r->copy_dirty = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, FLUSH_WRITE);
+		r->copy_clean = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, FLUSH_READ);
+		CK(cu->cuMemFree(c.a.x));
+		CK(cu->cuMemFree(c.a.y));
+	}
 	/* graph of G launches over rotating sets, replayed */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
 	for (i = 0; i < G; i++)
-		launch_path(rt, residual, path, &sets[i % nsets].a, s);
+		launch_path(rt, residual, path, &sets[i % nsets], s);
 	CK(cu->cuStreamEndCapture(s, &g));
 	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
 	CK(cu->cuGraphLaunch(ge, s));
@@ -281,10 +429,15 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 				       : (residual ? "split residual fp8" : "split fp8");
 	r->hidden = hidden;
 	r->rows = rows;
-	r->gbps = bytes_per * (double)n / (r->us_single * 1e-6) / 1e9;
-	r->pct = 100.0 * r->gbps / copy_gbps;
-	printf("%-20s %6d %6d %10.2f %10.2f %10.2f %9.0f %6.1f%%\n", r->kernel, hidden, rows,
-	       r->us_single, r->us_idle, r->us_graph, r->gbps, r->pct);
+	r->gbps_clean = bytes_per * (double)n / (r->us_clean * 1e-6) / 1e9;
+	r->pct_clean = 100.0 * r->gbps_clean / copy_gbps;
+	r->pct_dirty = r->pct_clean * r->us_clean / r->us_dirty;
+	printf("%-18s %6d %6d %8.2f %8.2f %8.2f %8.2f %7.1f%% %7.1f%% %7.0f", r->kernel, hidden,
+	       rows, r->us_clean, r->us_dirty, r->us_idle, r->us_graph, r->pct_clean, r->pct_dirty,
+	       r->gbps_clean);
+	if (path == PATH_FUSED)
+		printf(" %8.2f %8.2f", r->copy_clean, r->copy_dirty);
+	printf("\n");
 	fflush(stdout);
 	CK(cu->cuGraphExecDestroy(ge));
 	CK(cu->cuGraphDestroy(g));
@@ -489,9 +642,11 @@ int jitk_cli_bench(int argc, char **argv)
 	       rt->info.sm_count, JITK_VERSION);
 	copy = copy_bandwidth();
 	printf("device-to-device copy: %.0f GB/s (bytes read + written)\n\n", copy);
-	flush_buf = dalloc(FLUSH_BYTES);
-	printf("%-20s %6s %6s %10s %10s %10s %9s %7s\n", "kernel", "hidden", "rows", "us/launch",
-	       "us (idle)", "us (graph)", "GB/s", "of copy");
+	flush_init();
+	printf("%-18s %6s %6s %8s %8s %8s %8s %8s %8s %7s %8s %8s\n", "", "", "", "us", "us", "us",
+	       "us", "% copy", "% copy", "GB/s", "copy us", "copy us");
+	printf("%-18s %6s %6s %8s %8s %8s %8s %8s %8s %7s %8s %8s\n", "kernel", "hidden", "rows",
+	       "clean", "dirty", "idle", "graph", "clean", "dirty", "clean", "clean", "dirty");
 	for (h = 0; h < nhidden; h++)
 		for (residual = 0; residual < 2; residual++)
 			for (r = 0; r < nrows; r++) {
@@ -499,19 +654,24 @@ int jitk_cli_bench(int argc, char **argv)
 				if (!fused_only)
 					bench_case(rt, residual, PATH_SPLIT, hidden[h], rows[r], reps, copy);
 			}
-	if (!fused_only)
-		printf("\nus/launch: one launch, event-timed after a 256 MiB write (L2 flushed, GPU busy);\n"
-	       "us (idle): the same on an idle GPU (adds the host's launch latency);\n"
-	       "us (graph): per launch in a replayed graph of 20. GB/s and %% from us/launch.\n");
-	printf("\nfused vs split (us/launch, split = norm + quantizer):\n");
+	printf("\nOne launch, event-timed, median of %d, after 256 MiB passed through the L2 on\n"
+	       "the same stream: clean = read by a kernel that writes nothing (the L2 holds\n"
+	       "clean lines), dirty = written (the L2 holds dirty lines, whose write-back the\n"
+	       "kernel pays for, as after Triton's do_bench flush); idle = on an idle GPU (adds\n"
+	       "the host's launch latency); graph = per launch in a replayed graph of 20.\n"
+	       "%% copy and GB/s: the contract's bytes over the copy bandwidth above; copy us: a\n"
+	       "device-to-device copy of the fused kernel's bytes, timed the same way.\n", reps);
+	printf("\nfused vs split (split = norm + quantizer), clean / dirty:\n");
 	for (i = 0; !fused_only && i + 1 < nresults; i += 2)
-		printf("  %-20s H=%-5d rows=%-6d %.2fx\n", results[i].kernel, results[i].hidden,
-		       results[i].rows, results[i + 1].us_single / results[i].us_single);
+		printf("  %-18s H=%-5d rows=%-6d %.2fx / %.2fx\n", results[i].kernel,
+		       results[i].hidden, results[i].rows, results[i + 1].us_clean / results[i].us_clean,
+		       results[i + 1].us_dirty / results[i].us_dirty);
 	if (!skip_jit) {
 		printf("\n");
 		bench_jit(specs ? specs : NULL, "fused_norm_scale_shift_fp8");
 		bench_hot(rt);
 	}
+	flush_free();
 	jitk_runtime_free(rt);
 	return 0;
 bad:
