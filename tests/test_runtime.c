@@ -106,8 +106,9 @@ static void test_sm90_falls_back(void **state)
 	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
 	assert_int_equal(fused, 0);
 	assert_int_equal(fake.nlaunches, 2);
-	/* norm: two warps per row, a row per block, grid capped at 16 per SM */
-	assert_int_equal(fake.launches[0].grid[0], 1024);
+	/* norm: two warps per row, a row per block, each block walking two
+	 * rows (grid capped at 32 per SM) */
+	assert_int_equal(fake.launches[0].grid[0], 512);
 	assert_int_equal(fake.launches[0].block[0], 64);
 	assert_int_equal(fake.launches[0].nparams, 11);
 	assert_int_equal(fake.launches[0].values[P_Y], a.y);
@@ -167,9 +168,9 @@ static void test_sm100_and_sm120(void **state)
 	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
 	assert_int_equal(fused, 1);
 	assert_int_equal(fake.nlaunches, 1);
-	/* hidden 5120: five warps per row, a row per block */
+	/* hidden 5120: five warps per row, a row per block, two rows walked */
 	assert_int_equal(fake.launches[0].block[0], 160);
-	assert_int_equal(fake.launches[0].grid[0], 127);
+	assert_int_equal(fake.launches[0].grid[0], 64);
 	a.x += 16;
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
 	assert_string_equal(why, "x is NULL or not aligned to the fused kernel's vector width");
@@ -262,7 +263,7 @@ static void test_guards(void **state)
 	/* Rows past 32-bit element offsets: launched with a capped grid. */
 	a.rows = 1000000;
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), 0);
-	assert_int_equal(fake.launches[1].grid[0], 132 * 16);
+	assert_int_equal(fake.launches[1].grid[0], 132 * 32);
 	assert_int_equal(fake.launches[1].values[P_ROWS], 1000000);
 	jitk_runtime_free(rt);
 }
