@@ -2,13 +2,14 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests memcheck triton sass precompile bench sweep python torch (default all).
+# STEPS: any of tests memcheck racecheck triton sass precompile nvrtc bench plotdata sweep python
+# torch (default all but sweep).
 set -u
 OUT=${OUT:-/tmp/jitk-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/build/libjitk.so"
-steps=${1:-"tests memcheck triton sass precompile bench sweep python torch"}
+steps=${1:-"tests memcheck racecheck triton sass precompile nvrtc bench plotdata python torch"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 # A spec set that allows the fused fp8 symbols on sm_90 (tests do the same).
@@ -28,6 +29,11 @@ if has memcheck; then
 	JITK_GPU_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 3 build/tests/test_gpu \
 		>"$OUT/memcheck.log" 2>&1
 	echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | tail -3
+fi
+if has racecheck; then
+	JITK_GPU_QUICK=1 compute-sanitizer --tool racecheck --error-exitcode 3 build/tests/test_gpu \
+		>"$OUT/racecheck.log" 2>&1
+	echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$OUT/racecheck.log" | tail -3
 fi
 if has triton; then
 	python3 bench/triton_check.py /tmp/dump >"$OUT/triton.log" 2>&1; echo "triton rc=$?"
@@ -62,9 +68,17 @@ if has precompile; then
 		echo "cold compile, whole processes: nvrtc_alone $(( (b-a)/1000000 )) ms, jitk precompile $(( (c-b)/1000000 )) ms, jitk cache hit $(( (d-c)/1000000 )) ms"
 	done
 fi
+if has nvrtc; then
+	sh bench/nvrtc_study.sh sm_90 2>&1 | grep -v warning | tee "$OUT/nvrtc.log"
+fi
 if has bench; then
 	build/jitk bench --specs /tmp/specs90 >"$OUT/bench.log" 2>&1; echo "bench rc=$?"
 	cat "$OUT/bench.log"
+fi
+if has plotdata; then
+	build/jitk bench --specs /tmp/specs90 --hidden 3072 --rows 128,256,512,1024,2048,4096,8192,16384 \
+		--skip-jit >"$OUT/bench_plot.log" 2>&1
+	echo "bench (plot rows) rc=$?"; grep -E "^(fused|split)" "$OUT/bench_plot.log"
 fi
 if has sweep; then
 	python3 bench/sweep.py "$OUT/sweep.md" 3072 4096,16384 2>&1 | tail -40
@@ -76,5 +90,8 @@ if has python; then
 fi
 if has torch; then
 	python3 bench/torch_baseline.py --rows 128,1024,4096,16384 --hidden 3072 >"$OUT/torch.log" 2>&1
-	echo "torch rc=$?"; cat "$OUT/torch.log" | grep -v Warning | tail -20
+	echo "torch rc=$?"; cat "$OUT/torch.log" | grep -v Warning | tail -24
+	if python3 -c "import matplotlib" 2>/dev/null && [ -f "$OUT/bench_plot.log" ]; then
+		python3 bench/plot.py "$OUT/bench_plot.log" "$OUT/torch.log" "$OUT/bandwidth.png"
+	fi
 fi

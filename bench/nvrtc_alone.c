@@ -5,7 +5,9 @@
  *
  *   nvrtc_alone SOURCE.cu OPTIONS.txt [OUT.cubin]
  *
- * OPTIONS.txt: one option per line, then "name-expression EXPR" lines. */
+ * OPTIONS.txt: one option per line, then "name-expression EXPR" lines.
+ * NVRTC_ALONE_REPS=N compiles N times in the process and prints each
+ * compile's time (the first pays NVRTC's start-up; bench/nvrtc_study.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
 {
 	char *src, *opts, *line, *save = NULL;
 	const char *options[64], *exprs[8];
-	int nopt = 0, nexpr = 0, i;
+	int nopt = 0, nexpr = 0, i, reps, rep;
 	nvrtcProgram prog;
 	size_t size = 0;
 	double t0 = now_ms();
@@ -68,19 +70,28 @@ int main(int argc, char **argv)
 		else if (*line && nopt < 64)
 			options[nopt++] = line;
 	}
-	if (nvrtcCreateProgram(&prog, src, "jitk-instantiation.cu", 0, NULL, NULL))
-		return 1;
-	for (i = 0; i < nexpr; i++)
-		nvrtcAddNameExpression(prog, exprs[i]);
-	if (nvrtcCompileProgram(prog, nopt, options) != NVRTC_SUCCESS) {
-		nvrtcGetProgramLogSize(prog, &size);
-		if (size > 1) {
-			char *log = malloc(size);
-			nvrtcGetProgramLog(prog, log);
-			fputs(log, stderr);
-			free(log);
+	reps = getenv("NVRTC_ALONE_REPS") ? atoi(getenv("NVRTC_ALONE_REPS")) : 1;
+	for (rep = 0; rep < (reps > 0 ? reps : 1); rep++) {
+		double t1 = now_ms();
+
+		if (rep)
+			nvrtcDestroyProgram(&prog);
+		if (nvrtcCreateProgram(&prog, src, "jitk-instantiation.cu", 0, NULL, NULL))
+			return 1;
+		for (i = 0; i < nexpr; i++)
+			nvrtcAddNameExpression(prog, exprs[i]);
+		if (nvrtcCompileProgram(prog, nopt, options) != NVRTC_SUCCESS) {
+			nvrtcGetProgramLogSize(prog, &size);
+			if (size > 1) {
+				char *log = malloc(size);
+				nvrtcGetProgramLog(prog, log);
+				fputs(log, stderr);
+				free(log);
+			}
+			return 1;
 		}
-		return 1;
+		if (reps > 1)
+			printf("compile %d: %.2f ms\n", rep + 1, now_ms() - t1);
 	}
 	nvrtcGetProgramLogSize(prog, &size);
 	if (size > 1) { /* warnings, or ptxas -v when asked for */
