@@ -106,9 +106,9 @@ static void test_sm90_falls_back(void **state)
 	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
 	assert_int_equal(fused, 0);
 	assert_int_equal(fake.nlaunches, 2);
-	/* norm: two warps per row, a row per block, each block walking two
-	 * rows (grid capped at 32 per SM) */
-	assert_int_equal(fake.launches[0].grid[0], 512);
+	/* norm: two warps per row, a row per block; 1024 rows fit 8 blocks
+	 * per SM on the fake's 132 SMs, so no block walks two rows yet */
+	assert_int_equal(fake.launches[0].grid[0], 1024);
 	assert_int_equal(fake.launches[0].block[0], 64);
 	assert_int_equal(fake.launches[0].nparams, 11);
 	assert_int_equal(fake.launches[0].values[P_Y], a.y);
@@ -168,9 +168,9 @@ static void test_sm100_and_sm120(void **state)
 	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
 	assert_int_equal(fused, 1);
 	assert_int_equal(fake.nlaunches, 1);
-	/* hidden 5120: five warps per row, a row per block, two rows walked */
+	/* hidden 5120: five warps per row, a row per block */
 	assert_int_equal(fake.launches[0].block[0], 160);
-	assert_int_equal(fake.launches[0].grid[0], 64);
+	assert_int_equal(fake.launches[0].grid[0], 127);
 	a.x += 16;
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
 	assert_string_equal(why, "x is NULL or not aligned to the fused kernel's vector width");
@@ -265,6 +265,10 @@ static void test_guards(void **state)
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), 0);
 	assert_int_equal(fake.launches[1].grid[0], 132 * 32);
 	assert_int_equal(fake.launches[1].values[P_ROWS], 1000000);
+	/* Past 8 blocks per SM, each block walks two rows. */
+	a.rows = 4096;
+	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), 0);
+	assert_int_equal(fake.launches[2].grid[0], 2048);
 	jitk_runtime_free(rt);
 }
 
