@@ -3,13 +3,15 @@
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
 # STEPS: any of tests memcheck racecheck triton sass precompile nvrtc bench plotdata sweep python
-# torch (default all but sweep).
+# torch report (default all but sweep). report writes $OUT/performance.md (docs/performance.md
+# with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
+# fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
 set -u
 OUT=${OUT:-/tmp/jitk-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/build/libjitk.so"
-steps=${1:-"tests memcheck racecheck triton sass precompile nvrtc bench plotdata python torch"}
+steps=${1:-"tests memcheck racecheck triton sass precompile nvrtc bench plotdata python torch report"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 # A spec set that allows the fused fp8 symbols on sm_90 (tests do the same).
@@ -91,7 +93,8 @@ fi
 if has torch; then
 	python3 bench/torch_baseline.py --rows 128,1024,4096,16384 --hidden 3072 >"$OUT/torch.log" 2>&1
 	echo "torch rc=$?"; cat "$OUT/torch.log" | grep -v Warning | tail -24
-	if python3 -c "import matplotlib" 2>/dev/null && [ -f "$OUT/bench_plot.log" ]; then
-		python3 bench/plot.py "$OUT/bench_plot.log" "$OUT/torch.log" "$OUT/bandwidth.png"
-	fi
+fi
+if has report; then
+	cp docs/performance.md "$OUT/performance.md"
+	python3 bench/report.py "$OUT" "$OUT/performance.md"
 fi
