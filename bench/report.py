@@ -30,13 +30,20 @@ def kernels(lines):
     return out
 
 
-def fusion(lines):
-    out = ["| kernel | hidden | rows | split / fused, clean L2 | dirty L2 |", "|---|---|---|---|---|"]
+def regex_table(lines, columns, pattern, cells):
+    """A markdown table of COLUMNS, a row per line matching PATTERN."""
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for line in lines:
-        m = re.match(r"^\s+(fused(?: residual)? fp8)\s+H=(\d+)\s+rows=(\d+)\s+([\d.]+)x / ([\d.]+)x", line)
+        m = re.match(pattern, line)
         if m:
-            out.append(f"| {m[1]} | {m[2]} | {m[3]} | {m[4]}x | {m[5]}x |")
+            out.append("| " + " | ".join(cells(m)) + " |")
     return out
+
+
+def fusion(lines):
+    return regex_table(lines, ["kernel", "hidden", "rows", "split / fused, clean L2", "dirty L2"],
+                       r"^\s+(fused(?: residual)? fp8)\s+H=(\d+)\s+rows=(\d+)\s+([\d.]+)x / ([\d.]+)x",
+                       lambda m: [m[1], m[2], m[3], m[4] + "x", m[5] + "x"])
 
 
 def alternatives(torch_lines, bench_lines):
@@ -74,12 +81,8 @@ def jit(lines):
 
 
 def nvrtc(lines):
-    out = ["| translation unit | first compile in a process, ms | later compiles, ms (median) |", "|---|---|---|"]
-    for line in lines:
-        m = re.match(r"^(.+?)\s+first\s+([\d.]+) ms, then\s+([\d.]+) ms", line)
-        if m:
-            out.append(f"| {m[1]} | {m[2]} | {m[3]} |")
-    return out
+    return regex_table(lines, ["translation unit", "first compile in a process, ms", "later compiles, ms (median)"],
+                       r"^(.+?)\s+first\s+([\d.]+) ms, then\s+([\d.]+) ms", lambda m: [m[1], m[2], m[3]])
 
 
 def splice(doc, name, body):
