@@ -43,13 +43,14 @@ static const jitk_cuda *cu;
 
 static const char usage[] =
 	"usage: jitk bench [--specs DIR] [--rows LIST] [--hidden LIST] [--reps N]\n"
-	"                  [--skip-jit] [--fused-only]\n"
+	"                  [--skip-jit] [--fused-only] [--programmatic]\n"
 	"\n"
 	"Time the fused and split fp8 norm paths (the fused symbols must be\n"
 	"allowed on this GPU by the specs: on sm_90 give a spec set that allows\n"
 	"them, as bench/run does), the device copy bandwidth, and the JIT\n"
 	"latencies: cold compile vs NVRTC alone, first use from the disk cache,\n"
-	"and the host cost of a launch vs a raw cuLaunchKernel.\n";
+	"and the host cost of a launch vs a raw cuLaunchKernel. --programmatic\n"
+	"launches the kernels with programmatic dependent launch (sm_90+).\n";
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -627,6 +628,8 @@ int jitk_cli_bench(int argc, char **argv)
 			skip_jit = 1;
 		} else if (!strcmp(argv[i], "--fused-only")) {
 			fused_only = 1;
+		} else if (!strcmp(argv[i], "--programmatic")) {
+			o.programmatic = 1;
 		} else {
 			goto bad;
 		}
@@ -638,8 +641,9 @@ int jitk_cli_bench(int argc, char **argv)
 	}
 	o.compiler.specs = specs;
 	JK(jitk_runtime_new(&rt, &o));
-	printf("device: %s (%s, %d SMs), NVRTC via jitk %s\n", rt->info.name, rt->arch_str,
-	       rt->info.sm_count, JITK_VERSION);
+	printf("device: %s (%s, %d SMs), NVRTC via jitk %s%s\n", rt->info.name, rt->arch_str,
+	       rt->info.sm_count, JITK_VERSION,
+	       o.programmatic ? ", programmatic dependent launch" : "");
 	copy = copy_bandwidth();
 	printf("device-to-device copy: %.0f GB/s (bytes read + written)\n\n", copy);
 	flush_init();

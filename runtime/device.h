@@ -26,9 +26,11 @@ typedef struct {
 	int (*load)(void *impl, const void *image, int is_ptx, void **lib);
 	int (*get_kernel)(void *impl, void *lib, const char *name, void **kernel);
 	void (*unload)(void *impl, void *lib);
+	/* programmatic: cuLaunchKernelEx with programmatic stream
+	 * serialization allowed (the kernel waits with griddepcontrol.wait). */
 	int (*launch)(void *impl, void *kernel, const unsigned grid[3],
 		      const unsigned block[3], unsigned smem, void *stream,
-		      void **params, size_t nparams);
+		      void **params, size_t nparams, int programmatic);
 	int (*is_capturing)(void *impl, void *stream, int *capturing);
 	/* Switch this thread's capture mode to relaxed (*old gets the
 	 * previous mode), or set it back. */
@@ -65,6 +67,7 @@ typedef struct {
 	X(cuKernelGetFunction, 12000) \
 	X(cuFuncGetAttribute, 2020) \
 	X(cuLaunchKernel, 4000) \
+	X(cuLaunchKernelEx, 11060) \
 	X(cuStreamIsCapturing, 10000) \
 	X(cuThreadExchangeStreamCaptureMode, 10010) \
 	X(cuStreamCreate, 2000) \

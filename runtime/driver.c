@@ -153,13 +153,33 @@ static void op_unload(void *impl, void *lib)
 
 static int op_launch(void *impl, void *kernel, const unsigned grid[3],
 		     const unsigned block[3], unsigned smem, void *stream,
-		     void **params, size_t nparams)
+		     void **params, size_t nparams, int programmatic)
 {
 	cuda_device *d = impl;
 
 	(void)nparams; /* the driver knows the kernel's parameters */
 	/* A CUkernel is accepted where a CUfunction is: it launches in the
 	 * calling thread's current context. */
+	if (programmatic) {
+		CUlaunchAttribute attr;
+		CUlaunchConfig cfg;
+
+		memset(&attr, 0, sizeof(attr));
+		memset(&cfg, 0, sizeof(cfg));
+		attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr.value.programmaticStreamSerializationAllowed = 1;
+		cfg.gridDimX = grid[0];
+		cfg.gridDimY = grid[1];
+		cfg.gridDimZ = grid[2];
+		cfg.blockDimX = block[0];
+		cfg.blockDimY = block[1];
+		cfg.blockDimZ = block[2];
+		cfg.sharedMemBytes = smem;
+		cfg.hStream = (CUstream)stream;
+		cfg.attrs = &attr;
+		cfg.numAttrs = 1;
+		return d->cu->cuLaunchKernelEx(&cfg, (CUfunction)kernel, params, NULL);
+	}
 	return d->cu->cuLaunchKernel((CUfunction)kernel, grid[0], grid[1], grid[2], block[0],
 				     block[1], block[2], smem, (CUstream)stream, params, NULL);
 }

@@ -7,6 +7,7 @@
  * slot too, so fallbacks are decided without work. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <nvrtc.h>
@@ -63,10 +64,14 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 		return jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
 	*out = NULL;
 	if (opts) {
-		if (opts->version != JITK_RUNTIME_OPTIONS_VERSION)
-			return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not %u",
+		if (opts->version == 1) /* without the fields of version 2 */
+			memcpy(&o, opts, offsetof(jitk_runtime_options, programmatic));
+		else if (opts->version == JITK_RUNTIME_OPTIONS_VERSION)
+			o = *opts;
+		else
+			return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 or %u",
 					   opts->version, JITK_RUNTIME_OPTIONS_VERSION);
-		o = *opts;
+		o.version = JITK_RUNTIME_OPTIONS_VERSION;
 	}
 	rt = calloc(1, sizeof(*rt));
 	if (!rt) {
@@ -77,6 +82,7 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	rt->ops = ops;
 	rt->impl = impl;
 	rt->capture = o.capture;
+	rt->programmatic = o.programmatic != 0;
 	pthread_mutex_init(&rt->scales_mu, NULL);
 	if ((rc = ops->open(impl, o.device, &rt->info))) {
 		rc = jitk__error(JITK_ENODEV, "cannot open CUDA device %d: %s", o.device,
@@ -235,6 +241,8 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 					   f->smem.text);
 		k->smem = (unsigned)v;
 	}
+	/* griddepcontrol needs sm_90; the template must wait for it */
+	k->programmatic = rt->programmatic && f->programmatic && rt->arch.cc >= 90;
 	if (expr_bind(&k->grid, f->grid.e, bind_name, &bc))
 		return jitk__error(JITK_ESPEC, "family %s: cannot bind the grid expression", f->name);
 	for (i = 0; i < f->nchecks; i++) {
@@ -485,7 +493,8 @@ int jitk__launch_values(jitk_kernel *k, const uint64_t *values,
 	{
 		const unsigned g[3] = { (unsigned)grid, 1, 1 }, bl[3] = { k->block, 1, 1 };
 
-		r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, params, f->nargs);
+		r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, params, f->nargs,
+				    k->programmatic);
 	}
 	if (r)
 		return jitk__error(JITK_EDRIVER, "launching %s failed: %s",

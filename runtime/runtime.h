@@ -36,6 +36,7 @@ struct jitk_kernel {
 	size_t nchecks;
 	unsigned block;
 	unsigned smem;
+	int programmatic; /* launch with programmatic dependent launch */
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	const char *lowered; /* owned by entry */
 	jitk_cache_entry entry;
@@ -72,6 +73,7 @@ struct jitk_runtime {
 	jitk_arch arch; /* what kernels are built for */
 	char arch_str[JITK_ARCH_STRLEN];
 	jitk_capture_policy capture;
+	int programmatic; /* jitk_runtime_options.programmatic */
 	jitk_slot *slots; /* one per instance */
 	size_t nslots;
 	jitk_typed typed[TYPED_COUNT];

@@ -995,7 +995,7 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
 {
 	static const char *const keys[] = { "grid", "block", "shared_bytes",
-					    "checks", NULL };
+					    "checks", "programmatic", NULL };
 	static const char *const req[] = { "grid", "block", NULL };
 	const ynode *v;
 	int rc;
@@ -1015,6 +1015,9 @@ static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
 		return rc;
 	if ((v = ymap_get(n, "checks")) &&
 	    (rc = parse_checks(c, f, v, "launch.checks", 1, &f->checks, &f->nchecks)))
+		return rc;
+	if ((v = ymap_get(n, "programmatic")) &&
+	    (rc = get_bool(c, v, "launch.programmatic", &f->programmatic)))
 		return rc;
 	return 0;
 }

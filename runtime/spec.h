@@ -112,6 +112,7 @@ typedef struct {
 	spec_arg *args;
 	size_t nargs;
 	spec_expr grid, block, smem;
+	int programmatic; /* launch.programmatic: the template waits (PDL-safe) */
 	spec_expr *checks; /* launch-time argument checks */
 	size_t nchecks;
 	spec_loc loc;

@@ -125,6 +125,20 @@ __device__ __forceinline__ void store(void *p, const vec<BYTES> &v)
 	}
 }
 
+// Programmatic dependent launch (sm_90+). A kernel calls this before it
+// touches global memory: it waits until the kernels before it on the
+// stream have completed and their writes are visible (at once when it was
+// launched the ordinary way), then lets the next kernel start launching;
+// that one waits here in turn. Specs declare it with
+// `launch: { programmatic: true }`.
+__device__ __forceinline__ void wait_for_prior_kernels()
+{
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Sum over the 32 lanes of a warp, butterfly order (the same on every
 // lane, and deterministic).
 __device__ __forceinline__ float warp_sum(float v)

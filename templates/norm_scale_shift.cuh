@@ -103,6 +103,7 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 		}
 	};
 
+	wait_for_prior_kernels(); // before any global memory access
 	float rcp = 0.0f;
 	if constexpr (QUANT == Quant::fp8_e4m3)
 		rcp = reciprocal_div_full(*input_scale);

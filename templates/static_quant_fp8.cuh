@@ -15,6 +15,7 @@ __global__ void static_quant_fp8(fp8_e4m3 *__restrict__ q,
 {
 	constexpr int VE = VEC_BYTES / 2; // elements per vector
 	constexpr int NW = VEC_BYTES / 4;
+	wait_for_prior_kernels(); // before any global memory access
 	const float rcp = reciprocal_div_full(*input_scale);
 	const long long nvec = n / VE;
 	const long long stride = (long long)gridDim.x * blockDim.x;

@@ -307,7 +307,7 @@ static void fake_unload(void *impl, void *lib)
 
 static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
 			  const unsigned block[3], unsigned smem, void *stream,
-			  void **params, size_t nparams)
+			  void **params, size_t nparams, int programmatic)
 {
 	fake_device *f = impl;
 	fake_launch *l;
@@ -322,6 +322,7 @@ static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
 	l->kernel = kernel;
 	l->stream = stream;
 	l->nparams = nparams;
+	l->programmatic = programmatic;
 	for (i = 0; i < nparams && i < 32; i++)
 		memcpy(&l->values[i], params[i], 8);
 	return 0;
@@ -388,6 +389,14 @@ int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
 
 	o.capture = capture;
+	return t_fake_runtime_with(out, fake, specs, cache, &o);
+}
+
+int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs,
+			const char *cache, jitk_runtime_options *o_in)
+{
+	jitk_runtime_options o = *o_in;
+
 	o.compiler.specs = specs;
 	o.compiler.cache_dir = cache ? cache : "";
 	o.compiler.cache_path = "";

@@ -64,6 +64,7 @@ typedef struct {
 	void *stream;
 	uint64_t values[32]; /* first 8 bytes of each parameter */
 	size_t nparams;
+	int programmatic;
 } fake_launch;
 
 typedef struct {
@@ -81,6 +82,9 @@ typedef struct {
 
 extern const jitk_device_ops fake_ops;
 /* A runtime over fake (which must outlive it). */
+/* The same with the caller's options (specs, cache and log are set here). */
+int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs,
+			const char *cache, jitk_runtime_options *o);
 int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
 		   const char *cache, jitk_capture_policy capture);
 

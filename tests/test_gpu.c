@@ -28,7 +28,7 @@
 static const jitk_cuda *cu;
 static const char *why_no_gpu = "";
 static jitk_runtime *rt;   /* repo specs */
-static jitk_runtime *rt90; /* test specs: fused fp8 allowed on sm_90 */
+static jitk_runtime *rt90; /* test specs: fused fp8 allowed on sm_90; PDL */
 static jitk_runtime *rtbulk; /* rt90's specs, rows loaded by bulk copies */
 static char *tmpdir;
 static CUdeviceptr d_rcp_out;
@@ -217,7 +217,10 @@ static int group_setup(void **state)
 		why_no_gpu = jitk_error_last()->message;
 		cu = NULL;
 	} else {
+		/* the fused path with programmatic dependent launch (sm_90+):
+		 * same bytes as the split path launched the ordinary way */
 		o.compiler.specs = specs90;
+		o.programmatic = 1;
 		if (jitk_runtime_new(&rt90, &o)) {
 			fprintf(stderr, "%s\n", jitk_error_last()->message);
 			return -1;

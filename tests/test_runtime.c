@@ -466,6 +466,55 @@ static void test_stats(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* Programmatic dependent launch: only when the runtime asks for it, the
+ * spec family declares that its template waits (launch.programmatic), and
+ * the GPU has griddepcontrol (sm_90+). Version 1 options still work. */
+static int programmatic_launch(fixture *f, int cc, int option, const char *specs, unsigned version)
+{
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_runtime *rt = NULL;
+	fake_device fake;
+	jitk_norm_args a = norm_args(64, 3072);
+	int flags;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = cc;
+	fake.sm_count = 132;
+	fake.scale_value = 0.5f;
+	o.version = version;
+	o.programmatic = option;
+	if (t_fake_runtime_with(&rt, &fake, specs, f->cache, &o))
+		fprintf(stderr, "%s\n", jitk_error_last()->message);
+	assert_non_null(rt);
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
+	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.y, a.input_scale, 64 * 3072, NULL),
+			 cc >= 89 ? 0 : JITK_EARCH);
+	assert_int_equal(fake.nlaunches, cc >= 89 ? 2 : 1);
+	flags = fake.launches[0].programmatic;
+	if (cc >= 89)
+		assert_int_equal(fake.launches[1].programmatic, flags);
+	jitk_runtime_free(rt);
+	return flags;
+}
+
+static void test_programmatic_launch(void **state)
+{
+	fixture *f = *state;
+	char *dir = t_path(f->dir, "nopdl"), *specs = t_path(dir, "specs");
+
+	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
+	assert_int_equal(programmatic_launch(f, 100, 1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
+	assert_int_equal(programmatic_launch(f, 90, 0, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	assert_int_equal(programmatic_launch(f, 80, 1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	/* version 1 options have no such field: the 1 set here is not read */
+	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, 1), 0);
+	/* a family that does not declare it */
+	t_copy_tree(dir, "  programmatic: true", "  programmatic: false");
+	assert_int_equal(programmatic_launch(f, 90, 1, specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	free(specs);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +528,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_driver_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_one_compile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_programmatic_launch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

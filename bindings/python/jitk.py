@@ -69,7 +69,7 @@ class _CompilerOptions(_c.Structure):
 
 class _RuntimeOptions(_c.Structure):
     _fields_ = [("version", _c.c_uint), ("device", _c.c_int), ("capture", _c.c_int),
-                ("compiler", _CompilerOptions)]
+                ("compiler", _CompilerOptions), ("programmatic", _c.c_int)]
 
 
 class _NormArgs(_c.Structure):
@@ -256,20 +256,23 @@ class Runtime(_Handle):
     """A runtime bound to one CUDA device (default: PyTorch's current device
     when PyTorch is imported, else 0). capture: 'error' (an unresolved kernel
     requested during graph capture raises ECAPTURE; use preload) or
-    'resolve'."""
+    'resolve'. programmatic: launch with programmatic dependent launch
+    where the spec family allows it (sm_90+): each kernel's launch overlaps
+    the end of the one before it on the stream; results are the same."""
 
     _free = staticmethod(_runtime_free)
 
     def __init__(self, device=None, specs=None, cache_dir=None, cache_path=None,
-                 no_compile=None, force_compile=None, capture="error"):
+                 no_compile=None, force_compile=None, capture="error", programmatic=False):
         if device is None:
             import sys
             torch = sys.modules.get("torch")
             device = torch.cuda.current_device() if torch and torch.cuda.is_available() else 0
         self.device = int(device)
         o = _RuntimeOptions()
-        o.version = 1
+        o.version = 2
         o.device = self.device
+        o.programmatic = 1 if programmatic else 0
         o.capture = {"error": 0, "resolve": 1}[capture]
         o.compiler = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
         self._opts = o

@@ -186,12 +186,19 @@ typedef struct {
 	int device; /* CUDA device ordinal */
 	jitk_capture_policy capture;
 	jitk_compiler_options compiler;
+	/* Since version 2. Nonzero: on sm_90 and newer, launch the kernels of
+	 * spec families that declare `launch: { programmatic: true }` (their
+	 * templates wait for the previous kernel with griddepcontrol.wait
+	 * before touching memory) with programmatic dependent launch, so that
+	 * a kernel's launch and set-up overlap the end of the kernel before it
+	 * on the stream. Results are the same either way. */
+	int programmatic;
 } jitk_runtime_options;
 
-#define JITK_RUNTIME_OPTIONS_VERSION 1
+#define JITK_RUNTIME_OPTIONS_VERSION 2
 #define JITK_RUNTIME_OPTIONS_INIT                                             \
 	{ JITK_RUNTIME_OPTIONS_VERSION, 0, JITK_CAPTURE_ERROR,                \
-	  JITK_COMPILER_OPTIONS_INIT }
+	  JITK_COMPILER_OPTIONS_INIT, 0 }
 
 /* Open the CUDA driver (libcuda.so.1, looked up at run time), bind the
  * device, read its architecture and load the specs. *out is the caller's.
