@@ -501,13 +501,7 @@ static void bench_jit(const char *specs, const char *name)
 		       name, warm, rt_new);
 		jitk_runtime_free(rt);
 	}
-	{
-		char cmd[600];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd))
-			fprintf(stderr, "jitk bench: could not remove %s\n", dir);
-	}
+	remove_dir(dir);
 }
 
 /* Host cost per launch: jitk's typed entry point (resolve + checks +

@@ -66,18 +66,27 @@ static jitk_norm_args norm_args(int rows, int hidden)
 	return a;
 }
 
-static jitk_runtime *runtime(fixture *f, fake_device *fake, int cc, const char *specs)
+/* A runtime over a fake device of compute capability CC with 132 SMs;
+ * O NULL for the default options. */
+static jitk_runtime *runtime_with(fixture *f, fake_device *fake, int cc, const char *specs,
+				  jitk_runtime_options *o)
 {
+	jitk_runtime_options def = JITK_RUNTIME_OPTIONS_INIT;
 	jitk_runtime *rt = NULL;
 
 	memset(fake, 0, sizeof(*fake));
 	fake->cc = cc;
 	fake->sm_count = 132;
 	fake->scale_value = 0.5f;
-	if (t_fake_runtime(&rt, fake, specs, f->cache, JITK_CAPTURE_ERROR))
+	if (t_fake_runtime_with(&rt, fake, specs, f->cache, o ? o : &def))
 		fprintf(stderr, "%s\n", jitk_error_last()->message);
 	assert_non_null(rt);
 	return rt;
+}
+
+static jitk_runtime *runtime(fixture *f, fake_device *fake, int cc, const char *specs)
+{
+	return runtime_with(f, fake, cc, specs, NULL);
 }
 
 /* On sm_90 with the reference's gate the fused fp8 symbols fall back:
@@ -472,20 +481,14 @@ static void test_stats(void **state)
 static int programmatic_launch(fixture *f, int cc, int option, const char *specs, unsigned version)
 {
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
-	jitk_runtime *rt = NULL;
+	jitk_runtime *rt;
 	fake_device fake;
 	jitk_norm_args a = norm_args(64, 3072);
 	int flags;
 
-	memset(&fake, 0, sizeof(fake));
-	fake.cc = cc;
-	fake.sm_count = 132;
-	fake.scale_value = 0.5f;
 	o.version = version;
 	o.programmatic = option;
-	if (t_fake_runtime_with(&rt, &fake, specs, f->cache, &o))
-		fprintf(stderr, "%s\n", jitk_error_last()->message);
-	assert_non_null(rt);
+	rt = runtime_with(f, &fake, cc, specs, &o);
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
 	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.y, a.input_scale, 64 * 3072, NULL),
 			 cc >= 89 ? 0 : JITK_EARCH);
