@@ -14,8 +14,8 @@
 #include <nvrtc.h>
 
 #include "cli.h"
-#include "compile.h"
-#include "runtime.h"
+#include "build/compile.h"
+#include "gpu/runtime.h"
 
 static const jitk_cuda *cu;
 
@@ -530,7 +530,7 @@ static void bench_hot(jitk_runtime *rt)
 	CK(cu->cuMemsetD8Async(a.shift, 0, 3072 * 2, NULL));
 	a.eps = 1e-6f;
 	CK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	JK(spec_find(rt->comp->specs, "fused_norm_scale_shift", &inst));
+	JK(jitk__spec_find(rt->comp->specs, "fused_norm_scale_shift", &inst));
 	JK(jitk__resolve(&k, rt, inst, 0, NULL));
 	memset(values, 0, sizeof(values));
 	for (i = 0; i < (int)k->fam->nargs; i++)

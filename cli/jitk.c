@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "compile.h"
+#include "build/compile.h"
 
 static const char *prog = "jitk";
 
@@ -193,7 +193,7 @@ static void gates_text(char *buf, size_t n, const spec_instance *in)
 		const spec_gate *g = i < f->ngates ? &f->gates[i] : &in->sym->gates[i - f->ngates];
 		int k;
 
-		if (!spec_cond_holds(&g->when, in->vals))
+		if (!jitk__spec_cond_holds(&g->when, in->vals))
 			continue;
 		if (g->arch.min && g->arch.max)
 			k = snprintf(buf + used, n - used, "%ssm_%d..sm_%d", used ? " " : "",
@@ -235,7 +235,7 @@ static int cmd_list(int argc, char **argv)
 			char tmp[32];
 			int k = snprintf(params + used, sizeof(params) - used, "%s%s=%s",
 					 p ? " " : "", f->params[p].name,
-					 spec_value_text(&f->params[p], in->vals[p], tmp));
+					 jitk__spec_value_text(&f->params[p], in->vals[p], tmp));
 
 			if (k < 0)
 				break;
@@ -293,7 +293,7 @@ static int cmd_source(int argc, char **argv)
 		return 2;
 	}
 	c = open_compiler(&o);
-	rc = spec_find(c->specs, o.pos[0], &inst);
+	rc = jitk__spec_find(c->specs, o.pos[0], &inst);
 	if (!rc)
 		rc = jitk__prepare(&tu, key, &v, c, inst, a);
 	if (rc) {
@@ -402,7 +402,7 @@ static int cmd_precompile(int argc, char **argv)
 		for (i = 0; i < (size_t)o.npos; i++) {
 			size_t inst;
 
-			if (spec_find(x.c->specs, o.pos[i], &inst)) {
+			if (jitk__spec_find(x.c->specs, o.pos[i], &inst)) {
 				fail_last();
 				return 1;
 			}

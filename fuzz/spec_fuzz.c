@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "instance.h"
-#include "spec.h"
+#include "build/instance.h"
+#include "spec/spec.h"
 
 static char *name;
 
@@ -36,12 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	spec_set *set = NULL;
 	size_t i, a;
 
-	if (spec_set_load_buffer(&set, name, (const char *)data, size))
+	if (jitk__spec_set_load_buffer(&set, name, (const char *)data, size))
 		return 0; /* a clean error is the expected outcome for most inputs */
 	for (i = 0; i < set->ninsts && i < 64; i++) {
 		size_t found;
 
-		if (spec_find(set, set->insts[i].name, &found) || found != i)
+		if (jitk__spec_find(set, set->insts[i].name, &found) || found != i)
 			abort(); /* every instance must be found by its own name */
 		for (a = 0; a < sizeof(archs) / sizeof(archs[0]); a++) {
 			jitk_variant v;
@@ -52,6 +52,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)jitk__specialize(&v, set, i, arch);
 		}
 	}
-	spec_set_free(set);
+	jitk__spec_set_free(set);
 	return 0;
 }

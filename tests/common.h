@@ -9,7 +9,6 @@
 
 #include <cmocka.h>
 
-#include "device.h"
 #include "jitk.h"
 
 /* The repository root (tests run from it; $JITK_TEST_ROOT overrides). */
@@ -53,39 +52,5 @@ int t_teardown(void **state);
 /* Build NAME for ARCH with compiler c (a jitk_compiler *): the status, and
  * the origin when it succeeds; a successful image must be a cubin. */
 int t_build(void *c, const char *name, const char *arch, int *origin);
-
-/* ------------------------------------------------------------ fake device */
-
-#define FAKE_MAX_LAUNCHES 64
-
-typedef struct {
-	unsigned grid[3], block[3], smem;
-	void *kernel;
-	void *stream;
-	uint64_t values[32]; /* first 8 bytes of each parameter */
-	size_t nparams;
-	int programmatic;
-} fake_launch;
-
-typedef struct {
-	int cc;
-	int sm_count;
-	int open_fails;          /* CUresult open returns */
-	int capturing;           /* is_capturing answers this */
-	int reject_loads;        /* this many loads fail with INVALID_IMAGE */
-	int loads, unloads, kernels_got, mode_switches;
-	float scale_value;       /* what read() returns for input scales */
-	fake_launch launches[FAKE_MAX_LAUNCHES];
-	int nlaunches;
-	int closed;
-} fake_device;
-
-extern const jitk_device_ops fake_ops;
-/* A runtime over fake (which must outlive it). */
-/* The same with the caller's options (specs, cache and log are set here). */
-int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs,
-			const char *cache, jitk_runtime_options *o);
-int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
-		   const char *cache, jitk_capture_policy capture);
 
 #endif

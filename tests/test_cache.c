@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "compile.h"
+#include "build/compile.h"
 
 #define SYM "static_quant_fp8"
 
@@ -27,7 +27,7 @@ static char *entry_of(jitk_compiler *c, const char *cache)
 	char *p;
 
 	jitk__arch_parse(&a, "sm_90");
-	assert_int_equal(spec_find(c->specs, SYM, &inst), 0);
+	assert_int_equal(jitk__spec_find(c->specs, SYM, &inst), 0);
 	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
 	jitk__tu_free(&tu);
 	jitk__hex(hex, key, JITK_HASH_SIZE);
@@ -170,7 +170,7 @@ static void test_wrong_entry_under_right_name(void **state)
 
 	assert_int_equal(t_build(c, SYM, "sm_100", &origin), 0);
 	jitk__arch_parse(&a, "sm_100");
-	spec_find(c->specs, SYM, &inst);
+	jitk__spec_find(c->specs, SYM, &inst);
 	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
 	jitk__tu_free(&tu);
 	jitk__hex(hex, key, JITK_HASH_SIZE);
@@ -530,7 +530,7 @@ static void test_threads_compile_once(void **state)
 	size_t inst;
 	int i, compiled = 0;
 
-	assert_int_equal(spec_find(c->specs, SYM, &inst), 0);
+	assert_int_equal(jitk__spec_find(c->specs, SYM, &inst), 0);
 	for (i = 0; i < 8; i++) {
 		args[i].c = c;
 		args[i].inst = inst;

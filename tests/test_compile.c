@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "compile.h"
+#include "build/compile.h"
 
 static char *repo_specs(void)
 {
@@ -20,7 +20,7 @@ static void prepare(jitk_compiler *c, const char *name, const char *arch,
 	int rc;
 
 	assert_int_equal(jitk__arch_parse(&a, arch), 0);
-	assert_int_equal(spec_find(c->specs, name, &inst), 0);
+	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
 	rc = jitk__prepare(tu, key, v, c, inst, a);
 	if (rc)
 		fprintf(stderr, "%s\n", jitk_error_last()->message);
@@ -213,7 +213,7 @@ static void test_vector_loads(void **state)
 		jitk_arch arch;
 		size_t inst;
 
-		assert_int_equal(spec_find(c->specs, names[i], &inst), 0);
+		assert_int_equal(jitk__spec_find(c->specs, names[i], &inst), 0);
 		jitk__arch_parse(&arch, "compute_90");
 		if (jitk__build(&b, c, inst, arch, 0) == 0) {
 			assert_true(b.entry.is_ptx);
@@ -259,7 +259,7 @@ static void test_compile_errors(void **state)
 	free(text);
 	c = t_compiler(specs, NULL, NULL, NULL);
 	jitk__arch_parse(&arch, "sm_90");
-	assert_int_equal(spec_find(c->specs, "static_quant_fp8", &inst), 0);
+	assert_int_equal(jitk__spec_find(c->specs, "static_quant_fp8", &inst), 0);
 	assert_int_equal(jitk__build(&b, c, inst, arch, 0), JITK_ECOMPILE);
 	assert_true(!strncmp(jitk_error_last()->message,
 			     "compiling static_quant_fp8 () for sm_90 failed: ", 48));
@@ -271,7 +271,7 @@ static void test_compile_errors(void **state)
 	t_copy_tree(dir, "{ name: n, type: i64 }", "{ name: n, type: i32 }");
 	(void)spec;
 	c = t_compiler(specs, NULL, NULL, NULL);
-	assert_int_equal(spec_find(c->specs, "static_quant_fp8", &inst), 0);
+	assert_int_equal(jitk__spec_find(c->specs, "static_quant_fp8", &inst), 0);
 	assert_int_equal(jitk__build(&b, c, inst, arch, 0), JITK_ECOMPILE);
 	assert_non_null(strstr(jitk_error_last()->detail,
 			       "do not match the args list of spec family static_quant_fp8"));

@@ -23,7 +23,8 @@
 #include <nvrtc.h>
 
 #include "common.h"
-#include "internal.h"
+#include "gpu/device.h"
+#include "base/internal.h"
 
 static const jitk_cuda *cu;
 static const char *why_no_gpu = "";

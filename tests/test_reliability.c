@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "compile.h"
+#include "build/compile.h"
 
 #define SYM "static_quant_fp8"
 

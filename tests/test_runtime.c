@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "common.h"
-#include "runtime.h"
+#include "fake_device.h"
+#include "gpu/runtime.h"
 
 /* Norm family argument order in specs/norm_scale_shift.yaml. */
 enum { P_Y, P_Q, P_ROUT, P_X, P_RES, P_GATE, P_SCALE, P_SHIFT, P_ISCALE, P_ROWS, P_EPS };

@@ -6,15 +6,15 @@
 #include <string.h>
 
 #include "common.h"
-#include "expr.h"
-#include "internal.h"
-#include "spec.h"
+#include "spec/expr.h"
+#include "base/internal.h"
+#include "spec/spec.h"
 
 static int load_one(const char *path, spec_set **out)
 {
 	const char *files[1] = { path };
 
-	return spec_set_load_files(out, files, 1);
+	return jitk__spec_set_load_files(out, files, 1);
 }
 
 /* The corpus: tests/specs/bad/NAME.yaml starts with "# expect: MSG";
@@ -120,21 +120,21 @@ static void test_hostile_inputs(void **state)
 
 	(void)state;
 	/* A 200 KB nesting bomb stops at the depth limit, not in libyaml. */
-	jbuf_init(&b);
-	jbuf_puts(&b, "family: ");
+	jitk__jbuf_init(&b);
+	jitk__jbuf_puts(&b, "family: ");
 	for (i = 0; i < 100000; i++)
-		jbuf_puts(&b, "[");
+		jitk__jbuf_puts(&b, "[");
 	for (i = 0; i < 100000; i++)
-		jbuf_puts(&b, "]");
+		jitk__jbuf_puts(&b, "]");
 	expect_error(dir, "nest.yaml", b.data, b.len, 1, 24, "nesting deeper than 16 levels");
-	jbuf_free(&b);
+	jitk__jbuf_free(&b);
 
 	/* Mappings nest the same way. */
-	jbuf_init(&b);
+	jitk__jbuf_init(&b);
 	for (i = 0; i < 40; i++)
-		jbuf_printf(&b, "%*sk%zu:\n", (int)(2 * i), "", i);
+		jitk__jbuf_printf(&b, "%*sk%zu:\n", (int)(2 * i), "", i);
 	expect_error(dir, "nest_map.yaml", b.data, b.len, 17, 33, "nesting deeper than 16 levels");
-	jbuf_free(&b);
+	jitk__jbuf_free(&b);
 
 	/* An alias bomb ("billion laughs") dies at its first anchor. */
 	{
@@ -161,16 +161,16 @@ static void test_hostile_inputs(void **state)
 		free(s);
 	}
 	/* A million keys: over the size limit; 5000 keys: over the key limit. */
-	jbuf_init(&b);
+	jitk__jbuf_init(&b);
 	for (i = 0; i < 5000; i++)
-		jbuf_printf(&b, "k%zu: 1\n", i);
+		jitk__jbuf_printf(&b, "k%zu: 1\n", i);
 	expect_error(dir, "keys.yaml", b.data, b.len, 4097, 1, "more than 4096 keys in one mapping");
-	jbuf_free(&b);
-	jbuf_init(&b);
+	jitk__jbuf_free(&b);
+	jitk__jbuf_init(&b);
 	for (i = 0; i < 1000000; i++)
-		jbuf_printf(&b, "k%zu: 1\n", i);
+		jitk__jbuf_printf(&b, "k%zu: 1\n", i);
 	expect_error(dir, "million.yaml", b.data, b.len, 1, 1, "file is larger than");
-	jbuf_free(&b);
+	jitk__jbuf_free(&b);
 
 	/* NUL bytes, invalid UTF-8, UTF-16. */
 	expect_error(dir, "nul.yaml", "family: t\0x\n", 12, 1, 10,
@@ -197,22 +197,22 @@ static void test_hostile_inputs(void **state)
 		spec_set *set = NULL;
 		jbuf c;
 
-		jbuf_init(&b);
-		jbuf_puts(&b, "\xef\xbb\xbf");
-		jbuf_puts(&b, abs);
+		jitk__jbuf_init(&b);
+		jitk__jbuf_puts(&b, "\xef\xbb\xbf");
+		jitk__jbuf_puts(&b, abs);
 		t_write(p, b.data, b.len);
 		assert_int_equal(load_one(p, &set), 0);
-		spec_set_free(set);
-		jbuf_free(&b);
-		jbuf_init(&c);
+		jitk__spec_set_free(set);
+		jitk__jbuf_free(&b);
+		jitk__jbuf_init(&c);
 		for (i = 0; abs[i]; i++)
-			jbuf_puts(&c, abs[i] == '\n' ? "\r\n" : (char[]){ abs[i], 0 });
+			jitk__jbuf_puts(&c, abs[i] == '\n' ? "\r\n" : (char[]){ abs[i], 0 });
 		t_write(crlf, c.data, c.len);
 		set = NULL;
 		assert_int_equal(load_one(crlf, &set), 0);
 		assert_int_equal(set->ninsts, 1);
-		spec_set_free(set);
-		jbuf_free(&c);
+		jitk__spec_set_free(set);
+		jitk__jbuf_free(&c);
 		free(p);
 		free(crlf);
 	}
@@ -238,7 +238,7 @@ static void test_duplicate_symbol(void **state)
 	assert_non_null(p);
 	p[8] = 'u';
 	t_write(b, other, strlen(other));
-	assert_int_equal(spec_set_load_files(&set, files, 2), JITK_ESPEC);
+	assert_int_equal(jitk__spec_set_load_files(&set, files, 2), JITK_ESPEC);
 	want = jitk__asprintf("%s:21:3: error: symbol 's' is already defined at %s:21:3 (at symbols)", b, a);
 	assert_string_equal(jitk_error_last()->message, want);
 	free(want);
@@ -259,27 +259,27 @@ static void test_repo_specs(void **state)
 	size_t id, id2;
 
 	(void)state;
-	assert_int_equal(spec_set_load_dirs(&set, dirs, 1), 0);
+	assert_int_equal(jitk__spec_set_load_dirs(&set, dirs, 1), 0);
 	assert_int_equal(set->nfams, 2);
 	assert_int_equal(set->ninsts, 19);
 	/* The bare name is the first listed value; brackets name the rest. */
-	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8", &id), 0);
-	assert_int_equal(set->insts[id].vals[spec_param_index(set->insts[id].sym->fam, "hidden")], 3072);
-	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8[hidden=1536]", &id), 0);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8", &id), 0);
+	assert_int_equal(set->insts[id].vals[jitk__spec_param_index(set->insts[id].sym->fam, "hidden")], 3072);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden=1536]", &id), 0);
 	assert_string_equal(set->insts[id].name, "fused_norm_scale_shift_fp8[hidden=1536]");
-	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8[hidden=3072]", &id2), 0);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden=3072]", &id2), 0);
 	assert_string_equal(set->insts[id2].name, "fused_norm_scale_shift_fp8");
-	assert_int_equal(spec_find(set, "fused_norm_scale_shift_fp8[hidden=4096]", &id), JITK_ENOENT);
-	assert_int_equal(spec_find(set, "no_such_symbol", &id), JITK_ENOENT);
-	assert_int_equal(spec_find_param(set, "fused_norm_scale_shift", "hidden", 5120, &id), 0);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden=4096]", &id), JITK_ENOENT);
+	assert_int_equal(jitk__spec_find(set, "no_such_symbol", &id), JITK_ENOENT);
+	assert_int_equal(jitk__spec_find_param(set, "fused_norm_scale_shift", "hidden", 5120, &id), 0);
 	assert_string_equal(set->insts[id].name, "fused_norm_scale_shift[hidden=5120]");
 	/* Fallbacks resolve to the instance with the same hidden size. */
-	assert_int_equal(spec_find(set, "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", &id), 0);
+	assert_int_equal(jitk__spec_find(set, "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", &id), 0);
 	assert_int_equal(set->insts[id].nfallback, 2);
 	assert_string_equal(set->insts[set->insts[id].fallback[0]].name,
 			    "fused_scale_residual_norm_scale_shift[hidden=5120]");
 	assert_string_equal(set->insts[set->insts[id].fallback[1]].name, "static_quant_fp8");
-	spec_set_free(set);
+	jitk__spec_set_free(set);
 	free(dir);
 }
 
@@ -291,13 +291,13 @@ static int64_t eval_str(const char *s, int *failed)
 	int64_t v = 0;
 
 	*failed = 0;
-	if (expr_parse(&e, s, err, sizeof(err), &pos)) {
+	if (jitk__expr_parse(&e, s, err, sizeof(err), &pos)) {
 		*failed = 1;
 		return pos;
 	}
-	if (expr_eval(e, NULL, NULL, &v, err, sizeof(err)))
+	if (jitk__expr_eval(e, NULL, NULL, &v, err, sizeof(err)))
 		*failed = 2;
-	expr_free(e);
+	jitk__expr_free(e);
 	return v;
 }
 

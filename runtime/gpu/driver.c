@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
-#include "internal.h"
+#include "gpu/device.h"
+#include "base/internal.h"
 
 static jitk_cuda cuda;
 static const jitk_cuda *cuda_ok;

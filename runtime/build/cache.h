@@ -6,7 +6,7 @@
 
 #include <stdatomic.h>
 
-#include "internal.h"
+#include "base/internal.h"
 
 #define JITK_CACHE_FORMAT 1
 #define JITK_CACHE_SUBDIR "v1"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime.h"
+#include "gpu/runtime.h"
 
 enum { A_Y, A_Q, A_ROUT, A_X, A_RES, A_GATE, A_SCALE, A_SHIFT, A_ISCALE,
        A_ROWS, A_EPS };
@@ -51,7 +51,7 @@ void jitk__typed_init(jitk_runtime *rt)
 
 			if (strcmp(in->sym->name, typed_names[t]))
 				continue;
-			p = spec_param_index(in->sym->fam, "hidden");
+			p = jitk__spec_param_index(in->sym->fam, "hidden");
 			ty->hidden[ty->n] = p >= 0 ? in->vals[p] : 0;
 			ty->inst[ty->n++] = i;
 			if (t == TYPED_QUANT)

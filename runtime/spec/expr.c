@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expr.h"
+#include "spec/expr.h"
 
 #define EXPR_MAX_DEPTH 32
 
@@ -74,14 +74,14 @@ static expr *node(parser *p, enum op op, size_t pos, expr *a, expr *b)
 	expr *e;
 
 	if (p->failed) {
-		expr_free(a);
-		expr_free(b);
+		jitk__expr_free(a);
+		jitk__expr_free(b);
 		return NULL;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {
-		expr_free(a);
-		expr_free(b);
+		jitk__expr_free(a);
+		jitk__expr_free(b);
 		return fail(p, pos, "out of memory");
 	}
 	e->op = op;
@@ -139,13 +139,13 @@ static expr *parse_primary(parser *p)
 				return fail(p, start, "unknown function (known: min, max, cdiv)");
 			a = parse_or(p);
 			if (!accept(p, ",")) {
-				expr_free(a);
+				jitk__expr_free(a);
 				return fail(p, p->i, "expected ','");
 			}
 			b = parse_or(p);
 			if (!accept(p, ")")) {
-				expr_free(a);
-				expr_free(b);
+				jitk__expr_free(a);
+				jitk__expr_free(b);
 				return fail(p, p->i, "expected ')'");
 			}
 			return node(p, fns[k].op, start, a, b);
@@ -155,7 +155,7 @@ static expr *parse_primary(parser *p)
 			return NULL;
 		e->name = malloc(n + 1);
 		if (!e->name) {
-			expr_free(e);
+			jitk__expr_free(e);
 			return fail(p, start, "out of memory");
 		}
 		memcpy(e->name, p->s + start, n);
@@ -166,7 +166,7 @@ static expr *parse_primary(parser *p)
 		expr *e = parse_or(p);
 
 		if (!accept(p, ")")) {
-			expr_free(e);
+			jitk__expr_free(e);
 			return fail(p, p->i, "expected ')'");
 		}
 		return e;
@@ -265,7 +265,7 @@ static expr *parse_or(parser *p)
 	return e;
 }
 
-int expr_parse(expr **out, const char *text, char *err, size_t err_size,
+int jitk__expr_parse(expr **out, const char *text, char *err, size_t err_size,
 	       int *err_pos)
 {
 	parser p = { text, 0, 0, err, err_size, 0, 0 };
@@ -273,11 +273,11 @@ int expr_parse(expr **out, const char *text, char *err, size_t err_size,
 
 	skip_space(&p);
 	if (!p.failed && text[p.i]) {
-		expr_free(e);
+		jitk__expr_free(e);
 		e = fail(&p, p.i, "unexpected characters after the expression");
 	}
 	if (p.failed) {
-		expr_free(e);
+		jitk__expr_free(e);
 		*out = NULL;
 		*err_pos = p.err_pos;
 		return -1;
@@ -286,12 +286,12 @@ int expr_parse(expr **out, const char *text, char *err, size_t err_size,
 	return 0;
 }
 
-void expr_free(expr *e)
+void jitk__expr_free(expr *e)
 {
 	if (!e)
 		return;
-	expr_free(e->a);
-	expr_free(e->b);
+	jitk__expr_free(e->a);
+	jitk__expr_free(e->b);
 	free(e->name);
 	free(e);
 }
@@ -390,7 +390,7 @@ overflow:
 	return -1;
 }
 
-int expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, int64_t *out,
+int jitk__expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, int64_t *out,
 	      char *err, size_t err_size)
 {
 	evaluator ev = { lookup, ctx, NULL, err, err_size };
@@ -398,7 +398,7 @@ int expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, int64_t *out,
 	return eval(&ev, e, out);
 }
 
-int expr_eval_args(const expr *e, const int64_t *args, int64_t *out)
+int jitk__expr_eval_args(const expr *e, const int64_t *args, int64_t *out)
 {
 	char err[64];
 	evaluator ev = { NULL, NULL, args, err, sizeof(err) };
@@ -406,7 +406,7 @@ int expr_eval_args(const expr *e, const int64_t *args, int64_t *out)
 	return eval(&ev, e, out);
 }
 
-int expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ctx)
+int jitk__expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ctx)
 {
 	expr *b;
 	int64_t value = 0;
@@ -430,15 +430,15 @@ int expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ctx)
 		b->op = r ? OP_ARG : OP_NUM;
 		b->num = r ? arg : value;
 	}
-	if (expr_bind(&b->a, e->a, resolve, ctx) || expr_bind(&b->b, e->b, resolve, ctx)) {
-		expr_free(b);
+	if (jitk__expr_bind(&b->a, e->a, resolve, ctx) || jitk__expr_bind(&b->b, e->b, resolve, ctx)) {
+		jitk__expr_free(b);
 		return -1;
 	}
 	*out = b;
 	return 0;
 }
 
-int expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,
+int jitk__expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,
 					       int pos),
 		     void *ctx)
 {
@@ -448,6 +448,6 @@ int expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,
 		return 0;
 	if (e->op == OP_NAME)
 		return fn(ctx, e->name, e->pos);
-	rc = expr_visit_names(e->a, fn, ctx);
-	return rc ? rc : expr_visit_names(e->b, fn, ctx);
+	rc = jitk__expr_visit_names(e->a, fn, ctx);
+	return rc ? rc : jitk__expr_visit_names(e->b, fn, ctx);
 }

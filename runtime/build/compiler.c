@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compile.h"
+#include "build/compile.h"
 
 #ifndef JITK_DATADIR
 #define JITK_DATADIR "/usr/local/share/jitk"
@@ -142,7 +142,7 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 		rc = jitk__error(JITK_EINVAL, "no spec directory given");
 		goto fail;
 	}
-	if ((rc = spec_set_load_dirs(&c->specs, (const char *const *)dirs, ndirs)))
+	if ((rc = jitk__spec_set_load_dirs(&c->specs, (const char *const *)dirs, ndirs)))
 		goto fail;
 	c->templates = calloc(c->specs->nfams ? c->specs->nfams : 1, sizeof(*c->templates));
 	if (!c->templates) {
@@ -201,7 +201,7 @@ void jitk_compiler_free(jitk_compiler *c)
 		for (i = 0; i < c->specs->nfams; i++)
 			free(c->templates[i]);
 	free(c->templates);
-	spec_set_free(c->specs);
+	jitk__spec_set_free(c->specs);
 	jitk__cache_close(c->cache);
 	free(c->dump_dir);
 	free(c);
@@ -458,7 +458,7 @@ int jitk_precompile(int *out_origin, jitk_compiler *c, const char *name,
 	if (jitk__arch_parse(&a, arch))
 		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
 				   arch);
-	if ((rc = spec_find(c->specs, name, &inst)))
+	if ((rc = jitk__spec_find(c->specs, name, &inst)))
 		return rc;
 	if ((rc = jitk__build(&b, c, inst, a, 0)))
 		return rc;
@@ -478,12 +478,12 @@ static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 	size_t i;
 
 	jitk__arch_format(target, v->target);
-	jbuf_printf(out, "%starget:   %s\n%sbindings:", indent, target, indent);
+	jitk__jbuf_printf(out, "%starget:   %s\n%sbindings:", indent, target, indent);
 	for (i = f->nparams; i < v->nenv; i++)
-		jbuf_printf(out, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
-	jbuf_puts(out, "\n");
+		jitk__jbuf_printf(out, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
+	jitk__jbuf_puts(out, "\n");
 	if (!jitk__tu_make(&tu, v, "")) {
-		jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
+		jitk__jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
 		jitk__tu_free(&tu);
 	}
 }
@@ -504,14 +504,14 @@ int jitk_explain(char **out, jitk_compiler *c, const char *name,
 	if (jitk__arch_parse(&a, arch))
 		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
 				   arch);
-	if ((rc = spec_find(c->specs, name, &inst)))
+	if ((rc = jitk__spec_find(c->specs, name, &inst)))
 		return rc;
 	if ((rc = jitk__specialize(&v, c->specs, inst, a)))
 		return rc;
 	jitk__arch_format(archs, a);
-	jbuf_init(&b);
+	jitk__jbuf_init(&b);
 	if (v.available) {
-		jbuf_printf(&b, "%s on %s: runs\n", c->specs->insts[inst].name, archs);
+		jitk__jbuf_printf(&b, "%s on %s: runs\n", c->specs->insts[inst].name, archs);
 	} else {
 		const spec_instance *in = &c->specs->insts[inst];
 
@@ -523,10 +523,10 @@ int jitk_explain(char **out, jitk_compiler *c, const char *name,
 		}
 		if (!in->nfallback)
 			runs = 0;
-		jbuf_printf(&b, "%s on %s: %s\n", in->name, archs,
+		jitk__jbuf_printf(&b, "%s on %s: %s\n", in->name, archs,
 			    runs ? "falls back" : "unavailable");
 	}
-	jbuf_printf(&b, "  symbol:   %s (family %s: %s)\n", c->specs->insts[inst].name,
+	jitk__jbuf_printf(&b, "  symbol:   %s (family %s: %s)\n", c->specs->insts[inst].name,
 		    c->specs->insts[inst].sym->fam->name,
 		    jitk__variant_params(&v, params, sizeof(params)));
 	if (v.available) {
@@ -534,22 +534,22 @@ int jitk_explain(char **out, jitk_compiler *c, const char *name,
 	} else {
 		const spec_instance *in = &c->specs->insts[inst];
 
-		jbuf_printf(&b, "  reason:   %s\n", v.reason);
+		jitk__jbuf_printf(&b, "  reason:   %s\n", v.reason);
 		if (!in->nfallback)
-			jbuf_puts(&b, "  fallback: none\n");
+			jitk__jbuf_puts(&b, "  fallback: none\n");
 		for (i = 0; i < in->nfallback; i++) {
 			jitk_variant fv;
 
 			if (jitk__specialize(&fv, c->specs, in->fallback[i], a))
 				continue;
-			jbuf_printf(&b, "  fallback: %s (step %zu of %zu): %s\n",
+			jitk__jbuf_printf(&b, "  fallback: %s (step %zu of %zu): %s\n",
 				    c->specs->insts[in->fallback[i]].name, i + 1, in->nfallback,
 				    fv.available ? "runs" : fv.reason);
 			if (fv.available)
 				describe_variant(&b, c, &fv, "    ");
 		}
 	}
-	*out = jbuf_detach(&b);
+	*out = jitk__jbuf_detach(&b);
 	if (!*out)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	if (!runs)

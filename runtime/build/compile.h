@@ -5,10 +5,10 @@
 
 #include <pthread.h>
 
-#include "cache.h"
-#include "instance.h"
-#include "internal.h"
-#include "spec.h"
+#include "build/cache.h"
+#include "build/instance.h"
+#include "base/internal.h"
+#include "spec/spec.h"
 
 /* ----------------------------------------------------------------- NVRTC */
 

@@ -3,8 +3,8 @@
 #ifndef JITK_INSTANCE_H
 #define JITK_INSTANCE_H
 
-#include "internal.h"
-#include "spec.h"
+#include "base/internal.h"
+#include "spec/spec.h"
 
 #define JITK_MAX_NAMES 64
 

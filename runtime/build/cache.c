@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "build/cache.h"
 
 static const char entry_magic[8] = { 'J', 'I', 'T', 'K', 'C', 'B', 'N', '1' };
 

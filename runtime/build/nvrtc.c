@@ -5,7 +5,7 @@
 
 #include <nvrtc.h>
 
-#include "compile.h"
+#include "build/compile.h"
 
 int jitk__nvrtc_version(int *major, int *minor)
 {

@@ -29,14 +29,14 @@ typedef struct {
 	int oom;
 } jbuf;
 
-void jbuf_init(jbuf *b);
-void jbuf_free(jbuf *b);
-void jbuf_put(jbuf *b, const void *data, size_t n);
-void jbuf_puts(jbuf *b, const char *s);
-void jbuf_printf(jbuf *b, const char *fmt, ...) JITK_PRINTF(2, 3);
-void jbuf_vprintf(jbuf *b, const char *fmt, va_list ap);
+void jitk__jbuf_init(jbuf *b);
+void jitk__jbuf_free(jbuf *b);
+void jitk__jbuf_put(jbuf *b, const void *data, size_t n);
+void jitk__jbuf_puts(jbuf *b, const char *s);
+void jitk__jbuf_printf(jbuf *b, const char *fmt, ...) JITK_PRINTF(2, 3);
+void jitk__jbuf_vprintf(jbuf *b, const char *fmt, va_list ap);
 /* Hand the bytes over (caller frees); NULL when oom. Resets b. */
-char *jbuf_detach(jbuf *b);
+char *jitk__jbuf_detach(jbuf *b);
 
 char *jitk__strdup(const char *s);
 char *jitk__strndup(const char *s, size_t n);

@@ -12,11 +12,11 @@
 
 #include <openssl/evp.h>
 
-#include "internal.h"
+#include "base/internal.h"
 
 /* ------------------------------------------------------------- buffers */
 
-void jbuf_init(jbuf *b)
+void jitk__jbuf_init(jbuf *b)
 {
 	b->data = NULL;
 	b->len = 0;
@@ -24,10 +24,10 @@ void jbuf_init(jbuf *b)
 	b->oom = 0;
 }
 
-void jbuf_free(jbuf *b)
+void jitk__jbuf_free(jbuf *b)
 {
 	free(b->data);
-	jbuf_init(b);
+	jitk__jbuf_init(b);
 }
 
 static int jbuf_grow(jbuf *b, size_t extra)
@@ -57,7 +57,7 @@ static int jbuf_grow(jbuf *b, size_t extra)
 	return 0;
 }
 
-void jbuf_put(jbuf *b, const void *data, size_t n)
+void jitk__jbuf_put(jbuf *b, const void *data, size_t n)
 {
 	if (jbuf_grow(b, n))
 		return;
@@ -67,12 +67,12 @@ void jbuf_put(jbuf *b, const void *data, size_t n)
 	b->data[b->len] = '\0';
 }
 
-void jbuf_puts(jbuf *b, const char *s)
+void jitk__jbuf_puts(jbuf *b, const char *s)
 {
-	jbuf_put(b, s, strlen(s));
+	jitk__jbuf_put(b, s, strlen(s));
 }
 
-void jbuf_vprintf(jbuf *b, const char *fmt, va_list ap)
+void jitk__jbuf_vprintf(jbuf *b, const char *fmt, va_list ap)
 {
 	va_list aq;
 	int n;
@@ -86,21 +86,21 @@ void jbuf_vprintf(jbuf *b, const char *fmt, va_list ap)
 	b->len += (size_t)n;
 }
 
-void jbuf_printf(jbuf *b, const char *fmt, ...)
+void jitk__jbuf_printf(jbuf *b, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	jbuf_vprintf(b, fmt, ap);
+	jitk__jbuf_vprintf(b, fmt, ap);
 	va_end(ap);
 }
 
-char *jbuf_detach(jbuf *b)
+char *jitk__jbuf_detach(jbuf *b)
 {
 	char *p;
 
 	if (b->oom) {
-		jbuf_free(b);
+		jitk__jbuf_free(b);
 		return NULL;
 	}
 	if (!b->data) {
@@ -110,7 +110,7 @@ char *jbuf_detach(jbuf *b)
 		return p;
 	}
 	p = b->data;
-	jbuf_init(b);
+	jitk__jbuf_init(b);
 	return p;
 }
 
@@ -135,11 +135,11 @@ char *jitk__asprintf(const char *fmt, ...)
 	jbuf b;
 	va_list ap;
 
-	jbuf_init(&b);
+	jitk__jbuf_init(&b);
 	va_start(ap, fmt);
-	jbuf_vprintf(&b, fmt, ap);
+	jitk__jbuf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	return jbuf_detach(&b);
+	return jitk__jbuf_detach(&b);
 }
 
 /* -------------------------------------------------------------- status */
@@ -225,11 +225,11 @@ static int error_vset(int status, const char *detail, const char *fmt,
 
 	if (!s)
 		return status;
-	jbuf_init(&b);
-	jbuf_vprintf(&b, fmt, ap);
+	jitk__jbuf_init(&b);
+	jitk__jbuf_vprintf(&b, fmt, ap);
 	free(s->message);
 	free(s->detail);
-	s->message = jbuf_detach(&b);
+	s->message = jitk__jbuf_detach(&b);
 	s->detail = jitk__strdup(detail ? detail : "");
 	s->pub.status = status;
 	s->pub.message = s->message ? s->message : "out of memory";

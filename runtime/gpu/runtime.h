@@ -6,8 +6,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "compile.h"
-#include "device.h"
+#include "build/compile.h"
+#include "gpu/device.h"
 
 #define JITK_MAX_ARGS 32
 #define JITK_MAX_CHECKS 8

@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef JITK_COMPILE_HALF
+#error "the compile half (base/, spec/, build/) must not include a CUDA driver header"
+#endif
 #include <cuda.h>
 #include <cudaTypedefs.h>
 

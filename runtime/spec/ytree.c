@@ -12,7 +12,7 @@
 
 #include <yaml.h>
 
-#include "ytree.h"
+#include "spec/ytree.h"
 
 typedef struct {
 	char *msg;
@@ -54,13 +54,13 @@ static void node_free(ynode *n)
 	free(n);
 }
 
-void ytree_free(ytree *t)
+void jitk__ytree_free(ytree *t)
 {
 	node_free(t->root);
 	t->root = NULL;
 }
 
-ynode *ymap_get(const ynode *m, const char *key)
+ynode *jitk__ymap_get(const ynode *m, const char *key)
 {
 	size_t i;
 
@@ -306,7 +306,7 @@ static int check_decorations(builder *b, const yaml_event_t *ev)
 	return 0;
 }
 
-int ytree_parse(ytree *out, const char *text, size_t len, char *msg,
+int jitk__ytree_parse(ytree *out, const char *text, size_t len, char *msg,
 		size_t msg_size, int *line, int *col)
 {
 	yaml_parser_t p;

@@ -35,13 +35,13 @@ typedef struct {
 /* Parse text (len bytes, UTF-8) into *out. On error returns -1 and writes
  * a one-line message ("message") and the 1-based position into the out
  * parameters; the tree is then empty. */
-int ytree_parse(ytree *out, const char *text, size_t len, char *msg,
+int jitk__ytree_parse(ytree *out, const char *text, size_t len, char *msg,
 		size_t msg_size, int *line, int *col);
-void ytree_free(ytree *t);
+void jitk__ytree_free(ytree *t);
 
 /* Mapping helpers. */
 static inline ynode *ymap_key(const ynode *m, size_t i) { return m->kids[2 * i]; }
 static inline ynode *ymap_val(const ynode *m, size_t i) { return m->kids[2 * i + 1]; }
-ynode *ymap_get(const ynode *m, const char *key);
+ynode *jitk__ymap_get(const ynode *m, const char *key);
 
 #endif

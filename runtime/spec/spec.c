@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
-#include "spec.h"
-#include "ytree.h"
+#include "base/internal.h"
+#include "spec/spec.h"
+#include "spec/ytree.h"
 
 #define SPEC_MAX_FILES 256
 
@@ -55,14 +55,14 @@ static void excerpt(jbuf *b, const ytree *t, int line, int col)
 		eol++;
 	if (eol - p > 200)
 		eol = p + 200;
-	jbuf_printf(b, "%5d | ", line);
+	jitk__jbuf_printf(b, "%5d | ", line);
 	for (; p < eol; p++)
-		jbuf_put(b, isprint((unsigned char)*p) || *p == '\t' ||
+		jitk__jbuf_put(b, isprint((unsigned char)*p) || *p == '\t' ||
 				    (unsigned char)*p >= 0x80 ? p : "?", 1);
-	jbuf_puts(b, "\n      | ");
+	jitk__jbuf_puts(b, "\n      | ");
 	for (i = 1; i < col && i < 200; i++)
-		jbuf_puts(b, " ");
-	jbuf_puts(b, "^\n");
+		jitk__jbuf_puts(b, " ");
+	jitk__jbuf_puts(b, "^\n");
 }
 
 static int err_at(const sctx *c, int line, int col, const char *path,
@@ -75,10 +75,10 @@ static int err_at(const sctx *c, int line, int col, const char *path,
 	va_list ap;
 	int rc;
 
-	jbuf_init(&msg);
-	jbuf_init(&detail);
+	jitk__jbuf_init(&msg);
+	jitk__jbuf_init(&detail);
 	va_start(ap, fmt);
-	jbuf_vprintf(&msg, fmt, ap);
+	jitk__jbuf_vprintf(&msg, fmt, ap);
 	va_end(ap);
 	if (c->t && c->t->text)
 		excerpt(&detail, c->t, line, col);
@@ -89,8 +89,8 @@ static int err_at(const sctx *c, int line, int col, const char *path,
 	else
 		rc = jitk__error_detail(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s",
 					c->file, line, col, msg.data ? msg.data : "");
-	jbuf_free(&msg);
-	jbuf_free(&detail);
+	jitk__jbuf_free(&msg);
+	jitk__jbuf_free(&detail);
 	return rc;
 }
 
@@ -170,7 +170,7 @@ static int check_keys(const sctx *c, const ynode *map, const char *path,
 		return ERR(c, key, path, "unknown key '%s'", key->str);
 	}
 	for (k = 0; required && required[k]; k++)
-		if (!ymap_get(map, required[k]))
+		if (!jitk__ymap_get(map, required[k]))
 			return ERR(c, map, path, "missing required key '%s'", required[k]);
 	return 0;
 }
@@ -325,12 +325,12 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 		{
 			jbuf list;
 
-			jbuf_init(&list);
+			jitk__jbuf_init(&list);
 			for (i = 0; i < p->nvalues; i++)
-				jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
+				jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
 			rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
 				 n->str, p->name, list.data ? list.data : "");
-			jbuf_free(&list);
+			jitk__jbuf_free(&list);
 			return rc;
 		}
 	case PT_INT:
@@ -390,7 +390,7 @@ static int parse_cond(const sctx *c, const spec_family *f, const ynode *n,
 		const ynode *k = ymap_key(n, i), *v = ymap_val(n, i), *one = NULL;
 		const ynode *const *items;
 		spec_term *t = &out->terms[out->n];
-		int p = spec_param_index(f, k->str);
+		int p = jitk__spec_param_index(f, k->str);
 		size_t count;
 
 		if (p < 0)
@@ -426,9 +426,9 @@ static int parse_arch_range(const sctx *c, const ynode *n, const char *path,
 	if (!n->n)
 		return ERR(c, n, path, "an architecture range needs min or max");
 	out->min = out->max = 0;
-	if ((v = ymap_get(n, "min")) && (rc = get_arch(c, v, path, &out->min)))
+	if ((v = jitk__ymap_get(n, "min")) && (rc = get_arch(c, v, path, &out->min)))
 		return rc;
-	if ((v = ymap_get(n, "max")) && (rc = get_arch(c, v, path, &out->max)))
+	if ((v = jitk__ymap_get(n, "max")) && (rc = get_arch(c, v, path, &out->max)))
 		return rc;
 	if (out->min && out->max && out->min > out->max)
 		return ERR(c, n, path, "min is above max");
@@ -460,11 +460,11 @@ static int parse_gates(const sctx *c, const spec_family *f, const ynode *n,
 			return rc;
 		++*count;
 		gate->loc = loc_of(c, g);
-		if ((v = ymap_get(g, "when")) && (rc = parse_cond(c, f, v, path, &gate->when)))
+		if ((v = jitk__ymap_get(g, "when")) && (rc = parse_cond(c, f, v, path, &gate->when)))
 			return rc;
-		if ((rc = parse_arch_range(c, ymap_get(g, "arch"), path, &gate->arch)))
+		if ((rc = parse_arch_range(c, jitk__ymap_get(g, "arch"), path, &gate->arch)))
 			return rc;
-		if ((rc = get_string(c, ymap_get(g, "reason"), path, &gate->reason)))
+		if ((rc = get_string(c, jitk__ymap_get(g, "reason"), path, &gate->reason)))
 			return rc;
 	}
 	return 0;
@@ -506,7 +506,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 		p->min = INT64_MIN;
 		p->max = INT64_MAX;
 		f->nparams++;
-		t = ymap_get(d, "type");
+		t = jitk__ymap_get(d, "type");
 		if (want_kind(c, t, path, YN_SCALAR, "int, bool or enum")) {
 			rc = JITK_ESPEC;
 			goto next;
@@ -523,25 +523,25 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			goto next;
 		}
 		if (p->type != PT_INT) {
-			const char *bad = ymap_get(d, "min") ? "min" :
-					  ymap_get(d, "max") ? "max" :
-					  ymap_get(d, "multiple_of") ? "multiple_of" : NULL;
+			const char *bad = jitk__ymap_get(d, "min") ? "min" :
+					  jitk__ymap_get(d, "max") ? "max" :
+					  jitk__ymap_get(d, "multiple_of") ? "multiple_of" : NULL;
 
 			if (bad) {
-				rc = ERR(c, ymap_get(d, bad), path, "'%s' applies to int parameters only", bad);
+				rc = ERR(c, jitk__ymap_get(d, bad), path, "'%s' applies to int parameters only", bad);
 				goto next;
 			}
 		}
-		if (p->type == PT_BOOL && (v = ymap_get(d, "values"))) {
+		if (p->type == PT_BOOL && (v = jitk__ymap_get(d, "values"))) {
 			rc = ERR(c, v, path, "bool parameters take no values list");
 			goto next;
 		}
-		if (p->type != PT_ENUM && (v = ymap_get(d, "cpp"))) {
+		if (p->type != PT_ENUM && (v = jitk__ymap_get(d, "cpp"))) {
 			rc = ERR(c, v, path, "'cpp' applies to enum parameters only");
 			goto next;
 		}
 		if (p->type == PT_ENUM) {
-			if (!(v = ymap_get(d, "values"))) {
+			if (!(v = jitk__ymap_get(d, "values"))) {
 				rc = ERR(c, d, path, "missing required key 'values'");
 				goto next;
 			}
@@ -569,7 +569,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 						goto next;
 					}
 			}
-			if (!(v = ymap_get(d, "cpp"))) {
+			if (!(v = jitk__ymap_get(d, "cpp"))) {
 				rc = ERR(c, d, path, "missing required key 'cpp' (the C++ enum type)");
 				goto next;
 			}
@@ -581,15 +581,15 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			}
 		}
 		if (p->type == PT_INT) {
-			if ((v = ymap_get(d, "min")) && (rc = get_int(c, v, path, &p->min)))
+			if ((v = jitk__ymap_get(d, "min")) && (rc = get_int(c, v, path, &p->min)))
 				goto next;
-			if ((v = ymap_get(d, "max")) && (rc = get_int(c, v, path, &p->max)))
+			if ((v = jitk__ymap_get(d, "max")) && (rc = get_int(c, v, path, &p->max)))
 				goto next;
 			if (p->min > p->max) {
 				rc = ERR(c, d, path, "min is above max");
 				goto next;
 			}
-			if ((v = ymap_get(d, "multiple_of"))) {
+			if ((v = jitk__ymap_get(d, "multiple_of"))) {
 				if ((rc = get_int(c, v, path, &p->multiple_of)))
 					goto next;
 				if (p->multiple_of < 1) {
@@ -597,7 +597,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 					goto next;
 				}
 			}
-			if ((v = ymap_get(d, "values"))) {
+			if ((v = jitk__ymap_get(d, "values"))) {
 				if (want_kind(c, v, path, YN_SEQ, "a list of integers")) {
 					rc = JITK_ESPEC;
 					goto next;
@@ -629,7 +629,7 @@ static int name_defined(const spec_family *f, const char *name, size_t nderived)
 {
 	size_t i;
 
-	if (spec_param_index(f, name) >= 0)
+	if (jitk__spec_param_index(f, name) >= 0)
 		return 1;
 	for (i = 0; i < f->ntuning_keys; i++)
 		if (!strcmp(f->tuning_keys[i], name))
@@ -705,7 +705,7 @@ static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
 			}
 			if (!is_ident(k->str))
 				return ERR(c, k, "tuning", "'%s' is not a name", k->str);
-			if (spec_param_index(f, k->str) >= 0)
+			if (jitk__spec_param_index(f, k->str) >= 0)
 				return ERR(c, k, "tuning",
 					   "'%s' is a parameter; tuning cannot set it", k->str);
 			kv = &t->kv[t->n];
@@ -780,13 +780,13 @@ static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
 	out->text = jitk__strdup(n->str);
 	if (!out->text)
 		return jitk__error(JITK_ENOMEM, "out of memory");
-	if (expr_parse(&out->e, n->str, msg, sizeof(msg), &pos)) {
+	if (jitk__expr_parse(&out->e, n->str, msg, sizeof(msg), &pos)) {
 		/* A plain scalar on one line: point at the character. */
 		int col = n->col + (n->plain && !strchr(n->str, '\n') ? pos : 0);
 
 		return err_at(c, n->line, col, path, "bad expression '%s': %s", n->str, msg);
 	}
-	return expr_visit_names(out->e, check_name, &nc);
+	return jitk__expr_visit_names(out->e, check_name, &nc);
 }
 
 static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
@@ -839,10 +839,10 @@ static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
 		if ((rc = check_keys(c, e, path, keys, keys)))
 			return rc;
 		++*count;
-		if ((rc = parse_expr(c, f, ymap_get(e, "check"), path, f->nderived,
+		if ((rc = parse_expr(c, f, jitk__ymap_get(e, "check"), path, f->nderived,
 				     allow_args, x)))
 			return rc;
-		if ((rc = get_string(c, ymap_get(e, "message"), path, &x->message)))
+		if ((rc = get_string(c, jitk__ymap_get(e, "message"), path, &x->message)))
 			return rc;
 	}
 	return 0;
@@ -909,13 +909,13 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 			return rc;
 		f->nargs++;
 		a->loc = loc_of(c, e);
-		if ((rc = get_ident(c, ymap_get(e, "name"), "args.name", &a->name)))
+		if ((rc = get_ident(c, jitk__ymap_get(e, "name"), "args.name", &a->name)))
 			return rc;
 		for (j = 0; j < i; j++)
 			if (!strcmp(f->args[j].name, a->name))
-				return ERR(c, ymap_get(e, "name"), "args",
+				return ERR(c, jitk__ymap_get(e, "name"), "args",
 					   "argument '%s' listed twice", a->name);
-		t = ymap_get(e, "type");
+		t = jitk__ymap_get(e, "type");
 		if (want_kind(c, t, "args.type", YN_SCALAR, "a type like 'const bf16*'"))
 			return JITK_ESPEC;
 		s = t->str;
@@ -952,7 +952,7 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 			     : jitk__strdup(elem_types[j].cpp);
 		if (!a->elem || !a->cpp)
 			return jitk__error(JITK_ENOMEM, "out of memory");
-		if ((v = ymap_get(e, "align"))) {
+		if ((v = jitk__ymap_get(e, "align"))) {
 			int64_t al;
 
 			if (!ptr)
@@ -976,16 +976,16 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 			a->align.text = jitk__strdup(num);
 			a->align.loc = a->loc;
 			if (!a->align.text ||
-			    expr_parse(&a->align.e, num, num, sizeof(num), &pos))
+			    jitk__expr_parse(&a->align.e, num, num, sizeof(num), &pos))
 				return jitk__error(JITK_ENOMEM, "out of memory");
 		}
-		if ((v = ymap_get(e, "nullable"))) {
+		if ((v = jitk__ymap_get(e, "nullable"))) {
 			if (!ptr)
 				return ERR(c, v, "args.nullable", "'nullable' applies to pointers only");
 			if ((rc = get_bool(c, v, "args.nullable", &a->nullable)))
 				return rc;
 		}
-		if ((v = ymap_get(e, "when")) &&
+		if ((v = jitk__ymap_get(e, "when")) &&
 		    (rc = parse_cond(c, f, v, "args.when", &a->when)))
 			return rc;
 	}
@@ -1004,19 +1004,19 @@ static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
 		return JITK_ESPEC;
 	if ((rc = check_keys(c, n, "launch", keys, req)))
 		return rc;
-	if ((rc = parse_expr(c, f, ymap_get(n, "grid"), "launch.grid",
+	if ((rc = parse_expr(c, f, jitk__ymap_get(n, "grid"), "launch.grid",
 			     f->nderived, 1, &f->grid)))
 		return rc;
-	if ((rc = parse_expr(c, f, ymap_get(n, "block"), "launch.block",
+	if ((rc = parse_expr(c, f, jitk__ymap_get(n, "block"), "launch.block",
 			     f->nderived, 0, &f->block)))
 		return rc;
-	if ((v = ymap_get(n, "shared_bytes")) &&
+	if ((v = jitk__ymap_get(n, "shared_bytes")) &&
 	    (rc = parse_expr(c, f, v, "launch.shared_bytes", f->nderived, 0, &f->smem)))
 		return rc;
-	if ((v = ymap_get(n, "checks")) &&
+	if ((v = jitk__ymap_get(n, "checks")) &&
 	    (rc = parse_checks(c, f, v, "launch.checks", 1, &f->checks, &f->nchecks)))
 		return rc;
-	if ((v = ymap_get(n, "programmatic")) &&
+	if ((v = jitk__ymap_get(n, "programmatic")) &&
 	    (rc = get_bool(c, v, "launch.programmatic", &f->programmatic)))
 		return rc;
 	return 0;
@@ -1089,7 +1089,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 	}
 	if ((rc = check_keys(c, d, path, keys, req)))
 		goto done;
-	params = ymap_get(d, "params");
+	params = jitk__ymap_get(d, "params");
 	ppath = subpath(path, "params");
 	if (!ppath) {
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
@@ -1102,14 +1102,14 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 	for (i = 0; i < params->n; i++) {
 		const ynode *pk = ymap_key(params, i);
 
-		if (spec_param_index(f, pk->str) < 0) {
+		if (jitk__spec_param_index(f, pk->str) < 0) {
 			rc = ERR(c, pk, ppath, "unknown parameter '%s' of family '%s'",
 				 pk->str, f->name);
 			goto done;
 		}
 	}
 	for (i = 0; i < f->nparams; i++) {
-		const ynode *pv = ymap_get(params, f->params[i].name), *one = NULL;
+		const ynode *pv = jitk__ymap_get(params, f->params[i].name), *one = NULL;
 		const ynode *const *items;
 		size_t count;
 
@@ -1139,10 +1139,10 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 				}
 		}
 	}
-	if ((v = ymap_get(d, "gates")) &&
+	if ((v = jitk__ymap_get(d, "gates")) &&
 	    (rc = parse_gates(c, f, v, path, 0, &s->gates, &s->ngates)))
 		goto done;
-	if ((v = ymap_get(d, "fallback"))) {
+	if ((v = jitk__ymap_get(d, "fallback"))) {
 		if (want_kind(c, v, path, YN_SEQ, "a list of symbol names")) {
 			rc = JITK_ESPEC;
 			goto done;
@@ -1160,7 +1160,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 			s->nfallback++;
 		}
 	}
-	if ((v = ymap_get(d, "description")) &&
+	if ((v = jitk__ymap_get(d, "description")) &&
 	    (rc = get_string(c, v, path, &s->description)))
 		goto done;
 	rc = 0;
@@ -1214,7 +1214,7 @@ static int parse_family(sctx *c, const ynode *root)
 	f->file = jitk__strdup(c->file);
 	if (!f->file)
 		return jitk__error(JITK_ENOMEM, "out of memory");
-	v = ymap_get(root, "family");
+	v = jitk__ymap_get(root, "family");
 	if ((rc = get_ident(c, v, "family", &f->name)))
 		return rc;
 	for (i = 0; i + 1 < set->nfams; i++)
@@ -1222,10 +1222,10 @@ static int parse_family(sctx *c, const ynode *root)
 			return ERR(c, v, "family", "family '%s' is already defined at %s:%d:%d",
 				   f->name, set->fams[i]->loc.file, set->fams[i]->loc.line,
 				   set->fams[i]->loc.col);
-	if ((v = ymap_get(root, "description")) &&
+	if ((v = jitk__ymap_get(root, "description")) &&
 	    (rc = get_string(c, v, "description", &f->description)))
 		return rc;
-	v = ymap_get(root, "template");
+	v = jitk__ymap_get(root, "template");
 	if ((rc = get_string(c, v, "template", &f->template_path)))
 		return rc;
 	if (f->template_path[0] != '/') {
@@ -1244,31 +1244,31 @@ static int parse_family(sctx *c, const ynode *root)
 			   strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return ERR(c, v, "template", "template '%s' is not a regular file", v->str);
-	v = ymap_get(root, "kernel");
+	v = jitk__ymap_get(root, "kernel");
 	if ((rc = get_string(c, v, "kernel", &f->kernel)))
 		return rc;
 	if (!is_qualified(f->kernel))
 		return ERR(c, v, "kernel", "'%s' is not a C++ name", f->kernel);
-	if ((rc = parse_params(c, f, ymap_get(root, "params"))))
+	if ((rc = parse_params(c, f, jitk__ymap_get(root, "params"))))
 		return rc;
-	if ((v = ymap_get(root, "gates")) &&
+	if ((v = jitk__ymap_get(root, "gates")) &&
 	    (rc = parse_gates(c, f, v, "gates", 1, &f->gates, &f->ngates)))
 		return rc;
-	if ((v = ymap_get(root, "tuning")) && (rc = parse_tuning(c, f, v)))
+	if ((v = jitk__ymap_get(root, "tuning")) && (rc = parse_tuning(c, f, v)))
 		return rc;
-	if ((v = ymap_get(root, "derive")) && (rc = parse_derive(c, f, v)))
+	if ((v = jitk__ymap_get(root, "derive")) && (rc = parse_derive(c, f, v)))
 		return rc;
-	if ((v = ymap_get(root, "constraints")) &&
+	if ((v = jitk__ymap_get(root, "constraints")) &&
 	    (rc = parse_checks(c, f, v, "constraints", 0, &f->constraints,
 			       &f->nconstraints)))
 		return rc;
-	if ((rc = parse_targs(c, f, ymap_get(root, "template_args"))))
+	if ((rc = parse_targs(c, f, jitk__ymap_get(root, "template_args"))))
 		return rc;
-	if ((rc = parse_args(c, f, ymap_get(root, "args"))))
+	if ((rc = parse_args(c, f, jitk__ymap_get(root, "args"))))
 		return rc;
-	if ((rc = parse_launch(c, f, ymap_get(root, "launch"))))
+	if ((rc = parse_launch(c, f, jitk__ymap_get(root, "launch"))))
 		return rc;
-	if ((v = ymap_get(root, "nvrtc_options"))) {
+	if ((v = jitk__ymap_get(root, "nvrtc_options"))) {
 		if (want_kind(c, v, "nvrtc_options", YN_SEQ, "a list of options"))
 			return JITK_ESPEC;
 		f->options = calloc(v->n ? v->n : 1, sizeof(*f->options));
@@ -1282,7 +1282,7 @@ static int parse_family(sctx *c, const ynode *root)
 				return rc;
 		}
 	}
-	syms = ymap_get(root, "symbols");
+	syms = jitk__ymap_get(root, "symbols");
 	if (want_kind(c, syms, "symbols", YN_MAP, "a mapping of symbols"))
 		return JITK_ESPEC;
 	if (!syms->n)
@@ -1312,7 +1312,7 @@ static int parse_family(sctx *c, const ynode *root)
 
 /* --------------------------------------------------------- instances */
 
-const char *spec_value_text(const spec_param *p, int64_t v, char buf[32])
+const char *jitk__spec_value_text(const spec_param *p, int64_t v, char buf[32])
 {
 	if (p->type == PT_BOOL)
 		return v ? "true" : "false";
@@ -1322,7 +1322,7 @@ const char *spec_value_text(const spec_param *p, int64_t v, char buf[32])
 	return buf;
 }
 
-int spec_param_index(const spec_family *f, const char *name)
+int jitk__spec_param_index(const spec_family *f, const char *name)
 {
 	size_t i;
 
@@ -1332,7 +1332,7 @@ int spec_param_index(const spec_family *f, const char *name)
 	return -1;
 }
 
-int spec_cond_holds(const spec_cond *c, const int64_t *vals)
+int jitk__spec_cond_holds(const spec_cond *c, const int64_t *vals)
 {
 	size_t i, j;
 
@@ -1373,8 +1373,8 @@ static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 		if (!in->vals)
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		set->ninsts++;
-		jbuf_init(&name);
-		jbuf_puts(&name, s->name);
+		jitk__jbuf_init(&name);
+		jitk__jbuf_puts(&name, s->name);
 		/* The first instance keeps the bare name; the others name the
 		 * listed parameters' values. Last parameter varies fastest. */
 		for (i = f->nparams; i-- > 0;) {
@@ -1389,14 +1389,14 @@ static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 
 				if (s->nvals[i] < 2)
 					continue;
-				jbuf_printf(&name, "%s%s=%s", first ? "[" : ",",
+				jitk__jbuf_printf(&name, "%s%s=%s", first ? "[" : ",",
 					    f->params[i].name,
-					    spec_value_text(&f->params[i], in->vals[i], buf));
+					    jitk__spec_value_text(&f->params[i], in->vals[i], buf));
 				first = 0;
 			}
-			jbuf_puts(&name, "]");
+			jitk__jbuf_puts(&name, "]");
 		}
-		in->name = jbuf_detach(&name);
+		in->name = jitk__jbuf_detach(&name);
 		if (!in->name)
 			return jitk__error(JITK_ENOMEM, "out of memory");
 	}
@@ -1439,7 +1439,7 @@ static int match_instance(const spec_set *set, const spec_instance *in,
 
 			if (target->nvals[j] < 2)
 				continue;
-			p = spec_param_index(in->sym->fam, target->fam->params[j].name);
+			p = jitk__spec_param_index(in->sym->fam, target->fam->params[j].name);
 			if (p >= 0 && in->vals[p] != cand->vals[j])
 				ok = 0;
 		}
@@ -1528,7 +1528,7 @@ static int link_instances(spec_set *set, const texts_t *tx)
 	return 0;
 }
 
-int spec_find(const spec_set *s, const char *name, size_t *out)
+int jitk__spec_find(const spec_set *s, const char *name, size_t *out)
 {
 	size_t lo = 0, hi = s->ninsts;
 	const char *br;
@@ -1576,7 +1576,7 @@ int spec_find(const spec_set *s, const char *name, size_t *out)
 					if (strlen(f->params[j].name) != (size_t)(eq - p) ||
 					    strncmp(f->params[j].name, p, (size_t)(eq - p)))
 						continue;
-					t = spec_value_text(&f->params[j], in->vals[j], buf);
+					t = jitk__spec_value_text(&f->params[j], in->vals[j], buf);
 					ok = strlen(t) == (size_t)(end - eq - 1) &&
 					     !strncmp(t, eq + 1, (size_t)(end - eq - 1));
 					break;
@@ -1594,7 +1594,7 @@ int spec_find(const spec_set *s, const char *name, size_t *out)
 	return jitk__error(JITK_ENOENT, "no symbol named '%s' (see jitk list)", name);
 }
 
-int spec_find_param(const spec_set *s, const char *symbol, const char *param,
+int jitk__spec_find_param(const spec_set *s, const char *symbol, const char *param,
 		    int64_t v, size_t *out)
 {
 	size_t i;
@@ -1605,7 +1605,7 @@ int spec_find_param(const spec_set *s, const char *symbol, const char *param,
 
 		if (strcmp(in->sym->name, symbol))
 			continue;
-		p = spec_param_index(in->sym->fam, param);
+		p = jitk__spec_param_index(in->sym->fam, param);
 		if (p >= 0 && in->vals[p] == v) {
 			*out = i;
 			return JITK_OK;
@@ -1654,14 +1654,14 @@ static int load_text(spec_set *set, const char *path, char *text, size_t len,
 	t.text = text;
 	t.text_len = len;
 	c.t = &t;
-	if (ytree_parse(&t, text, len, msg, sizeof(msg), &line, &col)) {
+	if (jitk__ytree_parse(&t, text, len, msg, sizeof(msg), &line, &col)) {
 		t.text = text;
 		t.text_len = len;
 		rc = err_at(&c, line, col, NULL, "%s", msg);
 	} else {
 		rc = parse_family(&c, t.root);
 	}
-	ytree_free(&t);
+	jitk__ytree_free(&t);
 	return rc;
 }
 
@@ -1753,14 +1753,14 @@ static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
 		rc = link_instances(set, tx);
 	texts_free(tx);
 	if (rc) {
-		spec_set_free(set);
+		jitk__spec_set_free(set);
 		return rc;
 	}
 	*out = set;
 	return 0;
 }
 
-int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
+int jitk__spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 {
 	spec_set *set = calloc(1, sizeof(*set));
 	texts_t tx = { NULL, NULL, 0 };
@@ -1775,7 +1775,7 @@ int spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 	return finish_load(out, set, &tx, rc);
 }
 
-int spec_set_load_buffer(spec_set **out, const char *name, const char *text,
+int jitk__spec_set_load_buffer(spec_set **out, const char *name, const char *text,
 			 size_t len)
 {
 	spec_set *set = calloc(1, sizeof(*set));
@@ -1802,7 +1802,7 @@ int spec_set_load_buffer(spec_set **out, const char *name, const char *text,
 	return finish_load(out, set, &tx, rc);
 }
 
-int spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n)
+int jitk__spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n)
 {
 	char **all = NULL;
 	size_t nall = 0, i, j;
@@ -1830,7 +1830,7 @@ int spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n)
 		free(names);
 	}
 	if (!rc)
-		rc = spec_set_load_files(out, (const char *const *)all, nall);
+		rc = jitk__spec_set_load_files(out, (const char *const *)all, nall);
 	for (i = 0; i < nall; i++)
 		free(all[i]);
 	free(all);
@@ -1856,7 +1856,7 @@ static void exprs_free(spec_expr *e, size_t n)
 		free(e[i].name);
 		free(e[i].text);
 		free(e[i].message);
-		expr_free(e[i].e);
+		jitk__expr_free(e[i].e);
 	}
 }
 
@@ -1950,7 +1950,7 @@ static void symbol_free(spec_symbol *s)
 	free(s);
 }
 
-void spec_set_free(spec_set *s)
+void jitk__spec_set_free(spec_set *s)
 {
 	size_t i;
 

@@ -10,21 +10,21 @@ typedef struct expr expr;
 
 /* Parse text into *out. On error returns -1, writes a message and the
  * 0-based byte offset of the problem. */
-int expr_parse(expr **out, const char *text, char *err, size_t err_size,
+int jitk__expr_parse(expr **out, const char *text, char *err, size_t err_size,
 	       int *err_pos);
-void expr_free(expr *e);
+void jitk__expr_free(expr *e);
 
 /* Name lookup: 0 and *out set when known, -1 when not. */
 typedef int (*expr_lookup_fn)(void *ctx, const char *name, int64_t *out);
 
 /* Evaluate in 64-bit signed arithmetic; overflow, division by zero and
  * unknown names are errors (-1 with a message). Comparisons give 0 or 1. */
-int expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, int64_t *out,
+int jitk__expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, int64_t *out,
 	      char *err, size_t err_size);
 
 /* Call fn for every name the expression uses (0-based offset in the text);
  * stops at and returns the first non-zero result. */
-int expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,
+int jitk__expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,
 					       int pos),
 		     void *ctx);
 
@@ -33,9 +33,9 @@ int expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,
  * expr_eval_args) and returns 1, or returns -1 (unknown name). */
 typedef int (*expr_resolve_fn)(void *ctx, const char *name, int64_t *value,
 			       int *arg);
-int expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ctx);
+int jitk__expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ctx);
 /* Evaluate a bound expression; no name lookups. -1 on overflow or
  * division by zero. */
-int expr_eval_args(const expr *e, const int64_t *args, int64_t *out);
+int jitk__expr_eval_args(const expr *e, const int64_t *args, int64_t *out);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "instance.h"
+#include "build/instance.h"
 
 static int arch_in(const spec_arch_range *r, int cc)
 {
@@ -78,7 +78,7 @@ static int check_gates(jitk_variant *v, const spec_gate *g, size_t n,
 	for (i = 0; i < n; i++) {
 		char range[64];
 
-		if (!spec_cond_holds(&g[i].when, vals) || arch_in(&g[i].arch, v->arch.cc))
+		if (!jitk__spec_cond_holds(&g[i].when, vals) || arch_in(&g[i].arch, v->arch.cc))
 			continue;
 		range_text(range, sizeof(range), &g[i].arch);
 		unavailable(v, &g[i].loc, "needs %s: %s", range, g[i].reason);
@@ -113,7 +113,7 @@ int jitk__specialize(jitk_variant *v, const spec_set *set, size_t inst,
 	for (i = 0; i < f->ntuning; i++) {
 		const spec_tuning *t = &f->tuning[i];
 
-		if (!arch_in(&t->arch, arch.cc) || !spec_cond_holds(&t->when, in->vals))
+		if (!arch_in(&t->arch, arch.cc) || !jitk__spec_cond_holds(&t->when, in->vals))
 			continue;
 		for (j = 0; j < t->n; j++)
 			if (bind(v, t->kv[j].key, t->kv[j].value))
@@ -138,7 +138,7 @@ int jitk__specialize(jitk_variant *v, const spec_set *set, size_t inst,
 		const spec_expr *d = &f->derived[i];
 		int64_t val;
 
-		if (expr_eval(d->e, jitk__variant_lookup, v, &val, err, sizeof(err))) {
+		if (jitk__expr_eval(d->e, jitk__variant_lookup, v, &val, err, sizeof(err))) {
 			unavailable(v, &d->loc, "'%s = %s' cannot be evaluated: %s", d->name,
 				    d->text, err);
 			return JITK_OK;
@@ -150,7 +150,7 @@ int jitk__specialize(jitk_variant *v, const spec_set *set, size_t inst,
 		const spec_expr *c = &f->constraints[i];
 		int64_t ok;
 
-		if (expr_eval(c->e, jitk__variant_lookup, v, &ok, err, sizeof(err))) {
+		if (jitk__expr_eval(c->e, jitk__variant_lookup, v, &ok, err, sizeof(err))) {
 			unavailable(v, &c->loc, "constraint '%s' cannot be evaluated: %s",
 				    c->text, err);
 			return JITK_OK;
@@ -177,7 +177,7 @@ const char *jitk__variant_params(const jitk_variant *v, char *buf, size_t n)
 		char tmp[32];
 		int k = snprintf(buf + used, n - used, "%s%s=%s", i ? " " : "",
 				 f->params[i].name,
-				 spec_value_text(&f->params[i], in->vals[i], tmp));
+				 jitk__spec_value_text(&f->params[i], in->vals[i], tmp));
 
 		if (k < 0)
 			break;
@@ -281,7 +281,7 @@ static int inline_file(jbuf *out, const char *path, seen_set *seen, int depth,
 	if ((rc = jitk__read_file(&text, &len, path, 1u << 20)))
 		return jitk__error(JITK_ESPEC, "template %s: %s", path,
 				   jitk_error_last()->message);
-	jbuf_printf(out, "#line 1 \"%s\"\n", base_name(path));
+	jitk__jbuf_printf(out, "#line 1 \"%s\"\n", base_name(path));
 	for (p = text, end = text + len; p < end; line++) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p)), *name;
 		size_t nlen;
@@ -302,12 +302,12 @@ static int inline_file(jbuf *out, const char *path, seen_set *seen, int depth,
 			free(inc);
 			if (rc)
 				break;
-			jbuf_printf(out, "#line %d \"%s\"\n", line + 1, base_name(path));
+			jitk__jbuf_printf(out, "#line %d \"%s\"\n", line + 1, base_name(path));
 		} else if (is_pragma_once(p, eol)) {
-			jbuf_puts(out, "\n");
+			jitk__jbuf_puts(out, "\n");
 		} else {
-			jbuf_put(out, p, (size_t)(eol - p));
-			jbuf_puts(out, "\n");
+			jitk__jbuf_put(out, p, (size_t)(eol - p));
+			jitk__jbuf_puts(out, "\n");
 		}
 		p = eol < end ? eol + 1 : end;
 	}
@@ -324,33 +324,33 @@ int jitk__inline_template(char **out, const char *path)
 
 	*out = NULL;
 	seen.n = 0;
-	jbuf_init(&b);
+	jitk__jbuf_init(&b);
 	rc = inline_file(&b, path, &seen, 0, NULL, 0);
 	for (i = 0; i < seen.n; i++)
 		free(seen.paths[i]);
 	if (rc) {
-		jbuf_free(&b);
+		jitk__jbuf_free(&b);
 		return rc;
 	}
-	*out = jbuf_detach(&b);
+	*out = jitk__jbuf_detach(&b);
 	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
 }
 
 static int render_targ(jbuf *b, const jitk_variant *v, const char *name)
 {
 	const spec_family *f = v->set->insts[v->inst].sym->fam;
-	int p = spec_param_index(f, name);
+	int p = jitk__spec_param_index(f, name);
 	int64_t val;
 
 	if (jitk__variant_lookup((void *)v, name, &val))
 		return jitk__error(JITK_ESPEC, "%s: template argument '%s' has no value",
 				   f->name, name);
 	if (p >= 0 && f->params[p].type == PT_ENUM)
-		jbuf_printf(b, "%s::%s", f->params[p].cpp, f->params[p].values[val]);
+		jitk__jbuf_printf(b, "%s::%s", f->params[p].cpp, f->params[p].values[val]);
 	else if (p >= 0 && f->params[p].type == PT_BOOL)
-		jbuf_puts(b, val ? "true" : "false");
+		jitk__jbuf_puts(b, val ? "true" : "false");
 	else
-		jbuf_printf(b, "%lld", (long long)val);
+		jitk__jbuf_printf(b, "%lld", (long long)val);
 	return 0;
 }
 
@@ -369,34 +369,34 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	int rc = 0;
 
 	memset(tu, 0, sizeof(*tu));
-	jbuf_init(&src);
-	jbuf_init(&ex);
-	jbuf_printf(&ex, "%s<", f->kernel);
+	jitk__jbuf_init(&src);
+	jitk__jbuf_init(&ex);
+	jitk__jbuf_printf(&ex, "%s<", f->kernel);
 	for (i = 0; i < f->ntargs && !rc; i++) {
 		if (i)
-			jbuf_puts(&ex, ", ");
+			jitk__jbuf_puts(&ex, ", ");
 		rc = render_targ(&ex, v, f->targs[i]);
 	}
-	jbuf_puts(&ex, ">");
+	jitk__jbuf_puts(&ex, ">");
 	if (rc)
 		goto fail;
 
 	jitk__arch_format(target, v->target);
-	jbuf_printf(&src, "// jitk translation unit: family %s (%s), target %s\n",
+	jitk__jbuf_printf(&src, "// jitk translation unit: family %s (%s), target %s\n",
 		    f->name, jitk__variant_params(v, params, sizeof(params)), target);
-	jbuf_puts(&src, "// bindings:");
+	jitk__jbuf_puts(&src, "// bindings:");
 	for (i = 0; i < v->nenv; i++)
-		jbuf_printf(&src, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
-	jbuf_puts(&src, "\n");
-	jbuf_puts(&src, template_text);
-	jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\n");
-	jbuf_printf(&src, "static_assert(jitk::same_type<decltype(&%s), void (*)(", ex.data);
+		jitk__jbuf_printf(&src, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
+	jitk__jbuf_puts(&src, "\n");
+	jitk__jbuf_puts(&src, template_text);
+	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\n");
+	jitk__jbuf_printf(&src, "static_assert(jitk::same_type<decltype(&%s), void (*)(", ex.data);
 	for (i = 0; i < f->nargs; i++)
-		jbuf_printf(&src, "%s%s", i ? ", " : "", f->args[i].cpp);
-	jbuf_printf(&src, ")>::value,\n              \"the parameters of %s do not match the args list of spec family %s\");\n",
+		jitk__jbuf_printf(&src, "%s%s", i ? ", " : "", f->args[i].cpp);
+	jitk__jbuf_printf(&src, ")>::value,\n              \"the parameters of %s do not match the args list of spec family %s\");\n",
 		    f->kernel, f->name);
-	tu->source = jbuf_detach(&src);
-	tu->name_expr = jbuf_detach(&ex);
+	tu->source = jitk__jbuf_detach(&src);
+	tu->name_expr = jitk__jbuf_detach(&ex);
 	if (!tu->source || !tu->name_expr)
 		goto oom;
 
@@ -417,8 +417,8 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 oom:
 	rc = jitk__error(JITK_ENOMEM, "out of memory");
 fail:
-	jbuf_free(&src);
-	jbuf_free(&ex);
+	jitk__jbuf_free(&src);
+	jitk__jbuf_free(&ex);
 	jitk__tu_free(tu);
 	return rc;
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "expr.h"
+#include "spec/expr.h"
 
 typedef struct {
 	const char *file; /* borrowed from the spec set */
@@ -155,24 +155,24 @@ typedef struct {
 /* Load every *.yaml of the directories (sorted by name), or the listed
  * files. JITK_ESPEC with "file:line:col: error: ..." in jitk_error_last(),
  * the offending line in its detail. */
-int spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n);
-int spec_set_load_files(spec_set **out, const char *const *files, size_t n);
+int jitk__spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n);
+int jitk__spec_set_load_files(spec_set **out, const char *const *files, size_t n);
 /* Load one spec from memory, named name (template paths relative to
  * name's directory). For the fuzzer and tests. */
-int spec_set_load_buffer(spec_set **out, const char *name, const char *text,
+int jitk__spec_set_load_buffer(spec_set **out, const char *name, const char *text,
 			 size_t len);
-void spec_set_free(spec_set *s);
+void jitk__spec_set_free(spec_set *s);
 
 /* Find an instance by canonical name, bare symbol name (its first
  * instance) or "sym[param=value,...]". JITK_ENOENT when none. */
-int spec_find(const spec_set *s, const char *name, size_t *out);
+int jitk__spec_find(const spec_set *s, const char *name, size_t *out);
 /* The instance of symbol whose parameter param has value v. */
-int spec_find_param(const spec_set *s, const char *symbol, const char *param,
+int jitk__spec_find_param(const spec_set *s, const char *symbol, const char *param,
 		    int64_t v, size_t *out);
 /* Index of a family parameter, or -1. */
-int spec_param_index(const spec_family *f, const char *name);
+int jitk__spec_param_index(const spec_family *f, const char *name);
 /* Render a parameter value as text ("layer", "true", "3072"). */
-const char *spec_value_text(const spec_param *p, int64_t v, char buf[32]);
-int spec_cond_holds(const spec_cond *c, const int64_t *vals);
+const char *jitk__spec_value_text(const spec_param *p, int64_t v, char buf[32]);
+int jitk__spec_cond_holds(const spec_cond *c, const int64_t *vals);
 
 #endif

@@ -12,7 +12,7 @@
 
 #include <nvrtc.h>
 
-#include "runtime.h"
+#include "gpu/runtime.h"
 
 /* ------------------------------------------------------------- create */
 
@@ -136,9 +136,9 @@ static void kernel_free(jitk_runtime *rt, jitk_kernel *k)
 		return;
 	if (k->lib)
 		rt->ops->unload(rt->impl, k->lib);
-	expr_free(k->grid);
+	jitk__expr_free(k->grid);
 	for (i = 0; i < k->nchecks; i++)
-		expr_free(k->checks[i]);
+		jitk__expr_free(k->checks[i]);
 	jitk__cache_entry_free(&k->entry);
 	free(k);
 }
@@ -214,19 +214,19 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 	for (i = 0; i < f->nargs; i++) {
 		const spec_arg *a = &f->args[i];
 
-		k->present[i] = (unsigned char)spec_cond_holds(&a->when, vals);
+		k->present[i] = (unsigned char)jitk__spec_cond_holds(&a->when, vals);
 		if (k->present[i])
 			k->argi[k->nargs++] = (unsigned char)i;
 		k->nullable[i] = (unsigned char)a->nullable;
 		if (a->type != AT_PTR)
 			continue;
-		if (expr_eval(a->align.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
+		if (jitk__expr_eval(a->align.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
 		    v < 1 || v > 4096 || (v & (v - 1)))
 			return jitk__error(JITK_ESPEC, "%s:%d:%d: error: alignment '%s' of argument %s is not a power of two here",
 					   a->loc.file, a->loc.line, a->loc.col, a->align.text, a->name);
 		k->align[i] = v;
 	}
-	if (expr_eval(f->block.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
+	if (jitk__expr_eval(f->block.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
 	    v < 1 || v > 1024)
 		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: block size '%s' is not 1..1024 here",
 				   f->block.loc.file, f->block.loc.line, f->block.loc.col,
@@ -234,7 +234,7 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 	k->block = (unsigned)v;
 	k->smem = 0;
 	if (f->smem.e) {
-		if (expr_eval(f->smem.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
+		if (jitk__expr_eval(f->smem.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
 		    v < 0 || v > (1 << 30))
 			return jitk__error(JITK_ESPEC, "%s:%d:%d: error: shared_bytes '%s' is out of range here",
 					   f->smem.loc.file, f->smem.loc.line, f->smem.loc.col,
@@ -243,10 +243,10 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 	}
 	/* griddepcontrol needs sm_90; the template must wait for it */
 	k->programmatic = rt->programmatic && f->programmatic && rt->arch.cc >= 90;
-	if (expr_bind(&k->grid, f->grid.e, bind_name, &bc))
+	if (jitk__expr_bind(&k->grid, f->grid.e, bind_name, &bc))
 		return jitk__error(JITK_ESPEC, "family %s: cannot bind the grid expression", f->name);
 	for (i = 0; i < f->nchecks; i++) {
-		if (expr_bind(&k->checks[i], f->checks[i].e, bind_name, &bc))
+		if (jitk__expr_bind(&k->checks[i], f->checks[i].e, bind_name, &bc))
 			return jitk__error(JITK_ESPEC, "family %s: cannot bind a launch check", f->name);
 		k->check_src[i] = &f->checks[i];
 		k->nchecks++;
@@ -414,7 +414,7 @@ int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name)
 	if (!out || !rt || !name)
 		return jitk__error(JITK_EINVAL, "jitk_kernel_get: NULL argument");
 	*out = NULL;
-	if ((rc = spec_find(rt->comp->specs, name, &inst)))
+	if ((rc = jitk__spec_find(rt->comp->specs, name, &inst)))
 		return rc;
 	return jitk__resolve(out, rt, inst, 0, NULL);
 }
@@ -437,7 +437,7 @@ int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 		return JITK_OK;
 	}
 	for (i = 0; i < n; i++) {
-		if ((rc = spec_find(rt->comp->specs, names[i], &inst)) ||
+		if ((rc = jitk__spec_find(rt->comp->specs, names[i], &inst)) ||
 		    (rc = jitk__resolve(&k, rt, inst, 0, NULL)))
 			return rc;
 	}
@@ -477,12 +477,12 @@ int jitk__launch_values(jitk_kernel *k, const uint64_t *values,
 					   (unsigned long long)values[i], (long long)k->align[i]);
 	}
 	for (i = 0; i < k->nchecks; i++) {
-		if (expr_eval_args(k->checks[i], ints, &ok) || !ok)
+		if (jitk__expr_eval_args(k->checks[i], ints, &ok) || !ok)
 			return jitk__error(JITK_EINVAL, "%s: %s (%s; nothing launched)",
 					   rt->comp->specs->insts[k->inst].name,
 					   k->check_src[i]->message, k->check_src[i]->text);
 	}
-	if (expr_eval_args(k->grid, ints, &grid))
+	if (jitk__expr_eval_args(k->grid, ints, &grid))
 		return jitk__error(JITK_EINVAL, "%s: the grid '%s' overflows for these arguments",
 				   rt->comp->specs->insts[k->inst].name, f->grid.text);
 	if (grid <= 0)
@@ -549,7 +549,7 @@ int jitk_launch(jitk_runtime *rt, const char *name, const jitk_arg *args,
 
 	if (!rt || !name)
 		return jitk__error(JITK_EINVAL, "jitk_launch: NULL argument");
-	if ((rc = spec_find(rt->comp->specs, name, &inst)) ||
+	if ((rc = jitk__spec_find(rt->comp->specs, name, &inst)) ||
 	    (rc = jitk__resolve(&k, rt, inst, 1, stream)))
 		return rc;
 	return jitk_kernel_launch(k, args, nargs, stream);
@@ -583,7 +583,7 @@ int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name)
 			add_slot(out, &rt->slots[i]);
 		return JITK_OK;
 	}
-	if ((rc = spec_find(rt->comp->specs, name, &inst)))
+	if ((rc = jitk__spec_find(rt->comp->specs, name, &inst)))
 		return rc;
 	add_slot(out, &rt->slots[inst]);
 	return JITK_OK;

@@ -1,0 +1,157 @@
+/* fake_device.c - a device for the runtime tests: architecture, capture
+#include <stdio.h>
+ * state and load failures are the test's to set (the driver half). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_device.h"
+#include "gpu/device.h"
+
+static int fake_open(void *impl, int ordinal, jitk_device_info *info)
+{
+	fake_device *f = impl;
+
+	(void)ordinal;
+	if (f->open_fails)
+		return f->open_fails;
+	info->cc = f->cc;
+	info->sm_count = f->sm_count ? f->sm_count : 132;
+	snprintf(info->name, sizeof(info->name), "fake sm_%d", f->cc);
+	return 0;
+}
+
+static int fake_load(void *impl, const void *image, int is_ptx, void **lib)
+{
+	fake_device *f = impl;
+	static const unsigned char elf[4] = { 0x7f, 'E', 'L', 'F' };
+
+	f->loads++;
+	if (f->reject_loads > 0) {
+		f->reject_loads--;
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	/* A real cubin is an ELF image; PTX is text. */
+	if (!is_ptx && memcmp(image, elf, 4))
+		return CUDA_ERROR_INVALID_IMAGE;
+	*lib = malloc(1);
+	return *lib ? 0 : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static int fake_get_kernel(void *impl, void *lib, const char *name, void **kernel)
+{
+	fake_device *f = impl;
+
+	f->kernels_got++;
+	*kernel = name[0] == '_' ? lib : NULL; /* lowered names are mangled */
+	return *kernel ? 0 : CUDA_ERROR_NOT_FOUND;
+}
+
+static void fake_unload(void *impl, void *lib)
+{
+	fake_device *f = impl;
+
+	f->unloads++;
+	free(lib);
+}
+
+static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
+			  const unsigned block[3], unsigned smem, void *stream,
+			  void **params, size_t nparams, int programmatic)
+{
+	fake_device *f = impl;
+	fake_launch *l;
+	size_t i;
+
+	if (f->nlaunches == FAKE_MAX_LAUNCHES)
+		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+	l = &f->launches[f->nlaunches++];
+	memcpy(l->grid, grid, sizeof(l->grid));
+	memcpy(l->block, block, sizeof(l->block));
+	l->smem = smem;
+	l->kernel = kernel;
+	l->stream = stream;
+	l->nparams = nparams;
+	l->programmatic = programmatic;
+	for (i = 0; i < nparams && i < 32; i++)
+		memcpy(&l->values[i], params[i], 8);
+	return 0;
+}
+
+static int fake_is_capturing(void *impl, void *stream, int *capturing)
+{
+	fake_device *f = impl;
+
+	(void)stream;
+	*capturing = f->capturing;
+	return 0;
+}
+
+static int fake_capture_mode(void *impl, int mode, int *old)
+{
+	fake_device *f = impl;
+
+	(void)mode;
+	f->mode_switches++;
+	if (old)
+		*old = 0;
+	return 0;
+}
+
+static int fake_read(void *impl, void *dst, uint64_t src, size_t n)
+{
+	fake_device *f = impl;
+
+	(void)src;
+	if (n != sizeof(float))
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(dst, &f->scale_value, sizeof(float));
+	return 0;
+}
+
+static const char *fake_error_name(void *impl, int code)
+{
+	(void)impl;
+	switch (code) {
+	case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+	case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+	case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+	default: return "CUDA_ERROR_UNKNOWN";
+	}
+}
+
+static void fake_close(void *impl)
+{
+	fake_device *f = impl;
+
+	f->closed++;
+}
+
+const jitk_device_ops fake_ops = {
+	fake_open, fake_load, fake_get_kernel, fake_unload, fake_launch_fn,
+	fake_is_capturing, fake_capture_mode, fake_read, fake_error_name,
+	fake_close,
+};
+
+int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
+		   const char *cache, jitk_capture_policy capture)
+{
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+
+	o.capture = capture;
+	return t_fake_runtime_with(out, fake, specs, cache, &o);
+}
+
+int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs,
+			const char *cache, jitk_runtime_options *o_in)
+{
+	jitk_runtime_options o = *o_in;
+
+	o.compiler.specs = specs;
+	o.compiler.cache_dir = cache ? cache : "";
+	o.compiler.cache_path = "";
+	o.compiler.no_compile = 0;
+	o.compiler.force_compile = 0;
+	o.compiler.log = t_log_fn;
+	o.compiler.log_payload = NULL;
+	return jitk__runtime_new_with(out, &o, &fake_ops, fake);
+}

@@ -1,0 +1,42 @@
+/* fake_device.h - the fake device of the runtime tests (driver half). */
+#ifndef JITK_TEST_FAKE_DEVICE_H
+#define JITK_TEST_FAKE_DEVICE_H
+
+#include "common.h"
+#include "gpu/device.h"
+
+
+
+#define FAKE_MAX_LAUNCHES 64
+
+typedef struct {
+	unsigned grid[3], block[3], smem;
+	void *kernel;
+	void *stream;
+	uint64_t values[32]; /* first 8 bytes of each parameter */
+	size_t nparams;
+	int programmatic;
+} fake_launch;
+
+typedef struct {
+	int cc;
+	int sm_count;
+	int open_fails;          /* CUresult open returns */
+	int capturing;           /* is_capturing answers this */
+	int reject_loads;        /* this many loads fail with INVALID_IMAGE */
+	int loads, unloads, kernels_got, mode_switches;
+	float scale_value;       /* what read() returns for input scales */
+	fake_launch launches[FAKE_MAX_LAUNCHES];
+	int nlaunches;
+	int closed;
+} fake_device;
+
+extern const jitk_device_ops fake_ops;
+/* A runtime over fake (which must outlive it). */
+/* The same with the caller's options (specs, cache and log are set here). */
+int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs,
+			const char *cache, jitk_runtime_options *o);
+int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
+		   const char *cache, jitk_capture_policy capture);
+
+#endif
