@@ -38,9 +38,10 @@ namespace jitk {
 enum class Norm { layer, rms };
 enum class Quant { none, fp8_e4m3 };
 
-template <Norm NORM, bool RESIDUAL, Quant QUANT, int H, int VEC_BYTES,
-	  int WARPS, int ROWS, int MIN_BLOCKS, int PREFETCH, int STAGES>
-__global__ void __launch_bounds__(32 * WARPS * ROWS, MIN_BLOCKS)
+// P holds the instance's parameters, tuning and derived values by name
+// (the struct jitk generates from the spec).
+template <class P>
+__global__ void __launch_bounds__(32 * P::warps_per_row * P::rows_per_block, P::min_blocks)
 norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 		 bf16 *__restrict__ residual_out, const bf16 *__restrict__ x,
 		 const bf16 *__restrict__ residual,
@@ -48,6 +49,15 @@ norm_scale_shift(bf16 *__restrict__ y, fp8_e4m3 *__restrict__ q,
 		 const bf16 *__restrict__ shift,
 		 const float *__restrict__ input_scale, long long rows, float eps)
 {
+	constexpr Norm NORM = P::norm;
+	constexpr bool RESIDUAL = P::residual;
+	constexpr Quant QUANT = P::quantize;
+	constexpr int H = P::hidden;
+	constexpr int VEC_BYTES = P::vec_bytes;
+	constexpr int WARPS = P::warps_per_row;
+	constexpr int ROWS = P::rows_per_block;
+	constexpr int PREFETCH = P::prefetch;
+	constexpr int STAGES = P::ring_stages;
 	constexpr int VE = VEC_BYTES / 2; // bf16 per vector
 	constexpr int TPR = 32 * WARPS;   // threads per row
 	constexpr int VPT = H / (TPR * VE);

@@ -7,12 +7,14 @@
 
 namespace jitk {
 
-template <int VEC_BYTES, int UNROLL>
+template <class P>
 __global__ void static_quant_fp8(fp8_e4m3 *__restrict__ q,
 				 const bf16 *__restrict__ x,
 				 const float *__restrict__ input_scale,
 				 long long n)
 {
+	constexpr int VEC_BYTES = P::vec_bytes;
+	constexpr int UNROLL = P::unroll;
 	constexpr int VE = VEC_BYTES / 2; // elements per vector
 	constexpr int NW = VEC_BYTES / 4;
 	wait_for_prior_kernels(); // before any global memory access

@@ -108,6 +108,18 @@ static int fake_read(void *impl, void *dst, uint64_t src, size_t n)
 	return 0;
 }
 
+/* Allocation ids: a test "frees and reallocates" every address by bumping
+ * buffer_epoch; host_ptr is not device memory. */
+static int fake_buffer_id(void *impl, uint64_t ptr, uint64_t *id)
+{
+	fake_device *f = impl;
+
+	if (f->host_ptr && ptr == f->host_ptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	*id = ptr ^ ((uint64_t)f->buffer_epoch << 48);
+	return 0;
+}
+
 static const char *fake_error_name(void *impl, int code)
 {
 	(void)impl;
@@ -115,6 +127,7 @@ static const char *fake_error_name(void *impl, int code)
 	case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
 	case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
 	case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+	case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
 	default: return "CUDA_ERROR_UNKNOWN";
 	}
 }
@@ -128,7 +141,7 @@ static void fake_close(void *impl)
 
 const jitk_device_ops fake_ops = {
 	fake_open, fake_load, fake_get_kernel, fake_unload, fake_launch_fn,
-	fake_is_capturing, fake_capture_mode, fake_read, fake_error_name,
+	fake_is_capturing, fake_capture_mode, fake_read, fake_buffer_id, fake_error_name,
 	fake_close,
 };
 
@@ -145,13 +158,19 @@ int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs
 			const char *cache, jitk_runtime_options *o_in)
 {
 	jitk_runtime_options o = *o_in;
+	jitk_compiler_options co;
 
-	o.compiler.specs = specs;
-	o.compiler.cache_dir = cache ? cache : "";
-	o.compiler.cache_path = "";
-	o.compiler.no_compile = 0;
-	o.compiler.force_compile = 0;
-	o.compiler.log = t_log_fn;
-	o.compiler.log_payload = NULL;
+	if (o_in->compiler)
+		co = *o_in->compiler;
+	else
+		jitk_compiler_options_init(&co, JITK_COMPILER_OPTIONS_VERSION);
+	co.specs = specs;
+	co.cache_dir = cache ? cache : "";
+	co.cache_path = "";
+	co.no_compile = 0;
+	co.force_compile = 0;
+	co.log = t_log_fn;
+	co.log_payload = NULL;
+	o.compiler = &co;
 	return jitk__runtime_new_with(out, &o, &fake_ops, fake);
 }

@@ -26,6 +26,8 @@ typedef struct {
 	int reject_loads;        /* this many loads fail with INVALID_IMAGE */
 	int loads, unloads, kernels_got, mode_switches;
 	float scale_value;       /* what read() returns for input scales */
+	unsigned buffer_epoch;   /* bumped: every address is a new allocation */
+	uint64_t host_ptr;       /* buffer_id() refuses this address */
 	fake_launch launches[FAKE_MAX_LAUNCHES];
 	int nlaunches;
 	int closed;

@@ -35,40 +35,49 @@ static int64_t binding(const jitk_variant *v, const char *name)
 	return x;
 }
 
-/* Each symbol becomes the expected template arguments, options and name
- * expression. */
+/* Each instance becomes a translation unit whose parameter struct holds
+ * every binding of the variant by name, and the expected options and name
+ * expression. The values come from the variant (the spec), so retuning
+ * the YAML does not break this test. */
 static void test_specialization(void **state)
 {
 	static const struct {
-		const char *name, *arch, *expr;
+		const char *name, *arch, *expr, *params;
 	} cases[] = {
-		{ "fused_norm_scale_shift", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::none, 3072, 16, 2, 1, 1, 1, 0>" },
-		{ "fused_norm_scale_shift_fp8", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::fp8_e4m3, 3072, 16, 2, 1, 1, 1, 0>" },
-		{ "fused_norm_scale_shift_fp8", "sm_100",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, false, jitk::Quant::fp8_e4m3, 3072, 32, 2, 1, 1, 1, 0>" },
-		{ "fused_scale_residual_norm_scale_shift_fp8", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::fp8_e4m3, 3072, 16, 4, 1, 1, 0, 0>" },
+		{ "fused_norm_scale_shift[hidden=3072]", "sm_90",
+		  "jitk::norm_scale_shift<fused_norm_scale_shift_hidden_3072>",
+		  "static constexpr jitk::Norm norm = jitk::Norm::layer;\n"
+		  "  static constexpr bool residual = false;\n"
+		  "  static constexpr jitk::Quant quantize = jitk::Quant::none;\n"
+		  "  static constexpr int hidden = 3072;\n" },
+		{ "fused_norm_scale_shift_fp8[hidden=3072]", "sm_90",
+		  "jitk::norm_scale_shift<fused_norm_scale_shift_fp8_hidden_3072>",
+		  "static constexpr jitk::Quant quantize = jitk::Quant::fp8_e4m3;\n" },
+		{ "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100",
+		  "jitk::norm_scale_shift<fused_norm_scale_shift_fp8_hidden_3072>", NULL },
 		{ "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", "sm_100",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::fp8_e4m3, 5120, 32, 5, 1, 1, 0, 0>" },
+		  "jitk::norm_scale_shift<fused_scale_residual_norm_scale_shift_fp8_hidden_5120>",
+		  "static constexpr bool residual = true;\n"
+		  "  static constexpr jitk::Quant quantize = jitk::Quant::fp8_e4m3;\n"
+		  "  static constexpr int hidden = 5120;\n" },
 		{ "fused_scale_residual_norm_scale_shift[hidden=1536]", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::layer, true, jitk::Quant::none, 1536, 16, 3, 1, 1, 0, 0>" },
-		{ "rms_norm_scale_shift_fp8", "sm_90",
-		  "jitk::norm_scale_shift<jitk::Norm::rms, false, jitk::Quant::fp8_e4m3, 3072, 16, 2, 1, 1, 1, 0>" },
-		{ "static_quant_fp8", "sm_90", "jitk::static_quant_fp8<16, 4>" },
-		{ "static_quant_fp8", "sm_100", "jitk::static_quant_fp8<32, 4>" },
+		  "jitk::norm_scale_shift<fused_scale_residual_norm_scale_shift_hidden_1536>", NULL },
+		{ "rms_norm_scale_shift_fp8[hidden=3072]", "sm_90",
+		  "jitk::norm_scale_shift<rms_norm_scale_shift_fp8_hidden_3072>",
+		  "static constexpr jitk::Norm norm = jitk::Norm::rms;\n" },
+		{ "static_quant_fp8", "sm_90", "jitk::static_quant_fp8<static_quant_fp8>", NULL },
+		{ "static_quant_fp8", "sm_100", "jitk::static_quant_fp8<static_quant_fp8>", NULL },
 	};
 	char *specs = repo_specs();
 	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
-	size_t i;
+	size_t i, j;
 
 	(void)state;
 	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
 		jitk_tu tu;
 		jitk_variant v;
 		uint8_t key[JITK_HASH_SIZE];
-		char want[64];
+		char want[160];
 
 		prepare(c, cases[i].name, cases[i].arch, &tu, key, &v);
 		assert_string_equal(tu.name_expr, cases[i].expr);
@@ -80,7 +89,18 @@ static void test_specialization(void **state)
 		assert_string_equal(tu.options[3], "--ftz=false");
 		assert_string_equal(tu.options[4], "--prec-div=true");
 		assert_string_equal(tu.options[5], "--prec-sqrt=true");
-		assert_int_equal(binding(&v, "vec_bytes"), strcmp(cases[i].arch, "sm_100") ? 16 : 32);
+		/* The struct names every binding with its value. */
+		snprintf(want, sizeof(want), "struct %s {\n", cases[i].expr + strcspn(cases[i].expr, "<") + 1);
+		want[strlen(want) - 4] = '\0';
+		strcat(want, " {\n");
+		assert_non_null(strstr(tu.source, want));
+		if (cases[i].params)
+			assert_non_null(strstr(tu.source, cases[i].params));
+		for (j = v.set->insts[v.inst].sym->fam->nparams; j < v.nenv; j++) {
+			snprintf(want, sizeof(want), " %s = %lld;\n", v.env[j].name,
+				 (long long)v.env[j].value);
+			assert_non_null(strstr(tu.source, want));
+		}
 		/* The translation unit is self-contained: templates inlined,
 		 * line markers by base name only, and a signature check. */
 		assert_non_null(strstr(tu.source, "#line 1 \"common.cuh\""));
@@ -115,27 +135,27 @@ static void test_keys(void **state)
 
 	(void)state;
 	/* Same inputs, same key - also from another compiler object. */
-	key_of(c, "fused_norm_scale_shift_fp8", "sm_100", a);
+	key_of(c, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100", a);
 	c2 = t_compiler(specs, NULL, NULL, NULL);
-	key_of(c2, "fused_norm_scale_shift_fp8", "sm_100", b);
+	key_of(c2, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100", b);
 	assert_memory_equal(a, b, JITK_HASH_SIZE);
 	/* One parameter, the architecture, or the arch-specific suffix
 	 * changes the key. */
-	key_of(c, "fused_norm_scale_shift", "sm_100", b);
+	key_of(c, "fused_norm_scale_shift[hidden=3072]", "sm_100", b);
 	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
 	key_of(c, "fused_norm_scale_shift_fp8[hidden=1536]", "sm_100", b);
 	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
-	key_of(c, "fused_norm_scale_shift_fp8", "sm_100a", b);
+	key_of(c, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100a", b);
 	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
-	key_of(c, "fused_norm_scale_shift", "sm_90", a);
-	key_of(c, "fused_norm_scale_shift", "sm_89", b);
+	key_of(c, "fused_norm_scale_shift[hidden=3072]", "sm_90", a);
+	key_of(c, "fused_norm_scale_shift[hidden=3072]", "sm_89", b);
 	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
 
 	/* The same tree somewhere else: the same key (relocatable caches). */
 	t_copy_tree(dir, NULL, NULL);
 	c3 = t_compiler(copy_specs, NULL, NULL, NULL);
-	key_of(c, "fused_norm_scale_shift_fp8", "sm_100", a);
-	key_of(c3, "fused_norm_scale_shift_fp8", "sm_100", b);
+	key_of(c, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100", a);
+	key_of(c3, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100", b);
 	assert_memory_equal(a, b, JITK_HASH_SIZE);
 	jitk_compiler_free(c3);
 	/* Editing a header that the template includes changes the key. */
@@ -143,7 +163,7 @@ static void test_keys(void **state)
 	t_writef(header, "%s\n// an edit\n", text);
 	free(text);
 	c3 = t_compiler(copy_specs, NULL, NULL, NULL);
-	key_of(c3, "fused_norm_scale_shift_fp8", "sm_100", b);
+	key_of(c3, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100", b);
 	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
 	jitk_compiler_free(c3);
 
@@ -190,7 +210,7 @@ static void test_every_variant_compiles_clean(void **state)
 			jitk__build_free(&b);
 			n++;
 		}
-	assert_int_equal(n, 38); /* 19 symbols x 2 architectures, none gated */
+	assert_int_equal(n, 2 * c->specs->ninsts); /* every instance, none gated there */
 	jitk_compiler_free(c);
 	free(specs);
 }
@@ -200,7 +220,7 @@ static void test_every_variant_compiles_clean(void **state)
 static void test_vector_loads(void **state)
 {
 	static const char *const names[] = {
-		"fused_norm_scale_shift", "fused_scale_residual_norm_scale_shift_fp8",
+		"fused_norm_scale_shift[hidden=3072]", "fused_scale_residual_norm_scale_shift_fp8[hidden=3072]",
 		"fused_norm_scale_shift_fp8[hidden=5120]", "static_quant_fp8",
 	};
 	char *specs = repo_specs();
@@ -268,13 +288,13 @@ static void test_compile_errors(void **state)
 	jitk_compiler_free(c);
 
 	/* Restore the template; break the spec's argument list instead. */
-	t_copy_tree(dir, "{ name: n, type: i64 }", "{ name: n, type: i32 }");
+	t_copy_tree(dir, "n:           { type: i64 }", "n:           { type: i32 }");
 	(void)spec;
 	c = t_compiler(specs, NULL, NULL, NULL);
 	assert_int_equal(jitk__spec_find(c->specs, "static_quant_fp8", &inst), 0);
 	assert_int_equal(jitk__build(&b, c, inst, arch, 0), JITK_ECOMPILE);
 	assert_non_null(strstr(jitk_error_last()->detail,
-			       "do not match the args list of spec family static_quant_fp8"));
+			       "do not match the args of spec family static_quant_fp8"));
 	jitk_compiler_free(c);
 	t_rmtree(dir);
 	free(dir);
@@ -291,22 +311,22 @@ static void test_explain_gates(void **state)
 		int rc;
 		const char *has;
 	} cases[] = {
-		{ "fused_norm_scale_shift_fp8", "sm_80",
-		  "fused_norm_scale_shift_fp8 on sm_80: unavailable", JITK_EARCH,
+		{ "fused_norm_scale_shift_fp8[hidden=3072]", "sm_80",
+		  "fused_norm_scale_shift_fp8[hidden=3072] on sm_80: unavailable", JITK_EARCH,
 		  "needs sm_89 or newer" },
-		{ "fused_norm_scale_shift_fp8", "sm_89",
-		  "fused_norm_scale_shift_fp8 on sm_89: falls back", 0,
-		  "fallback: fused_norm_scale_shift (step 1 of 2): runs" },
-		{ "fused_norm_scale_shift_fp8", "sm_90",
-		  "fused_norm_scale_shift_fp8 on sm_90: runs", 0, "bindings: vec_bytes=16" },
-		{ "fused_norm_scale_shift_fp8", "sm_100",
-		  "fused_norm_scale_shift_fp8 on sm_100: runs", 0, "bindings: vec_bytes=32" },
-		{ "fused_norm_scale_shift_fp8", "sm_120",
-		  "fused_norm_scale_shift_fp8 on sm_120: runs", 0, "target:   sm_120" },
-		{ "fused_norm_scale_shift", "sm_80", "fused_norm_scale_shift on sm_80: runs", 0,
-		  "bindings: vec_bytes=16" },
-		{ "rms_norm_scale_shift_fp8", "sm_90", "rms_norm_scale_shift_fp8 on sm_90: runs", 0,
-		  "kernel:   jitk::norm_scale_shift<jitk::Norm::rms, false, jitk::Quant::fp8_e4m3" },
+		{ "fused_norm_scale_shift_fp8[hidden=3072]", "sm_89",
+		  "fused_norm_scale_shift_fp8[hidden=3072] on sm_89: falls back", 0,
+		  "fallback: fused_norm_scale_shift[hidden=3072] (step 1 of 2): runs" },
+		{ "fused_norm_scale_shift_fp8[hidden=3072]", "sm_90",
+		  "fused_norm_scale_shift_fp8[hidden=3072] on sm_90: runs", 0, "    x              in     bf16      [rows, 3072] align 16" },
+		{ "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100",
+		  "fused_norm_scale_shift_fp8[hidden=3072] on sm_100: runs", 0, "    input_scale    in     f32       [1] align 4 configured: positive_finite" },
+		{ "fused_norm_scale_shift_fp8[hidden=3072]", "sm_120",
+		  "fused_norm_scale_shift_fp8[hidden=3072] on sm_120: runs", 0, "target:   sm_120" },
+		{ "fused_norm_scale_shift[hidden=3072]", "sm_80", "fused_norm_scale_shift[hidden=3072] on sm_80: runs", 0,
+		  "    eps            f32    default 1e-06" },
+		{ "rms_norm_scale_shift_fp8[hidden=3072]", "sm_90", "rms_norm_scale_shift_fp8[hidden=3072] on sm_90: runs", 0,
+		  "kernel:   jitk::norm_scale_shift<rms_norm_scale_shift_fp8_hidden_3072>" },
 		{ "static_quant_fp8", "sm_80", "static_quant_fp8 on sm_80: unavailable",
 		  JITK_EARCH, "fallback: none" },
 		{ "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", "sm_89",
@@ -331,6 +351,12 @@ static void test_explain_gates(void **state)
 		free(text);
 	}
 	assert_int_equal(jitk_explain(&text, c, "nope", "sm_90"), JITK_ENOENT);
+	/* A bare name explains every instance of the symbol. */
+	assert_int_equal(jitk_explain(&text, c, "fused_norm_scale_shift_fp8", "sm_90"), 0);
+	assert_non_null(strstr(text, "fused_norm_scale_shift_fp8[hidden=1536] on sm_90: runs"));
+	assert_non_null(strstr(text, "fused_norm_scale_shift_fp8[hidden=3072] on sm_90: runs"));
+	assert_non_null(strstr(text, "fused_norm_scale_shift_fp8[hidden=5120] on sm_90: runs"));
+	free(text);
 	assert_int_equal(jitk_explain(&text, c, "static_quant_fp8", "hopper"), JITK_EINVAL);
 	jitk_compiler_free(c);
 	free(specs);

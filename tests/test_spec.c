@@ -260,25 +260,59 @@ static void test_repo_specs(void **state)
 
 	(void)state;
 	assert_int_equal(jitk__spec_set_load_dirs(&set, dirs, 1), 0);
-	assert_int_equal(set->nfams, 2);
-	assert_int_equal(set->ninsts, 19);
-	/* The bare name is the first listed value; brackets name the rest. */
-	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8", &id), 0);
-	assert_int_equal(set->insts[id].vals[jitk__spec_param_index(set->insts[id].sym->fam, "hidden")], 3072);
+	/* Every symbol expands to the product of its listed values. */
+	{
+		size_t total = 0, i, p;
+
+		for (i = 0; i < set->nsyms; i++) {
+			size_t n = 1;
+
+			for (p = 0; p < set->syms[i]->fam->nparams; p++)
+				n *= set->syms[i]->nvals[p];
+			assert_int_equal(set->syms[i]->ninsts, n);
+			assert_int_equal(set->syms[i]->first_inst, total);
+			total += n;
+		}
+		assert_int_equal(set->ninsts, total);
+	}
+	/* The naming rule: a symbol with several instances names each after
+	 * its listed parameters, the first too; a bare name selects them all
+	 * and so is not one instance. */
 	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden=1536]", &id), 0);
 	assert_string_equal(set->insts[id].name, "fused_norm_scale_shift_fp8[hidden=1536]");
 	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden=3072]", &id2), 0);
-	assert_string_equal(set->insts[id2].name, "fused_norm_scale_shift_fp8");
+	assert_string_equal(set->insts[id2].name, "fused_norm_scale_shift_fp8[hidden=3072]");
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8", &id), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "names 3 instances"));
+	/* Any parameter, any order, in a selector; a fixed one must match. */
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden=3072,norm=layer]", &id), 0);
+	assert_int_equal(id, id2);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[norm=rms,hidden=3072]", &id), JITK_ENOENT);
 	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden=4096]", &id), JITK_ENOENT);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hiden=3072]", &id), JITK_EINVAL);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[hidden]", &id), JITK_EINVAL);
 	assert_int_equal(jitk__spec_find(set, "no_such_symbol", &id), JITK_ENOENT);
-	assert_int_equal(jitk__spec_find_param(set, "fused_norm_scale_shift", "hidden", 5120, &id), 0);
-	assert_string_equal(set->insts[id].name, "fused_norm_scale_shift[hidden=5120]");
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shif_fp8", &id), JITK_ENOENT);
+	assert_non_null(strstr(jitk_error_last()->message, "did you mean 'fused_norm_scale_shift_fp8'"));
+	/* A symbol with one instance: its bare name is the instance. */
+	assert_int_equal(jitk__spec_find(set, "static_quant_fp8", &id), 0);
+	assert_string_equal(set->insts[id].name, "static_quant_fp8");
 	/* Fallbacks resolve to the instance with the same hidden size. */
 	assert_int_equal(jitk__spec_find(set, "fused_scale_residual_norm_scale_shift_fp8[hidden=5120]", &id), 0);
 	assert_int_equal(set->insts[id].nfallback, 2);
 	assert_string_equal(set->insts[set->insts[id].fallback[0]].name,
 			    "fused_scale_residual_norm_scale_shift[hidden=5120]");
 	assert_string_equal(set->insts[set->insts[id].fallback[1]].name, "static_quant_fp8");
+	/* ...and map the quantizer's arguments onto the norm's tensors. */
+	{
+		const spec_fallback *fb = &set->insts[id].sym->fallback[1];
+
+		assert_string_equal(fb->symbol, "static_quant_fp8");
+		assert_int_equal(fb->nmap, 2);
+		assert_string_equal(fb->map[1].callee, "x");
+		assert_string_equal(fb->map[1].caller, "y");
+		assert_true(fb->map[1].flat);
+	}
 	jitk__spec_set_free(set);
 	free(dir);
 }

@@ -46,18 +46,18 @@ struct jitk_compiler {
 	atomic_ullong compile_us;
 };
 
-/* Origins of a build. */
-enum { JITK_ORIGIN_COMPILED = 0, JITK_ORIGIN_CACHE = 1, JITK_ORIGIN_LAYER = 2,
-       JITK_ORIGIN_MEMORY = 3 };
 
 typedef struct {
 	jitk_variant variant;
 	jitk_cache_entry entry; /* image and lowered names */
-	int origin;
+	jitk_origin origin;
 	double compile_ms; /* NVRTC time when compiled now */
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	char *log; /* NVRTC log when compiled now (warnings), else NULL */
 } jitk_build;
+
+/* Options of any version (1 to current) into the current layout. */
+int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_options *in);
 
 /* Flags of jitk__build. */
 #define JITK_BUILD_FORCE 1u     /* ignore cache hits (driver rejected one) */

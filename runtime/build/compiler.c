@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,9 +100,48 @@ static int split_dirs(char ***out, size_t *n, const char *list)
 
 /* ----------------------------------------------------------------- new */
 
+/* The size of each version of jitk_compiler_options: a caller's struct of
+ * version v has exactly the fields up to and including the last one that
+ * version added, so only those are read. */
+static const size_t compiler_options_size[] = {
+	0,
+	offsetof(jitk_compiler_options, cache_read_only) + sizeof(int), /* 1 */
+};
+
+int jitk_compiler_options_init(jitk_compiler_options *opts, unsigned version)
+{
+	const jitk_compiler_options def = JITK_COMPILER_OPTIONS_INIT;
+
+	if (!opts)
+		return jitk__error(JITK_EINVAL, "jitk_compiler_options_init: opts is NULL");
+	if (version < 1 || version > JITK_COMPILER_OPTIONS_VERSION)
+		return jitk__error(JITK_EINVAL, "jitk_compiler_options version %u is not 1 to %u",
+				   version, JITK_COMPILER_OPTIONS_VERSION);
+	memcpy(opts, &def, compiler_options_size[version]);
+	opts->version = version;
+	return JITK_OK;
+}
+
+/* Read options of any supported version into *o (the current layout; the
+ * fields a version lacks keep their defaults). */
+int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_options *in)
+{
+	const jitk_compiler_options def = JITK_COMPILER_OPTIONS_INIT;
+
+	*o = def;
+	if (!in)
+		return 0;
+	if (in->version < 1 || in->version > JITK_COMPILER_OPTIONS_VERSION)
+		return jitk__error(JITK_EINVAL, "jitk_compiler_options version %u is not 1 to %u",
+				   in->version, JITK_COMPILER_OPTIONS_VERSION);
+	memcpy(o, in, compiler_options_size[in->version]);
+	o->version = JITK_COMPILER_OPTIONS_VERSION;
+	return 0;
+}
+
 int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 {
-	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler_options o;
 	jitk_compiler *c;
 	char *specs = NULL, *cache_dir = NULL, **dirs = NULL;
 	const char *layers;
@@ -111,12 +151,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	if (!out)
 		return jitk__error(JITK_EINVAL, "jitk_compiler_new: out is NULL");
 	*out = NULL;
-	if (opts) {
-		if (opts->version != JITK_COMPILER_OPTIONS_VERSION)
-			return jitk__error(JITK_EINVAL, "jitk_compiler_options version %u is not %u",
-					   opts->version, JITK_COMPILER_OPTIONS_VERSION);
-		o = *opts;
-	}
+	if ((rc = jitk__compiler_options_read(&o, opts)))
+		return rc;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return jitk__error(JITK_ENOMEM, "out of memory");
@@ -205,16 +241,6 @@ void jitk_compiler_free(jitk_compiler *c)
 	jitk__cache_close(c->cache);
 	free(c->dump_dir);
 	free(c);
-}
-
-size_t jitk_symbol_count(const jitk_compiler *c)
-{
-	return c ? c->specs->ninsts : 0;
-}
-
-const char *jitk_symbol_name(const jitk_compiler *c, size_t i)
-{
-	return c && i < c->specs->ninsts ? c->specs->insts[i].name : NULL;
 }
 
 /* --------------------------------------------------------------- build */
@@ -399,7 +425,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
 			memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
 			b->entry = e;
-			b->origin = origin;
+			b->origin = (jitk_origin)origin;
 			goto done;
 		}
 	}
@@ -417,7 +443,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 
 			if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
 				b->entry = e;
-				b->origin = origin;
+				b->origin = (jitk_origin)origin;
 				goto done;
 			}
 		}
@@ -425,8 +451,9 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	if ((rc = compile_now(b, c, &tu, flags)))
 		goto done;
 	b->origin = JITK_ORIGIN_COMPILED;
-	if (use_cache)
-		(void)jitk__cache_put(c->cache, &b->entry); /* failure: warned, kept in memory */
+	/* A failure to publish is warned about; the image stays in memory. */
+	if (use_cache && (!jitk__cache_root(c->cache) || jitk__cache_put(c->cache, &b->entry)))
+		b->origin = JITK_ORIGIN_MEMORY;
 	jitk__error_clear();
 done:
 	jitk__cache_unlock(lock);
@@ -445,7 +472,7 @@ void jitk__build_free(jitk_build *b)
 
 /* ------------------------------------------------------------- public */
 
-int jitk_precompile(int *out_origin, jitk_compiler *c, const char *name,
+int jitk_precompile(jitk_origin *out_origin, jitk_compiler *c, const char *name,
 		    const char *arch)
 {
 	jitk_build b;
@@ -465,94 +492,5 @@ int jitk_precompile(int *out_origin, jitk_compiler *c, const char *name,
 	if (out_origin)
 		*out_origin = b.origin;
 	jitk__build_free(&b);
-	return JITK_OK;
-}
-
-static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
-			     const char *indent)
-{
-	const spec_instance *in = &c->specs->insts[v->inst];
-	const spec_family *f = in->sym->fam;
-	jitk_tu tu;
-	char target[JITK_ARCH_STRLEN];
-	size_t i;
-
-	jitk__arch_format(target, v->target);
-	jitk__jbuf_printf(out, "%starget:   %s\n%sbindings:", indent, target, indent);
-	for (i = f->nparams; i < v->nenv; i++)
-		jitk__jbuf_printf(out, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
-	jitk__jbuf_puts(out, "\n");
-	if (!jitk__tu_make(&tu, v, "")) {
-		jitk__jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
-		jitk__tu_free(&tu);
-	}
-}
-
-int jitk_explain(char **out, jitk_compiler *c, const char *name,
-		 const char *arch)
-{
-	jitk_variant v;
-	jitk_arch a;
-	size_t inst, i;
-	jbuf b;
-	char params[256], archs[JITK_ARCH_STRLEN];
-	int rc, runs = 1;
-
-	if (!out || !c || !name || !arch)
-		return jitk__error(JITK_EINVAL, "jitk_explain: NULL argument");
-	*out = NULL;
-	if (jitk__arch_parse(&a, arch))
-		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
-				   arch);
-	if ((rc = jitk__spec_find(c->specs, name, &inst)))
-		return rc;
-	if ((rc = jitk__specialize(&v, c->specs, inst, a)))
-		return rc;
-	jitk__arch_format(archs, a);
-	jitk__jbuf_init(&b);
-	if (v.available) {
-		jitk__jbuf_printf(&b, "%s on %s: runs\n", c->specs->insts[inst].name, archs);
-	} else {
-		const spec_instance *in = &c->specs->insts[inst];
-
-		for (i = 0; i < in->nfallback; i++) {
-			jitk_variant fv;
-
-			if (jitk__specialize(&fv, c->specs, in->fallback[i], a) || !fv.available)
-				runs = 0;
-		}
-		if (!in->nfallback)
-			runs = 0;
-		jitk__jbuf_printf(&b, "%s on %s: %s\n", in->name, archs,
-			    runs ? "falls back" : "unavailable");
-	}
-	jitk__jbuf_printf(&b, "  symbol:   %s (family %s: %s)\n", c->specs->insts[inst].name,
-		    c->specs->insts[inst].sym->fam->name,
-		    jitk__variant_params(&v, params, sizeof(params)));
-	if (v.available) {
-		describe_variant(&b, c, &v, "  ");
-	} else {
-		const spec_instance *in = &c->specs->insts[inst];
-
-		jitk__jbuf_printf(&b, "  reason:   %s\n", v.reason);
-		if (!in->nfallback)
-			jitk__jbuf_puts(&b, "  fallback: none\n");
-		for (i = 0; i < in->nfallback; i++) {
-			jitk_variant fv;
-
-			if (jitk__specialize(&fv, c->specs, in->fallback[i], a))
-				continue;
-			jitk__jbuf_printf(&b, "  fallback: %s (step %zu of %zu): %s\n",
-				    c->specs->insts[in->fallback[i]].name, i + 1, in->nfallback,
-				    fv.available ? "runs" : fv.reason);
-			if (fv.available)
-				describe_variant(&b, c, &fv, "    ");
-		}
-	}
-	*out = jitk__jbuf_detach(&b);
-	if (!*out)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	if (!runs)
-		return jitk__error(JITK_EARCH, "%s cannot run on %s, nor its fallback", name, archs);
 	return JITK_OK;
 }

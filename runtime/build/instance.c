@@ -336,22 +336,44 @@ int jitk__inline_template(char **out, const char *path)
 	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
 }
 
-static int render_targ(jbuf *b, const jitk_variant *v, const char *name)
+/* The C++ type and value of binding i: enum and bool parameters as
+ * themselves, integers as int (long long beyond its range). */
+static void render_member(jbuf *b, const jitk_variant *v, size_t i)
 {
 	const spec_family *f = v->set->insts[v->inst].sym->fam;
-	int p = jitk__spec_param_index(f, name);
-	int64_t val;
+	const jitk_binding *e = &v->env[i];
+	int p = jitk__spec_param_index(f, e->name);
 
-	if (jitk__variant_lookup((void *)v, name, &val))
-		return jitk__error(JITK_ESPEC, "%s: template argument '%s' has no value",
-				   f->name, name);
 	if (p >= 0 && f->params[p].type == PT_ENUM)
-		jitk__jbuf_printf(b, "%s::%s", f->params[p].cpp, f->params[p].values[val]);
+		jitk__jbuf_printf(b, "  static constexpr %s %s = %s::%s;\n", f->params[p].cpp,
+				  e->name, f->params[p].cpp, f->params[p].values[e->value]);
 	else if (p >= 0 && f->params[p].type == PT_BOOL)
-		jitk__jbuf_puts(b, val ? "true" : "false");
+		jitk__jbuf_printf(b, "  static constexpr bool %s = %s;\n", e->name,
+				  e->value ? "true" : "false");
+	else if (e->value >= INT32_MIN && e->value <= INT32_MAX)
+		jitk__jbuf_printf(b, "  static constexpr int %s = %lld;\n", e->name,
+				  (long long)e->value);
 	else
-		jitk__jbuf_printf(b, "%lld", (long long)val);
-	return 0;
+		jitk__jbuf_printf(b, "  static constexpr long long %s = %lldLL;\n", e->name,
+				  (long long)e->value);
+}
+
+/* The parameter struct's name: the instance's name as an identifier
+ * ("fused_norm_scale_shift_fp8[hidden=3072]" ->
+ * "fused_norm_scale_shift_fp8_hidden_3072"), so that profilers show which
+ * instance a kernel is. */
+static void render_struct_name(jbuf *b, const char *inst)
+{
+	const char *p;
+
+	for (p = inst; *p; p++) {
+		if (*p == '[' || *p == '=' || *p == ',')
+			jitk__jbuf_puts(b, "_");
+		else if (*p == '-')
+			jitk__jbuf_puts(b, "m");
+		else if (*p != ']')
+			jitk__jbuf_put(b, p, 1);
+	}
 }
 
 static const char *const base_options[] = {
@@ -366,34 +388,30 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	char target[JITK_ARCH_STRLEN], params[256];
 	jbuf src, ex;
 	size_t i, n = 0;
-	int rc = 0;
+	int rc;
 
 	memset(tu, 0, sizeof(*tu));
 	jitk__jbuf_init(&src);
 	jitk__jbuf_init(&ex);
 	jitk__jbuf_printf(&ex, "%s<", f->kernel);
-	for (i = 0; i < f->ntargs && !rc; i++) {
-		if (i)
-			jitk__jbuf_puts(&ex, ", ");
-		rc = render_targ(&ex, v, f->targs[i]);
-	}
+	render_struct_name(&ex, in->name);
 	jitk__jbuf_puts(&ex, ">");
-	if (rc)
-		goto fail;
 
 	jitk__arch_format(target, v->target);
 	jitk__jbuf_printf(&src, "// jitk translation unit: family %s (%s), target %s\n",
 		    f->name, jitk__variant_params(v, params, sizeof(params)), target);
-	jitk__jbuf_puts(&src, "// bindings:");
-	for (i = 0; i < v->nenv; i++)
-		jitk__jbuf_printf(&src, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
-	jitk__jbuf_puts(&src, "\n");
 	jitk__jbuf_puts(&src, template_text);
-	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\n");
+	/* The template's parameters, by name: P::hidden, P::vec_bytes... */
+	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
+	render_struct_name(&src, in->name);
+	jitk__jbuf_puts(&src, " {\n");
+	for (i = 0; i < v->nenv; i++)
+		render_member(&src, v, i);
+	jitk__jbuf_puts(&src, "};\n");
 	jitk__jbuf_printf(&src, "static_assert(jitk::same_type<decltype(&%s), void (*)(", ex.data);
 	for (i = 0; i < f->nargs; i++)
 		jitk__jbuf_printf(&src, "%s%s", i ? ", " : "", f->args[i].cpp);
-	jitk__jbuf_printf(&src, ")>::value,\n              \"the parameters of %s do not match the args list of spec family %s\");\n",
+	jitk__jbuf_printf(&src, ")>::value,\n              \"the parameters of %s do not match the args of spec family %s\");\n",
 		    f->kernel, f->name);
 	tu->source = jitk__jbuf_detach(&src);
 	tu->name_expr = jitk__jbuf_detach(&ex);
@@ -416,7 +434,6 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	return 0;
 oom:
 	rc = jitk__error(JITK_ENOMEM, "out of memory");
-fail:
 	jitk__jbuf_free(&src);
 	jitk__jbuf_free(&ex);
 	jitk__tu_free(tu);

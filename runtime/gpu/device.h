@@ -40,6 +40,9 @@ typedef struct {
 	int (*capture_mode)(void *impl, int mode, int *old);
 	/* Synchronous device-to-host copy of n bytes. */
 	int (*read)(void *impl, void *dst, uint64_t src, size_t n);
+	/* The allocation a device address belongs to: an id the driver never
+	 * gives twice in a process (CU_POINTER_ATTRIBUTE_BUFFER_ID). */
+	int (*buffer_id)(void *impl, uint64_t ptr, uint64_t *id);
 	const char *(*error_name)(void *impl, int code);
 	void (*close)(void *impl);
 } jitk_device_ops;
@@ -93,7 +96,8 @@ typedef struct {
 	X(cuEventSynchronize, 2000) \
 	X(cuEventElapsedTime, 2000) \
 	X(cuEventDestroy, 4000) \
-	X(cuGetErrorName, 6000)
+	X(cuGetErrorName, 6000) \
+	X(cuPointerGetAttribute, 4000)
 
 typedef struct {
 	int driver_version;

@@ -222,6 +222,16 @@ static int op_read(void *impl, void *dst, uint64_t src, size_t n)
 	return r;
 }
 
+static int op_buffer_id(void *impl, uint64_t ptr, uint64_t *id)
+{
+	cuda_device *d = impl;
+	unsigned long long v = 0;
+	int r = d->cu->cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)ptr);
+
+	*id = v;
+	return r;
+}
+
 static const char *op_error_name(void *impl, int code)
 {
 	cuda_device *d = impl;
@@ -245,5 +255,5 @@ static void op_close(void *impl)
 
 const jitk_device_ops jitk__cuda_ops = {
 	op_open, op_load, op_get_kernel, op_unload, op_launch, op_is_capturing,
-	op_capture_mode, op_read, op_error_name, op_close,
+	op_capture_mode, op_read, op_buffer_id, op_error_name, op_close,
 };

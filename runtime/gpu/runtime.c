@@ -5,6 +5,7 @@
  * publishes the kernel with a release store; every later request is one
  * acquire load. A gate that forbids the instance here is remembered in the
  * slot too, so fallbacks are decided without work. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -52,63 +53,141 @@ static int pick_arch(jitk_runtime *rt)
 	return 0;
 }
 
+/* Runtime options as versions 1 and 2 laid them out: the compiler's
+ * options (version 1) embedded by value. */
+typedef struct {
+	unsigned version;
+	const char *specs, *cache_dir, *cache_path;
+	int no_compile, force_compile;
+	const char *dump_dir;
+	jitk_log_fn log;
+	void *log_payload;
+	int log_level, cache_read_only;
+} compiler_options_v1;
+
+typedef struct {
+	unsigned version;
+	int device;
+	jitk_capture_policy capture;
+	compiler_options_v1 compiler;
+	int programmatic; /* version 2 */
+} runtime_options_v2;
+
+int jitk_runtime_options_init(jitk_runtime_options *opts, unsigned version)
+{
+	if (!opts)
+		return jitk__error(JITK_EINVAL, "jitk_runtime_options_init: opts is NULL");
+	if (version == 1 || version == 2) {
+		runtime_options_v2 *o = (runtime_options_v2 *)(void *)opts;
+		size_t n = version == 1 ? offsetof(runtime_options_v2, programmatic) : sizeof(*o);
+		runtime_options_v2 def;
+
+		memset(&def, 0, sizeof(def));
+		def.version = version;
+		def.capture = JITK_CAPTURE_ERROR;
+		jitk_compiler_options_init((jitk_compiler_options *)(void *)&def.compiler, 1);
+		memcpy(o, &def, n);
+		return JITK_OK;
+	}
+	if (version != JITK_RUNTIME_OPTIONS_VERSION)
+		return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 to %u",
+				   version, JITK_RUNTIME_OPTIONS_VERSION);
+	{
+		const jitk_runtime_options def = JITK_RUNTIME_OPTIONS_INIT;
+
+		*opts = def;
+	}
+	return JITK_OK;
+}
+
+/* Options of any version into o (current layout) and *comp (the compiler's
+ * options, from the struct itself for versions 1 and 2). */
+static int read_options(jitk_runtime_options *o, jitk_compiler_options *comp,
+			const jitk_runtime_options *in)
+{
+	const jitk_runtime_options def = JITK_RUNTIME_OPTIONS_INIT;
+
+	*o = def;
+	jitk_compiler_options_init(comp, JITK_COMPILER_OPTIONS_VERSION);
+	if (!in)
+		return 0;
+	if (in->version == 1 || in->version == 2) {
+		const runtime_options_v2 *v = (const runtime_options_v2 *)(const void *)in;
+
+		o->device = v->device;
+		o->capture = v->capture;
+		o->programmatic = in->version == 2 ? v->programmatic : 0;
+		return jitk__compiler_options_read(comp, (const jitk_compiler_options *)(const void *)&v->compiler);
+	}
+	if (in->version != JITK_RUNTIME_OPTIONS_VERSION)
+		return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 to %u",
+				   in->version, JITK_RUNTIME_OPTIONS_VERSION);
+	*o = *in;
+	return jitk__compiler_options_read(comp, in->compiler);
+}
+
 int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 			   const jitk_device_ops *ops, void *impl)
 {
-	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
-	jitk_runtime *rt;
+	jitk_runtime_options o;
+	jitk_compiler_options co;
+	jitk_runtime *rt = NULL;
 	size_t i;
 	int rc;
 
-	if (!out)
-		return jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
-	*out = NULL;
-	if (opts) {
-		if (opts->version == 1) /* without the fields of version 2 */
-			memcpy(&o, opts, offsetof(jitk_runtime_options, programmatic));
-		else if (opts->version == JITK_RUNTIME_OPTIONS_VERSION)
-			o = *opts;
-		else
-			return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 or %u",
-					   opts->version, JITK_RUNTIME_OPTIONS_VERSION);
-		o.version = JITK_RUNTIME_OPTIONS_VERSION;
+	if (!out) {
+		rc = jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
+		goto fail_impl;
 	}
+	*out = NULL;
+	if ((rc = read_options(&o, &co, opts)))
+		goto fail_impl;
 	rt = calloc(1, sizeof(*rt));
 	if (!rt) {
-		if (ops && ops->close)
-			ops->close(impl);
-		return jitk__error(JITK_ENOMEM, "out of memory");
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto fail_impl;
 	}
 	rt->ops = ops;
 	rt->impl = impl;
 	rt->capture = o.capture;
 	rt->programmatic = o.programmatic != 0;
-	pthread_mutex_init(&rt->scales_mu, NULL);
+	pthread_mutex_init(&rt->ops_mu, NULL);
+	pthread_rwlock_init(&rt->configured_mu, NULL);
 	if ((rc = ops->open(impl, o.device, &rt->info))) {
 		rc = jitk__error(JITK_ENODEV, "cannot open CUDA device %d: %s", o.device,
 				 ops->error_name(impl, rc));
 		goto fail;
 	}
-	if ((rc = jitk_compiler_new(&rt->comp, &o.compiler)))
+	if ((rc = jitk_compiler_new(&rt->comp, &co)))
 		goto fail;
 	if ((rc = pick_arch(rt)))
 		goto fail;
 	jitk__arch_format(rt->arch_str, rt->arch);
 	rt->nslots = rt->comp->specs->ninsts;
 	rt->slots = calloc(rt->nslots ? rt->nslots : 1, sizeof(*rt->slots));
-	if (!rt->slots) {
+	rt->sym_ops = calloc(rt->comp->specs->nsyms ? rt->comp->specs->nsyms : 1,
+			     sizeof(*rt->sym_ops));
+	if (!rt->slots || !rt->sym_ops) {
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
 		goto fail;
 	}
 	for (i = 0; i < rt->nslots; i++)
 		pthread_mutex_init(&rt->slots[i].mu, NULL);
-	jitk__typed_init(rt);
+	for (i = 0; i < rt->comp->specs->nsyms; i++) {
+		rt->sym_ops[i].rt = rt;
+		rt->sym_ops[i].sym = rt->comp->specs->syms[i];
+	}
 	jitk__log(&rt->comp->log, JITK_LOG_INFO, "device %d: %s, sm_%d, %d SMs; kernels for %s",
 		  o.device, rt->info.name, rt->info.cc, rt->info.sm_count, rt->arch_str);
 	*out = rt;
 	return JITK_OK;
 fail:
 	jitk_runtime_free(rt);
+	return rc;
+fail_impl:
+	/* The runtime owns impl from the start: close it on every failure. */
+	if (ops && ops->close)
+		ops->close(impl);
 	return rc;
 }
 
@@ -130,7 +209,7 @@ int jitk_runtime_new(jitk_runtime **out, const jitk_runtime_options *opts)
 
 static void kernel_free(jitk_runtime *rt, jitk_kernel *k)
 {
-	size_t i;
+	size_t i, d;
 
 	if (!k)
 		return;
@@ -139,6 +218,12 @@ static void kernel_free(jitk_runtime *rt, jitk_kernel *k)
 	jitk__expr_free(k->grid);
 	for (i = 0; i < k->nchecks; i++)
 		jitk__expr_free(k->checks[i]);
+	free(k->checks);
+	for (i = 0; i < JITK_MAX_SPEC_ARGS; i++)
+		for (d = 0; d < JITK_MAX_DIMS; d++) {
+			jitk__expr_free(k->tensors[i].shape[d]);
+			jitk__expr_free(k->tensors[i].strides[d]);
+		}
 	jitk__cache_entry_free(&k->entry);
 	free(k);
 }
@@ -155,10 +240,13 @@ void jitk_runtime_free(jitk_runtime *rt)
 		pthread_mutex_destroy(&rt->slots[i].mu);
 	}
 	free(rt->slots);
+	jitk__ops_free(rt);
 	jitk_compiler_free(rt->comp);
 	if (rt->ops && rt->ops->close)
 		rt->ops->close(rt->impl);
-	pthread_mutex_destroy(&rt->scales_mu);
+	pthread_mutex_destroy(&rt->ops_mu);
+	pthread_rwlock_destroy(&rt->configured_mu);
+	free(rt->configured);
 	free(rt);
 }
 
@@ -179,10 +267,13 @@ typedef struct {
 	int sm_count;
 } bind_ctx;
 
+/* Names of launch and shape expressions: the variant's constants, then
+ * sm_count, then slots (integer arguments, then dims). */
 static int bind_name(void *ctx, const char *name, int64_t *value, int *arg)
 {
 	const bind_ctx *b = ctx;
-	size_t i;
+	const spec_family *f = b->k->fam;
+	int i;
 
 	if (!jitk__variant_lookup((void *)&b->k->variant, name, value))
 		return 0;
@@ -190,12 +281,39 @@ static int bind_name(void *ctx, const char *name, int64_t *value, int *arg)
 		*value = b->sm_count;
 		return 0;
 	}
-	for (i = 0; i < b->k->fam->nargs; i++)
-		if (!strcmp(b->k->fam->args[i].name, name)) {
-			*arg = (int)i;
+	if ((i = jitk__spec_arg_index(f, name)) >= 0) {
+		*arg = i;
+		return 1;
+	}
+	for (i = 0; i < (int)f->ndims; i++)
+		if (!strcmp(f->dims[i], name)) {
+			*arg = (int)f->nargs + i;
 			return 1;
 		}
 	return -1;
+}
+
+/* The slot a bare name stands for, or -1 (a constant or an expression). */
+static int bare_slot(const bind_ctx *bc, const spec_expr *e)
+{
+	int64_t v;
+	int slot = -1;
+	const char *p;
+
+	for (p = e->text; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_'))
+			return -1;
+	if (isdigit((unsigned char)e->text[0]) || bind_name((void *)bc, e->text, &v, &slot) != 1)
+		return -1;
+	return slot;
+}
+
+static int bind_expr(expr **out, const spec_expr *e, bind_ctx *bc, const char *what)
+{
+	if (jitk__expr_bind(out, e->e, bind_name, bc))
+		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: cannot bind %s '%s'", e->loc.file,
+				   e->loc.line, e->loc.col, what, e->text);
+	return 0;
 }
 
 /* Everything about the launch that depends only on the variant. */
@@ -206,25 +324,35 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 	bind_ctx bc = { k, rt->info.sm_count };
 	char err[160];
 	int64_t v;
-	size_t i;
+	size_t i, d;
+	int rc;
 
-	if (f->nargs > JITK_MAX_ARGS || f->nchecks > JITK_MAX_CHECKS)
-		return jitk__error(JITK_ESPEC, "family %s: more than %d arguments or %d checks",
-				   f->name, JITK_MAX_ARGS, JITK_MAX_CHECKS);
+	if (f->nargs > JITK_MAX_SPEC_ARGS || f->nargs + f->ndims > JITK_MAX_SLOTS)
+		return jitk__error(JITK_ESPEC, "family %s: more than %d arguments and dims",
+				   f->name, JITK_MAX_SLOTS);
 	for (i = 0; i < f->nargs; i++) {
 		const spec_arg *a = &f->args[i];
+		jitk_tensor_rule *t = &k->tensors[i];
 
 		k->present[i] = (unsigned char)jitk__spec_cond_holds(&a->when, vals);
-		if (k->present[i])
-			k->argi[k->nargs++] = (unsigned char)i;
-		k->nullable[i] = (unsigned char)a->nullable;
-		if (a->type != AT_PTR)
+		if (a->type != AT_TENSOR || !k->present[i])
 			continue;
 		if (jitk__expr_eval(a->align.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
 		    v < 1 || v > 4096 || (v & (v - 1)))
 			return jitk__error(JITK_ESPEC, "%s:%d:%d: error: alignment '%s' of argument %s is not a power of two here",
 					   a->loc.file, a->loc.line, a->loc.col, a->align.text, a->name);
-		k->align[i] = v;
+		t->align = v;
+		for (d = 0; d < a->ndim; d++) {
+			if ((rc = bind_expr(&t->shape[d], &a->shape[d], &bc, "shape")))
+				return rc;
+			t->shape_slot[d] = (signed char)bare_slot(&bc, &a->shape[d]);
+			t->stride_slot[d] = -1;
+			if (!a->strides)
+				continue;
+			if ((rc = bind_expr(&t->strides[d], &a->strides[d], &bc, "stride")))
+				return rc;
+			t->stride_slot[d] = (signed char)bare_slot(&bc, &a->strides[d]);
+		}
 	}
 	if (jitk__expr_eval(f->block.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||
 	    v < 1 || v > 1024)
@@ -243,12 +371,14 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 	}
 	/* griddepcontrol needs sm_90; the template must wait for it */
 	k->programmatic = rt->programmatic && f->programmatic && rt->arch.cc >= 90;
-	if (jitk__expr_bind(&k->grid, f->grid.e, bind_name, &bc))
-		return jitk__error(JITK_ESPEC, "family %s: cannot bind the grid expression", f->name);
+	if ((rc = bind_expr(&k->grid, &f->grid, &bc, "the grid")))
+		return rc;
+	k->checks = calloc(f->nchecks ? f->nchecks : 1, sizeof(*k->checks));
+	if (!k->checks)
+		return jitk__error(JITK_ENOMEM, "out of memory");
 	for (i = 0; i < f->nchecks; i++) {
-		if (jitk__expr_bind(&k->checks[i], f->checks[i].e, bind_name, &bc))
-			return jitk__error(JITK_ESPEC, "family %s: cannot bind a launch check", f->name);
-		k->check_src[i] = &f->checks[i];
+		if ((rc = bind_expr(&k->checks[i], &f->checks[i], &bc, "the launch check")))
+			return rc;
 		k->nchecks++;
 	}
 	return 0;
@@ -422,7 +552,7 @@ int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name)
 int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 {
 	jitk_kernel *k;
-	size_t i, inst;
+	size_t i, j;
 	int rc;
 
 	if (!rt)
@@ -437,122 +567,18 @@ int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 		return JITK_OK;
 	}
 	for (i = 0; i < n; i++) {
-		if ((rc = jitk__spec_find(rt->comp->specs, names[i], &inst)) ||
-		    (rc = jitk__resolve(&k, rt, inst, 0, NULL)))
+		spec_selection sel;
+
+		if ((rc = jitk__spec_select(&sel, rt->comp->specs, names[i])))
+			return rc;
+		for (j = 0; j < sel.sym->ninsts && !rc; j++)
+			if (sel.match[j])
+				rc = jitk__resolve(&k, rt, sel.sym->first_inst + j, 0, NULL);
+		jitk__spec_selection_free(&sel);
+		if (rc)
 			return rc;
 	}
 	return JITK_OK;
-}
-
-/* ------------------------------------------------------------- launch */
-
-int jitk__launch_values(jitk_kernel *k, const uint64_t *values,
-			jitk_stream stream)
-{
-	const spec_family *f = k->fam;
-	jitk_runtime *rt = k->rt;
-	void *params[JITK_MAX_ARGS];
-	int64_t ints[JITK_MAX_ARGS];
-	int64_t grid = 0, ok;
-	size_t i;
-	int r;
-
-	for (i = 0; i < f->nargs; i++) {
-		const spec_arg *a = &f->args[i];
-
-		params[i] = (void *)&values[i];
-		ints[i] = a->type == AT_I32 ? (int64_t)(int32_t)values[i] : (int64_t)values[i];
-		if (a->type != AT_PTR || !k->present[i])
-			continue;
-		if (!values[i]) {
-			if (k->nullable[i])
-				continue;
-			return jitk__error(JITK_EINVAL, "%s: argument %s is NULL (nothing launched)",
-					   rt->comp->specs->insts[k->inst].name, a->name);
-		}
-		if (values[i] % (uint64_t)k->align[i])
-			return jitk__error(JITK_EINVAL,
-					   "%s: argument %s (0x%llx) is not %lld-byte aligned (nothing launched)",
-					   rt->comp->specs->insts[k->inst].name, a->name,
-					   (unsigned long long)values[i], (long long)k->align[i]);
-	}
-	for (i = 0; i < k->nchecks; i++) {
-		if (jitk__expr_eval_args(k->checks[i], ints, &ok) || !ok)
-			return jitk__error(JITK_EINVAL, "%s: %s (%s; nothing launched)",
-					   rt->comp->specs->insts[k->inst].name,
-					   k->check_src[i]->message, k->check_src[i]->text);
-	}
-	if (jitk__expr_eval_args(k->grid, ints, &grid))
-		return jitk__error(JITK_EINVAL, "%s: the grid '%s' overflows for these arguments",
-				   rt->comp->specs->insts[k->inst].name, f->grid.text);
-	if (grid <= 0)
-		return JITK_OK; /* empty problem: nothing to launch */
-	if (grid > 0x7fffffff)
-		return jitk__error(JITK_EINVAL, "%s: grid of %lld blocks is too large",
-				   rt->comp->specs->insts[k->inst].name, (long long)grid);
-	{
-		const unsigned g[3] = { (unsigned)grid, 1, 1 }, bl[3] = { k->block, 1, 1 };
-
-		r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, params, f->nargs,
-				    k->programmatic);
-	}
-	if (r)
-		return jitk__error(JITK_EDRIVER, "launching %s failed: %s",
-				   rt->comp->specs->insts[k->inst].name,
-				   rt->ops->error_name(rt->impl, r));
-	atomic_fetch_add_explicit(&rt->slots[k->inst].launches, 1, memory_order_relaxed);
-	return JITK_OK;
-}
-
-int jitk_kernel_launch(jitk_kernel *k, const jitk_arg *args, size_t nargs,
-		       jitk_stream stream)
-{
-	uint64_t values[JITK_MAX_ARGS];
-	const char *sym;
-	size_t i;
-
-	if (!k || (nargs && !args))
-		return jitk__error(JITK_EINVAL, "jitk_kernel_launch: NULL argument");
-	sym = k->rt->comp->specs->insts[k->inst].name;
-	if (nargs != k->nargs)
-		return jitk__error(JITK_EINVAL, "%s takes %zu arguments, not %zu (nothing launched)",
-				   sym, k->nargs, nargs);
-	memset(values, 0, sizeof(values));
-	for (i = 0; i < nargs; i++) {
-		const spec_arg *a = &k->fam->args[k->argi[i]];
-		jitk_arg_type want = a->type == AT_PTR ? JITK_ARG_PTR :
-				     a->type == AT_I32 ? JITK_ARG_I32 :
-				     a->type == AT_I64 ? JITK_ARG_I64 : JITK_ARG_F32;
-
-		if (args[i].name && strcmp(args[i].name, a->name))
-			return jitk__error(JITK_EINVAL, "%s: argument %zu is %s, not %s (nothing launched)",
-					   sym, i, a->name, args[i].name);
-		if (args[i].type != want)
-			return jitk__error(JITK_EINVAL, "%s: argument %s must be of type %s (nothing launched)",
-					   sym, a->name, a->cpp);
-		switch (want) {
-		case JITK_ARG_PTR: values[k->argi[i]] = args[i].v.ptr; break;
-		case JITK_ARG_I64: values[k->argi[i]] = (uint64_t)args[i].v.i64; break;
-		case JITK_ARG_I32: memcpy(&values[k->argi[i]], &args[i].v.i32, 4); break;
-		case JITK_ARG_F32: memcpy(&values[k->argi[i]], &args[i].v.f32, 4); break;
-		}
-	}
-	return jitk__launch_values(k, values, stream);
-}
-
-int jitk_launch(jitk_runtime *rt, const char *name, const jitk_arg *args,
-		size_t nargs, jitk_stream stream)
-{
-	jitk_kernel *k;
-	size_t inst;
-	int rc;
-
-	if (!rt || !name)
-		return jitk__error(JITK_EINVAL, "jitk_launch: NULL argument");
-	if ((rc = jitk__spec_find(rt->comp->specs, name, &inst)) ||
-	    (rc = jitk__resolve(&k, rt, inst, 1, stream)))
-		return rc;
-	return jitk_kernel_launch(k, args, nargs, stream);
 }
 
 /* -------------------------------------------------------------- stats */
@@ -572,7 +598,8 @@ static void add_slot(jitk_stats *o, jitk_slot *s)
 
 int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name)
 {
-	size_t i, inst;
+	spec_selection sel;
+	size_t i;
 	int rc;
 
 	if (!out || !rt)
@@ -583,8 +610,11 @@ int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name)
 			add_slot(out, &rt->slots[i]);
 		return JITK_OK;
 	}
-	if ((rc = jitk__spec_find(rt->comp->specs, name, &inst)))
+	if ((rc = jitk__spec_select(&sel, rt->comp->specs, name)))
 		return rc;
-	add_slot(out, &rt->slots[inst]);
+	for (i = 0; i < sel.sym->ninsts; i++)
+		if (sel.match[i])
+			add_slot(out, &rt->slots[sel.sym->first_inst + i]);
+	jitk__spec_selection_free(&sel);
 	return JITK_OK;
 }

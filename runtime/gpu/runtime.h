@@ -1,5 +1,5 @@
 /* runtime.h - the runtime object's insides, shared by runtime.c (symbol
- * table, resolve, generic launch) and launch.c (typed entry points). */
+ * table, resolve) and call.c (the generic checked call). */
 #ifndef JITK_RUNTIME_H
 #define JITK_RUNTIME_H
 
@@ -9,9 +9,20 @@
 #include "build/compile.h"
 #include "gpu/device.h"
 
-#define JITK_MAX_ARGS 32
-#define JITK_MAX_CHECKS 8
-#define JITK_MAX_SCALES 1024
+/* Slots of a call's integer environment: the family's arguments (scalars
+ * by value), then its dims. */
+#define JITK_MAX_SLOTS (JITK_MAX_SPEC_ARGS + 16)
+
+/* One tensor argument of a resolved kernel: its shape and strides bound
+ * to the variant (constants folded, names turned into slots), and which
+ * slot each dimension or stride sets when it is a bare name. */
+typedef struct {
+	expr *shape[JITK_MAX_DIMS];
+	expr *strides[JITK_MAX_DIMS]; /* NULL when contiguous */
+	signed char shape_slot[JITK_MAX_DIMS];   /* slot a dim binds, or -1 */
+	signed char stride_slot[JITK_MAX_DIMS];  /* slot a stride binds, or -1 */
+	int64_t align;
+} jitk_tensor_rule;
 
 struct jitk_kernel {
 	jitk_runtime *rt;
@@ -20,19 +31,12 @@ struct jitk_kernel {
 	void *lib;
 	void *fn;
 	jitk_variant variant;
-	/* The symbol's arguments: family argument indices, in order. */
-	size_t nargs;
-	unsigned char argi[JITK_MAX_ARGS];
-	/* Per family argument: present in this symbol, required alignment
-	 * (pointers; 0 otherwise), nullable. */
-	unsigned char present[JITK_MAX_ARGS];
-	int64_t align[JITK_MAX_ARGS];
-	unsigned char nullable[JITK_MAX_ARGS];
-	/* Launch geometry with names bound (integer arguments by family
-	 * index). */
+	/* Per family argument: taken by this instance, and its tensor rule. */
+	unsigned char present[JITK_MAX_SPEC_ARGS];
+	jitk_tensor_rule tensors[JITK_MAX_SPEC_ARGS];
+	/* Launch geometry and checks with names bound to slots. */
 	expr *grid;
-	expr *checks[JITK_MAX_CHECKS];
-	const spec_expr *check_src[JITK_MAX_CHECKS];
+	expr **checks;
 	size_t nchecks;
 	unsigned block;
 	unsigned smem;
@@ -53,17 +57,23 @@ typedef struct {
 		load_failures, launches, compile_us, load_us;
 } jitk_slot;
 
-/* Instances of one typed symbol by hidden size. */
-typedef struct {
-	size_t n;
-	int64_t hidden[32];
-	size_t inst[32];
-} jitk_typed;
-
-enum {
-	TYPED_NORM, TYPED_RESIDUAL, TYPED_NORM_FP8, TYPED_RESIDUAL_FP8,
-	TYPED_QUANT, TYPED_COUNT
+/* A selector bound to the runtime (jitk_op): the symbol, the instances it
+ * selects, and for each varying parameter where a tensor's shape tells
+ * its value. */
+struct jitk_op {
+	jitk_runtime *rt;
+	const spec_symbol *sym;
+	unsigned char *match; /* per instance of sym: selected */
+	char *selector;
+	jitk_op *next; /* ops made for selectors, in a list */
 };
+
+/* A tensor validated by jitk_configure. */
+typedef struct {
+	jitk_devptr data;
+	uint64_t buffer_id;
+	enum spec_rule rule;
+} jitk_configured;
 
 struct jitk_runtime {
 	jitk_compiler *comp;
@@ -76,27 +86,26 @@ struct jitk_runtime {
 	int programmatic; /* jitk_runtime_options.programmatic */
 	jitk_slot *slots; /* one per instance */
 	size_t nslots;
-	jitk_typed typed[TYPED_COUNT];
-	/* Family argument indices of the norm family, by role. */
-	int norm_arg[11];
-	int quant_arg[4];
-	/* input_scale pointers validated by jitk_configure_input_scale:
-	 * append-only, read without a lock. */
-	_Atomic(jitk_devptr) scales[JITK_MAX_SCALES];
-	atomic_size_t nscales;
-	pthread_mutex_t scales_mu;
+	jitk_op *sym_ops; /* one per symbol: the bare-name selector */
+	jitk_op *extra_ops; /* ops for other selectors */
+	pthread_mutex_t ops_mu;
+	/* jitk_configure's table: grows; read under the read lock. */
+	jitk_configured *configured;
+	size_t nconfigured, capconfigured;
+	pthread_rwlock_t configured_mu;
 };
 
-/* Resolve instance inst (see jitk_kernel_get). stream: when not NULL_OK,
- * the stream whose capture state decides the capture policy. */
+/* Resolve instance inst. check_capture: consult stream's capture state
+ * for the capture policy. */
 int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,
 		  int check_capture, jitk_stream stream);
-/* Launch with one value per family argument (absent ones ignored):
- * pointer/alignment checks, launch checks, grid, cuLaunchKernel. */
-int jitk__launch_values(jitk_kernel *k, const uint64_t *values,
-			jitk_stream stream);
 /* Why instance inst cannot run here (its slot's reason), or NULL. */
 const char *jitk__unavailable_reason(jitk_runtime *rt, size_t inst);
-void jitk__typed_init(jitk_runtime *rt);
+/* Launch with the call's slots (integer environment) and one kernel
+ * parameter value per family argument: launch checks, grid,
+ * cuLaunchKernel. */
+int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
+		 jitk_stream stream);
+void jitk__ops_free(jitk_runtime *rt);
 
 #endif

@@ -11,6 +11,10 @@
  *    run time; kernels are requested by name, resolved once (cache layers,
  *    else NVRTC) and launched with cuLaunchKernel.
  *
+ * Kernel families with typed entry points have a header of their own
+ * (jitk/norm.h); every family is reachable through the generic call
+ * (jitk_call), which checks tensors against the spec's argument table.
+ *
  * Conventions: functions return a status (JITK_OK == 0, errors < 0,
  * JITK_FALLBACK > 0). The out-parameter comes first and is named out; what
  * is returned through **out is owned by the caller unless said otherwise.
@@ -93,6 +97,14 @@ typedef enum {
 typedef void (*jitk_log_fn)(void *payload, jitk_log_level level,
 			    const char *message);
 
+/* ------------------------------------------------------------ library */
+
+/* "0.2.0": the library's version (JITK_VERSION is the header's). */
+JITK_API const char *jitk_version(void);
+/* Free memory the library returned through an out-parameter (texts of
+ * jitk_explain, jitk_source, jitk_describe, jitk_select). NULL is a no-op. */
+JITK_API void jitk_free(void *p);
+
 /* -------------------------------------------------------------- compiler */
 
 typedef struct jitk_compiler jitk_compiler;
@@ -110,7 +122,10 @@ typedef struct jitk_compiler jitk_compiler;
  *   log_level   $JITK_LOG=error|warn|info|debug, default warn
  *   cache_read_only  use cache_dir for lookups only, never write it
  *               ($JITK_CACHE_READONLY=1); misses compile in memory
- * Flags and options win over the environment. */
+ * Flags and options win over the environment. Fill one with
+ * jitk_compiler_options_init (or JITK_COMPILER_OPTIONS_INIT); a program
+ * built against an older header passes its older version, which stays
+ * accepted. */
 typedef struct {
 	unsigned version;
 	const char *specs;
@@ -130,6 +145,10 @@ typedef struct {
 	{ JITK_COMPILER_OPTIONS_VERSION, NULL, NULL, NULL, -1, -1, NULL,      \
 	  NULL, NULL, -1, -1 }
 
+/* Set every field to its default for the given version (1 to
+ * JITK_COMPILER_OPTIONS_VERSION). JITK_EINVAL for another version. */
+JITK_API int jitk_compiler_options_init(jitk_compiler_options *opts, unsigned version);
+
 /* Load and validate every spec, set up the cache. *out is the caller's,
  * freed with jitk_compiler_free(). JITK_ESPEC (with file:line:col in
  * jitk_error_last()) when a spec is bad, JITK_EINVAL for bad options,
@@ -139,26 +158,59 @@ JITK_API int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options 
 /* NULL is a no-op. */
 JITK_API void jitk_compiler_free(jitk_compiler *compiler);
 
-/* Number of symbol instances, and the i-th canonical name (borrowed from
- * the compiler). Instances of a symbol whose spec lists several values for
- * a parameter are named "symbol[param=value]". */
+/* Names (docs/spec-format.md, "Names"). A symbol is a name the specs
+ * define ("fused_norm_scale_shift_fp8"); its instances are named
+ * "symbol[param=value,...]" after the parameters the symbol lists several
+ * values for (just "symbol" when it has one instance). A selector is a
+ * symbol name with an optional "[param=value,...]" naming any parameters;
+ * it selects the matching instances. Every function taking a NAME takes
+ * a selector; those acting on one instance need it to select exactly one
+ * (JITK_EINVAL naming the candidates otherwise). */
 JITK_API size_t jitk_symbol_count(const jitk_compiler *compiler);
 JITK_API const char *jitk_symbol_name(const jitk_compiler *compiler, size_t i);
+JITK_API size_t jitk_instance_count(const jitk_compiler *compiler);
+JITK_API const char *jitk_instance_name(const jitk_compiler *compiler, size_t i);
+/* The instances selector selects: *out is a jitk_free'd array of *n
+ * indices for jitk_instance_name. JITK_ENOENT (with the nearest symbol
+ * name), JITK_EINVAL for a malformed selector. */
+JITK_API int jitk_select(size_t **out, size_t *n, const jitk_compiler *compiler,
+			 const char *selector);
 
-/* Human-readable decision for NAME on ARCH ("sm_90", "sm_100a", ...): the
- * variant that runs, or the fallback and the reason. *out is malloc'd, the
- * caller frees it. Returns JITK_OK when the symbol or its fallback can run,
- * JITK_EARCH when neither can (text still written), JITK_ENOENT, JITK_EINVAL
- * for a malformed architecture. Needs no GPU. */
+/* The symbols of the specs as JSON (docs/api.md "Describing symbols"):
+ * families, parameters, instances, argument tables with dtypes, shapes,
+ * strides, io and defaults, fallback steps. selector NULL = every symbol.
+ * *out is jitk_free'd. For bindings that generate their ops from it. */
+JITK_API int jitk_describe(char **out, const jitk_compiler *compiler, const char *selector);
+
+/* Human-readable decision for every instance NAME selects on ARCH
+ * ("sm_90", "sm_100a", ...): the variant that runs, its arguments with
+ * their shapes, or the fallback and the reason. *out is jitk_free'd.
+ * Returns JITK_OK when the symbol or its fallback can run, JITK_EARCH when
+ * neither can (text still written), JITK_ENOENT, JITK_EINVAL for a
+ * malformed or unsupported architecture. Needs no GPU. */
 JITK_API int jitk_explain(char **out, jitk_compiler *compiler, const char *name,
-		 const char *arch);
+			  const char *arch);
 
-/* Make sure the cubin of NAME for ARCH is in the cache (compiling it if
- * needed). *out_origin, when not NULL, receives 0 = compiled now, 1 = found
- * in the writable cache, 2 = found in a read-only layer. JITK_EARCH when a
- * gate forbids the symbol there, JITK_ECOMPILE, JITK_ENOCOMPILE. */
-JITK_API int jitk_precompile(int *out_origin, jitk_compiler *compiler, const char *name,
-		    const char *arch);
+/* The translation unit NVRTC compiles for the one instance NAME selects
+ * on ARCH (*out), and its options followed by one line
+ * "name-expression EXPR" (*out_options, NULL allowed). jitk_free both. */
+JITK_API int jitk_source(char **out, char **out_options, jitk_compiler *compiler,
+			 const char *name, const char *arch);
+
+/* Where a precompiled image came from. */
+typedef enum {
+	JITK_ORIGIN_COMPILED = 0, /* NVRTC ran now */
+	JITK_ORIGIN_CACHE = 1,    /* the writable cache */
+	JITK_ORIGIN_LAYER = 2,    /* a read-only layer */
+	JITK_ORIGIN_MEMORY = 3    /* compiled, but no cache could take it */
+} jitk_origin;
+
+/* Make sure the cubin of the one instance NAME selects, for ARCH, is in
+ * the cache (compiling it if needed). *out (NULL allowed) says where it
+ * came from. JITK_EARCH when a gate forbids the symbol there,
+ * JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_ESPEC. */
+JITK_API int jitk_precompile(jitk_origin *out, jitk_compiler *compiler, const char *name,
+			     const char *arch);
 
 /* --------------------------------------------------------------- runtime */
 
@@ -181,31 +233,44 @@ typedef enum {
 	JITK_CAPTURE_RESOLVE = 1
 } jitk_capture_policy;
 
+/* Options of a runtime; fill with jitk_runtime_options_init. Version 3
+ * (current) points to the compiler's options instead of embedding them,
+ * so that either struct can grow; versions 1 and 2 (embedded) are still
+ * accepted from older programs.
+ *   device       CUDA device ordinal
+ *   capture      see jitk_capture_policy
+ *   programmatic nonzero: on sm_90 and newer, launch the kernels of
+ *                families that declare `launch: { programmatic: true }`
+ *                (their templates wait with griddepcontrol.wait before
+ *                touching memory) with programmatic dependent launch, so
+ *                that a launch and its set-up overlap the end of the kernel
+ *                before it on the stream. Results are the same either way.
+ *   compiler     the compiler's options (NULL: every default) */
 typedef struct {
 	unsigned version;
-	int device; /* CUDA device ordinal */
+	int device;
 	jitk_capture_policy capture;
-	jitk_compiler_options compiler;
-	/* Since version 2. Nonzero: on sm_90 and newer, launch the kernels of
-	 * spec families that declare `launch: { programmatic: true }` (their
-	 * templates wait for the previous kernel with griddepcontrol.wait
-	 * before touching memory) with programmatic dependent launch, so that
-	 * a kernel's launch and set-up overlap the end of the kernel before it
-	 * on the stream. Results are the same either way. */
 	int programmatic;
+	const jitk_compiler_options *compiler;
 } jitk_runtime_options;
 
-#define JITK_RUNTIME_OPTIONS_VERSION 2
+#define JITK_RUNTIME_OPTIONS_VERSION 3
 #define JITK_RUNTIME_OPTIONS_INIT                                             \
-	{ JITK_RUNTIME_OPTIONS_VERSION, 0, JITK_CAPTURE_ERROR,                \
-	  JITK_COMPILER_OPTIONS_INIT, 0 }
+	{ JITK_RUNTIME_OPTIONS_VERSION, 0, JITK_CAPTURE_ERROR, 0, NULL }
+
+/* Defaults for the given version (1 to JITK_RUNTIME_OPTIONS_VERSION; for
+ * 1 or 2, opts points to a struct of that version's layout, as an older
+ * header declared it). JITK_EINVAL for another version. */
+JITK_API int jitk_runtime_options_init(jitk_runtime_options *opts, unsigned version);
 
 /* Open the CUDA driver (libcuda.so.1, looked up at run time), bind the
  * device, read its architecture and load the specs. *out is the caller's.
- * JITK_ENODEV when there is no driver or device, JITK_ESPEC, JITK_ENOMEM.
- * Makes the device's primary context current on this thread when no context
- * is. Kernels load with cuLibraryLoadData, so they launch in any context of
- * the device. All other runtime functions are thread-safe. */
+ * JITK_ENODEV when there is no driver or device, JITK_ESPEC, JITK_ENOMEM,
+ * JITK_EINVAL for options of an unknown version. Makes the device's primary
+ * context current on this thread when no context is. Kernels load with
+ * cuLibraryLoadData, so they launch in any context of the device. All
+ * other runtime functions are thread-safe. opts may point to a version 1,
+ * 2 or 3 struct, each read with its own layout (NULL: defaults). */
 JITK_API int jitk_runtime_new(jitk_runtime **out, const jitk_runtime_options *opts);
 /* NULL is a no-op. No launch of this runtime may be in flight. */
 JITK_API void jitk_runtime_free(jitk_runtime *rt);
@@ -214,49 +279,135 @@ JITK_API const char *jitk_runtime_arch(const jitk_runtime *rt);
 /* The compiler the runtime owns; borrowed. */
 JITK_API jitk_compiler *jitk_runtime_compiler(jitk_runtime *rt);
 
-/* The kernel called NAME, resolved on first use: cache layers, else NVRTC,
- * then cuLibraryLoadData. Later calls are one lock-free read. *out is
- * borrowed from rt. JITK_ENOENT, JITK_EARCH (a gate forbids it here; see
- * jitk_explain), JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_EDRIVER. */
+/* The kernel of the one instance NAME selects, resolved on first use:
+ * cache layers, else NVRTC, then cuLibraryLoadData. Later calls are one
+ * lock-free read. *out is borrowed from rt. JITK_ENOENT, JITK_EINVAL (the
+ * selector names several instances), JITK_EARCH (a gate forbids it here;
+ * see jitk_explain), JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_EDRIVER. */
 JITK_API int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name);
 
-/* Resolve the N named kernels (all kernels that can run on this device when
- * names is NULL) so that later requests never compile or load, e.g. before
- * CUDA graph capture. Stops at the first failure. */
+/* Resolve every instance the N selectors select (every instance that can
+ * run on this device when names is NULL; gated ones are skipped) so that
+ * later calls never compile or load, e.g. before CUDA graph capture. Stops
+ * at the first failure. */
 JITK_API int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n);
 
-/* One kernel argument for the generic launch. type must match the spec's
- * argument type; name, when not NULL, must match the spec's name. */
+/* ------------------------------------------------ tensors and the call */
+
+/* An element type, with DLPack's meanings (DLDataType): code 0 int,
+ * 1 uint, 2 float, 4 bfloat, 10 float8_e4m3fn; bits; lanes (1). */
+typedef struct {
+	uint8_t code;
+	uint8_t bits;
+	uint16_t lanes;
+} jitk_dtype;
+
+#define JITK_DTYPE_BF16 { 4, 16, 1 }
+#define JITK_DTYPE_F32 { 2, 32, 1 }
+#define JITK_DTYPE_FP8_E4M3 { 10, 8, 1 }
+#define JITK_DTYPE_I32 { 0, 32, 1 }
+#define JITK_DTYPE_I64 { 0, 64, 1 }
+#define JITK_DTYPE_U8 { 1, 8, 1 }
+
+#define JITK_MAX_DIMS 6
+
+/* A tensor in device memory, with DLPack's meanings: data is the address
+ * of the first element (DLPack's data + byte_offset), shape and strides
+ * have ndim entries, strides counted in elements. */
+typedef struct {
+	jitk_devptr data;
+	jitk_dtype dtype;
+	int32_t ndim;
+	int64_t shape[JITK_MAX_DIMS];
+	int64_t strides[JITK_MAX_DIMS];
+} jitk_tensor;
+
+/* Fill t as a C-contiguous tensor. JITK_EINVAL for ndim outside
+ * 0..JITK_MAX_DIMS or a negative dimension. */
+JITK_API int jitk_tensor_contiguous(jitk_tensor *t, jitk_devptr data, jitk_dtype dtype,
+				    int32_t ndim, const int64_t *shape);
+
+/* One named argument of a call: a tensor, or a scalar of the spec's
+ * type. */
 typedef enum {
-	JITK_ARG_PTR = 1, /* device pointer, in v.ptr */
 	JITK_ARG_I32 = 2,
 	JITK_ARG_I64 = 3,
-	JITK_ARG_F32 = 4
+	JITK_ARG_F32 = 4,
+	JITK_ARG_TENSOR = 5
 } jitk_arg_type;
 
 typedef struct {
 	const char *name;
 	jitk_arg_type type;
 	union {
-		jitk_devptr ptr;
+		const jitk_tensor *tensor;
 		int32_t i32;
 		int64_t i64;
 		float f32;
 	} v;
 } jitk_arg;
 
-/* Launch K with ARGS in the symbol's spec order. The arguments are checked
- * against the spec (count, types, names, non-NULL and aligned pointers,
- * integer ranges) before anything is launched: JITK_EINVAL names the first
- * bad argument. Launches nothing and returns JITK_OK when the grid is empty
- * (rows == 0). JITK_EDRIVER when cuLaunchKernel fails. */
-JITK_API int jitk_kernel_launch(jitk_kernel *k, const jitk_arg *args, size_t nargs,
-		       jitk_stream stream);
-/* jitk_kernel_get() then jitk_kernel_launch(). */
-JITK_API int jitk_launch(jitk_runtime *rt, const char *name, const jitk_arg *args,
-		size_t nargs, jitk_stream stream);
+typedef enum {
+	/* Any failed check is an error (JITK_EINVAL naming the argument);
+	 * a gate that forbids the instance here is JITK_EARCH. */
+	JITK_CALL_STRICT = 0,
+	/* Where the gate, the shapes (no instance for them), a tensor check
+	 * (alignment, strides, NULL) or a configured guard rules the
+	 * instance out: launch nothing, return JITK_FALLBACK and the reason.
+	 * A misused call (unknown, missing or repeated names, wrong kinds)
+	 * stays JITK_EINVAL. */
+	JITK_CALL_TRY = 1,
+	/* TRY, and on JITK_FALLBACK run the spec's fallback steps (strictly):
+	 * the same bytes out, for a family whose fallback is its split
+	 * path. */
+	JITK_CALL_AUTO = 2
+} jitk_call_mode;
 
-/* Counters of one kernel (or of all, when name is NULL). */
+/* What a call did. instance is borrowed from the runtime; reason stays
+ * valid until the next call on this thread; NULL when not applicable. */
+typedef struct {
+	int fallback;         /* the fallback ran (AUTO) or would have to (TRY) */
+	const char *reason;   /* why the instance was ruled out */
+	const char *instance; /* the instance launched (the first step's, after a fallback) */
+} jitk_call_info;
+
+/* An operation: a selector bound to a runtime, resolved by name once.
+ * Borrowed from rt (freed with it). */
+typedef struct jitk_op jitk_op;
+JITK_API int jitk_op_get(jitk_op **out, jitk_runtime *rt, const char *selector);
+
+/* Call the op with ARGS, matched by name (any order; scalars with a spec
+ * default may be left out; integer scalars that a tensor's shape or
+ * strides determine, such as rows, may be left out too). The instance is
+ * picked from the shapes (the dims of parameters the symbol lists several
+ * values for), then every dtype, rank, shape, stride, alignment and
+ * aliasing rule and launch check of the spec is checked, and the kernel
+ * is launched on stream. Errors name the argument and the expected and
+ * actual shapes; nothing is launched after an error. A grid of 0 (an empty
+ * problem) launches nothing. out (NULL allowed) says what ran. */
+JITK_API int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode,
+			  const jitk_arg *args, size_t nargs, jitk_stream stream);
+/* jitk_op_get, then jitk_op_call. */
+JITK_API int jitk_call(jitk_call_info *out, jitk_runtime *rt, const char *selector,
+		       jitk_call_mode mode, const jitk_arg *args, size_t nargs,
+		       jitk_stream stream);
+
+/* Validate a tensor that an argument with `configured: RULE` in the spec
+ * of symbol's family requires (the quantizers' input_scale: one finite,
+ * positive f32): reads its value from the device once (synchronously; not
+ * during capture) and records it, tied to its allocation (the driver's
+ * buffer id), so that a freed and reallocated address is not taken as
+ * validated. JITK_EINVAL (the value in the message) when the rule fails.
+ * jitk_unconfigure forgets an address (JITK_ENOENT if it was not
+ * configured). */
+JITK_API int jitk_configure(jitk_runtime *rt, const char *symbol, const char *arg,
+			    const jitk_tensor *t);
+JITK_API int jitk_unconfigure(jitk_runtime *rt, jitk_devptr data);
+
+/* --------------------------------------------------------------- stats */
+
+/* Counters of one kernel (or of all, when name is NULL; a selector sums
+ * the instances it selects). */
 typedef struct {
 	uint64_t compiles;     /* NVRTC runs */
 	uint64_t cache_hits;   /* cubins found on disk */
@@ -270,83 +421,6 @@ typedef struct {
 } jitk_stats;
 
 JITK_API int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name);
-
-/* --------------------------------------- the modulated-norm kernel family */
-
-/* Arguments of the norm + scale/shift (+ gated residual) (+ fp8) kernels.
- * Tensors are bf16, row-major and contiguous ([rows, hidden], or [hidden]
- * for gate/scale/shift) and 16-byte aligned; q is fp8 e4m3 [rows, hidden];
- * input_scale is one fp32 in device memory. weight and bias must be 0: an
- * affine LayerNorm is not fused (the try_ functions fall back, the others
- * return JITK_EINVAL). Fields a variant does not use are ignored. */
-typedef struct {
-	jitk_devptr y;            /* out: normalized and modulated, bf16 */
-	jitk_devptr q;            /* out: quantized y (fp8 variants) */
-	jitk_devptr residual_out; /* out: residual + gate * x (residual variants) */
-	jitk_devptr x;
-	jitk_devptr residual;
-	jitk_devptr gate;
-	jitk_devptr scale;
-	jitk_devptr shift;
-	jitk_devptr input_scale;
-	jitk_devptr weight; /* must be 0 */
-	jitk_devptr bias;   /* must be 0 */
-	int64_t rows;
-	int32_t hidden;
-	float eps;
-} jitk_norm_args;
-
-/* The reference symbols. Each resolves the instance for a->hidden (see
- * jitk list) and launches it on stream. JITK_EINVAL for bad arguments,
- * JITK_EARCH when the architecture gate forbids the symbol on this device
- * (use the try_ or auto entry points for a fallback). */
-JITK_API int jitk_fused_norm_scale_shift(jitk_runtime *rt, const jitk_norm_args *a,
-				jitk_stream stream);
-JITK_API int jitk_fused_scale_residual_norm_scale_shift(jitk_runtime *rt,
-					       const jitk_norm_args *a,
-					       jitk_stream stream);
-JITK_API int jitk_fused_norm_scale_shift_fp8(jitk_runtime *rt, const jitk_norm_args *a,
-				    jitk_stream stream);
-JITK_API int jitk_fused_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
-						   const jitk_norm_args *a,
-						   jitk_stream stream);
-
-/* The split path's quantizer: q[i] = e4m3(clamp(x[i] / *input_scale)) for
- * n bf16 values, with the reciprocal computed like PTX div.full.f32. */
-JITK_API int jitk_static_quant_fp8(jitk_runtime *rt, jitk_devptr q, jitk_devptr x,
-			  jitk_devptr input_scale, int64_t n,
-			  jitk_stream stream);
-
-/* Validate the input_scale of a quantizing layer once (model load): it must
- * be one finite, positive fp32. Reads 4 bytes from the device
- * (synchronously). On success the pointer is remembered as configured and
- * the fused fp8 paths may use it; JITK_EINVAL (with the value in the
- * message) otherwise. Not for use during stream capture. */
-JITK_API int jitk_configure_input_scale(jitk_runtime *rt, jitk_devptr input_scale);
-
-/* Like the reference's try_ functions: launch the fused fp8 kernel when
- * every guard holds, else launch nothing and return JITK_FALLBACK with the
- * reason in *reason (a static or runtime-owned string; NULL allowed).
- * Guards: architecture gate, supported hidden size, non-NULL and 16-byte
- * aligned pointers, input_scale configured, no affine weight/bias. */
-JITK_API int jitk_try_fused_norm_scale_shift_fp8(jitk_runtime *rt,
-					const jitk_norm_args *a,
-					jitk_stream stream,
-					const char **reason);
-JITK_API int jitk_try_fused_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
-						       const jitk_norm_args *a,
-						       jitk_stream stream,
-						       const char **reason);
-
-/* Run the fused fp8 kernel where the guards allow it, else the split path
- * (the non-quantizing kernel, then static_quant_fp8 on its y) - the same
- * bytes out either way. *used_fused (NULL allowed) says which ran. */
-JITK_API int jitk_auto_norm_scale_shift_fp8(jitk_runtime *rt, const jitk_norm_args *a,
-				   jitk_stream stream, int *used_fused);
-JITK_API int jitk_auto_scale_residual_norm_scale_shift_fp8(jitk_runtime *rt,
-						  const jitk_norm_args *a,
-						  jitk_stream stream,
-						  int *used_fused);
 
 #ifdef __cplusplus
 }

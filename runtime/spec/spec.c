@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -733,13 +734,18 @@ static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
 	return 0;
 }
 
+/* Which names an expression may use besides parameters, tuning keys and
+ * derived values. */
+enum { NAMES_SPEC = 0, NAMES_LAUNCH = 1, NAMES_SHAPE = 2 };
+
 typedef struct {
 	const sctx *c;
 	const spec_family *f;
 	const ynode *node;
 	const char *path;
 	size_t nderived;
-	int allow_args; /* launch expressions may use integer arguments */
+	int names; /* NAMES_*: launch expressions may use integer arguments,
+		    * sm_count and dims; shapes integer arguments and dims */
 } name_check;
 
 static int check_name(void *ctx, const char *name, int pos)
@@ -750,9 +756,12 @@ static int check_name(void *ctx, const char *name, int pos)
 	(void)pos;
 	if (name_defined(nc->f, name, nc->nderived))
 		return 0;
-	if (nc->allow_args) {
-		if (!strcmp(name, "sm_count"))
+	if (nc->names != NAMES_SPEC) {
+		if (nc->names == NAMES_LAUNCH && !strcmp(name, "sm_count"))
 			return 0;
+		for (i = 0; i < nc->f->ndims; i++)
+			if (!strcmp(nc->f->dims[i], name))
+				return 0;
 		for (i = 0; i < nc->f->nargs; i++)
 			if (!strcmp(nc->f->args[i].name, name)) {
 				if (nc->f->args[i].type == AT_I32 ||
@@ -767,12 +776,12 @@ static int check_name(void *ctx, const char *name, int pos)
 }
 
 static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
-		      const char *path, size_t nderived, int allow_args,
+		      const char *path, size_t nderived, int names,
 		      spec_expr *out)
 {
 	char msg[160];
 	int pos = 0;
-	name_check nc = { c, f, n, path, nderived, allow_args };
+	name_check nc = { c, f, n, path, nderived, names };
 
 	if (want_kind(c, n, path, YN_SCALAR, "an expression"))
 		return JITK_ESPEC;
@@ -818,7 +827,7 @@ static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
 }
 
 static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
-			const char *path, int allow_args, spec_expr **out,
+			const char *path, int names, spec_expr **out,
 			size_t *count)
 {
 	static const char *const keys[] = { "check", "message", NULL };
@@ -840,7 +849,7 @@ static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
 			return rc;
 		++*count;
 		if ((rc = parse_expr(c, f, jitk__ymap_get(e, "check"), path, f->nderived,
-				     allow_args, x)))
+				     names, x)))
 			return rc;
 		if ((rc = get_string(c, jitk__ymap_get(e, "message"), path, &x->message)))
 			return rc;
@@ -848,148 +857,323 @@ static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
 	return 0;
 }
 
-static int parse_targs(const sctx *c, spec_family *f, const ynode *n)
+static const spec_elem elem_types[] = {
+	{ "bf16", "jitk::bf16", 4, 16 },
+	{ "fp8_e4m3", "jitk::fp8_e4m3", 10, 8 },
+	{ "f32", "float", 2, 32 },
+	{ "i32", "int", 0, 32 },
+	{ "i64", "long long", 0, 64 },
+	{ "u8", "unsigned char", 1, 8 },
+};
+
+const spec_elem *jitk__spec_elem(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < JITK_ARRAY_SIZE(elem_types); i++)
+		if (!strcmp(elem_types[i].name, name))
+			return &elem_types[i];
+	return NULL;
+}
+
+/* The type of an argument: "const bf16" (a tensor when it has a shape),
+ * "f32", "i32", "i64" (scalars). */
+static int parse_arg_type(const sctx *c, spec_arg *a, const ynode *t, int tensor)
+{
+	const char *s;
+	char name[16];
+	size_t len;
+
+	if (want_kind(c, t, "args.type", YN_SCALAR, "a type like 'const bf16'"))
+		return JITK_ESPEC;
+	s = t->str;
+	if (!strncmp(s, "const ", 6)) {
+		a->is_const = 1;
+		s += 6;
+	}
+	len = strlen(s);
+	if (len && s[len - 1] == '*')
+		return ERR(c, t, "args.type",
+			   "'%s': pointer arguments are tensors: write the element type "
+			   "('const bf16' for an input) and give a shape", t->str);
+	if (len >= sizeof(name) || !(a->elem = (snprintf(name, sizeof(name), "%s", s),
+						  jitk__spec_elem(name))))
+		return ERR(c, t, "args.type",
+			   "unknown type '%s' (bf16, fp8_e4m3, f32, i32, i64, u8; 'const' for input tensors)",
+			   t->str);
+	if (tensor) {
+		a->type = AT_TENSOR;
+		a->cpp = jitk__asprintf("%s%s *", a->is_const ? "const " : "", a->elem->cpp);
+	} else {
+		if (a->is_const)
+			return ERR(c, t, "args.type", "'const' applies to tensors only (give a shape)");
+		if (!strcmp(s, "f32"))
+			a->type = AT_F32;
+		else if (!strcmp(s, "i32"))
+			a->type = AT_I32;
+		else if (!strcmp(s, "i64"))
+			a->type = AT_I64;
+		else
+			return ERR(c, t, "args.type", "'%s' can only be a tensor: give its shape", s);
+		a->cpp = jitk__strdup(a->elem->cpp);
+	}
+	return a->cpp ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
+/* A list of shape or stride expressions. */
+static int parse_dims(const sctx *c, spec_family *f, const ynode *n, const char *path,
+		      size_t want, spec_expr **out, size_t *count)
 {
 	size_t i;
 	int rc;
 
-	if (want_kind(c, n, "template_args", YN_SEQ, "a list of names"))
+	if (want_kind(c, n, path, YN_SEQ, "a list of dimensions"))
 		return JITK_ESPEC;
-	f->targs = calloc(n->n ? n->n : 1, sizeof(*f->targs));
-	if (!f->targs)
+	if (!n->n || n->n > JITK_MAX_DIMS)
+		return ERR(c, n, path, "a tensor has 1 to %d dimensions", JITK_MAX_DIMS);
+	if (want && n->n != want)
+		return ERR(c, n, path, "%zu strides for %zu dimensions", n->n, want);
+	*out = calloc(n->n, sizeof(**out));
+	if (!*out)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	for (i = 0; i < n->n; i++) {
-		if ((rc = get_ident(c, n->kids[i], "template_args", &f->targs[i])))
+		++*count;
+		if ((rc = parse_expr(c, f, n->kids[i], path, f->nderived, NAMES_SHAPE,
+				     &(*out)[i])))
 			return rc;
-		f->ntargs++;
-		if (!name_defined(f, f->targs[i], f->nderived))
-			return ERR(c, n->kids[i], "template_args",
-				   "'%s' is not a parameter, tuning key or derived value",
-				   f->targs[i]);
 	}
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	const char *cpp;
-	enum spec_atype scalar; /* the by-value type, when allowed */
-	int size;
-} elem_types[] = {
-	{ "bf16", "jitk::bf16", AT_PTR, 2 },
-	{ "fp8_e4m3", "jitk::fp8_e4m3", AT_PTR, 1 },
-	{ "f32", "float", AT_F32, 4 },
-	{ "i32", "int", AT_I32, 4 },
-	{ "i64", "long long", AT_I64, 8 },
-};
+static int parse_default(const sctx *c, spec_arg *a, const ynode *v)
+{
+	char *end;
+	int rc;
+
+	if (a->type == AT_TENSOR)
+		return ERR(c, v, "args.default", "'default' applies to scalar arguments only");
+	a->has_default = 1;
+	if (a->type != AT_F32) {
+		if ((rc = get_int(c, v, "args.default", &a->def_i)))
+			return rc;
+		if (a->type == AT_I32 && (a->def_i < INT32_MIN || a->def_i > INT32_MAX))
+			return ERR(c, v, "args.default", "%lld is out of range for i32",
+				   (long long)a->def_i);
+		return 0;
+	}
+	if (want_kind(c, v, "args.default", YN_SCALAR, "a number"))
+		return JITK_ESPEC;
+	errno = 0;
+	a->def_f = strtof(v->str, &end);
+	if (!v->plain || end == v->str || *end || errno || !isfinite(a->def_f))
+		return ERR(c, v, "args.default", "expected a finite number, got '%s'", v->str);
+	return 0;
+}
+
+static int parse_arg(const sctx *c, spec_family *f, spec_arg *a, const ynode *k,
+		     const ynode *e)
+{
+	static const char *const keys[] = { "type", "shape", "strides", "io", "align",
+					    "nullable", "configured", "default", "when",
+					    NULL };
+	static const char *const req[] = { "type", NULL };
+	const ynode *v;
+	int rc;
+
+	if (want_kind(c, e, "args", YN_MAP, "an argument (a mapping)"))
+		return JITK_ESPEC;
+	if ((rc = check_keys(c, e, "args", keys, req)))
+		return rc;
+	if ((rc = parse_arg_type(c, a, jitk__ymap_get(e, "type"), jitk__ymap_get(e, "shape") != NULL)))
+		return rc;
+	if (a->type != AT_TENSOR) {
+		static const char *const tensor_only[] = { "strides", "io", "align", "nullable",
+							   "configured", NULL };
+		size_t i;
+
+		for (i = 0; tensor_only[i]; i++)
+			if ((v = jitk__ymap_get(e, tensor_only[i])))
+				return ERR(c, v, "args", "'%s' applies to tensors only (give a shape)",
+					   tensor_only[i]);
+	}
+	a->io = IO_IN;
+	if ((v = jitk__ymap_get(e, "io"))) {
+		if (want_kind(c, v, "args.io", YN_SCALAR, "in, out or inout"))
+			return JITK_ESPEC;
+		if (!strcmp(v->str, "in"))
+			a->io = IO_IN;
+		else if (!strcmp(v->str, "out"))
+			a->io = IO_OUT;
+		else if (!strcmp(v->str, "inout"))
+			a->io = IO_INOUT;
+		else
+			return ERR(c, v, "args.io", "expected in, out or inout, got '%s'", v->str);
+		if (a->is_const && a->io != IO_IN)
+			return ERR(c, v, "args.io", "a const tensor is an input; drop 'const' to write it");
+		if (!a->is_const && a->io == IO_IN)
+			return ERR(c, v, "args.io", "a tensor the kernel only reads is 'const'");
+	} else if (a->type == AT_TENSOR && !a->is_const) {
+		a->io = IO_OUT;
+	}
+	if ((v = jitk__ymap_get(e, "align"))) {
+		int64_t al;
+
+		if (v->kind == YN_SCALAR && v->plain && isdigit((unsigned char)v->str[0])) {
+			if ((rc = get_int(c, v, "args.align", &al)))
+				return rc;
+			if (al < 1 || al > 256 || (al & (al - 1)))
+				return ERR(c, v, "args.align", "align must be a power of two up to 256");
+		}
+		/* A name or expression (align: vec_bytes) is checked when the
+		 * variant is known. */
+		if ((rc = parse_expr(c, f, v, "args.align", f->nderived, NAMES_SPEC, &a->align)))
+			return rc;
+	} else if (a->type == AT_TENSOR) {
+		char num[8];
+		int pos;
+
+		snprintf(num, sizeof(num), "%d", a->elem->bits / 8);
+		a->align.text = jitk__strdup(num);
+		a->align.loc = a->loc;
+		if (!a->align.text || jitk__expr_parse(&a->align.e, num, num, sizeof(num), &pos))
+			return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	if ((v = jitk__ymap_get(e, "nullable")) &&
+	    (rc = get_bool(c, v, "args.nullable", &a->nullable)))
+		return rc;
+	if ((v = jitk__ymap_get(e, "configured"))) {
+		if (want_kind(c, v, "args.configured", YN_SCALAR, "a rule (positive_finite)"))
+			return JITK_ESPEC;
+		if (strcmp(v->str, "positive_finite"))
+			return ERR(c, v, "args.configured", "unknown rule '%s' (positive_finite)",
+				   v->str);
+		if (strcmp(a->elem->name, "f32") || !a->is_const)
+			return ERR(c, v, "args.configured", "a configured tensor is a const f32");
+		a->configured = RULE_POSITIVE_FINITE;
+	}
+	if ((v = jitk__ymap_get(e, "default")) && (rc = parse_default(c, a, v)))
+		return rc;
+	if ((v = jitk__ymap_get(e, "when")) &&
+	    (rc = parse_cond(c, f, v, "args.when", &a->when)))
+		return rc;
+	(void)k;
+	return 0;
+}
 
 static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 {
-	static const char *const keys[] = { "name", "type", "when", "align",
-					    "nullable", NULL };
-	static const char *const req[] = { "name", "type", NULL };
-	size_t i, j;
+	size_t i;
 	int rc;
 
-	if (want_kind(c, n, "args", YN_SEQ, "a list of arguments"))
+	if (want_kind(c, n, "args", YN_MAP, "a mapping of arguments, in the kernel's order"))
 		return JITK_ESPEC;
+	if (n->n > JITK_MAX_SPEC_ARGS)
+		return ERR(c, n, "args", "more than %d arguments", JITK_MAX_SPEC_ARGS);
 	f->args = calloc(n->n ? n->n : 1, sizeof(*f->args));
 	if (!f->args)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	for (i = 0; i < n->n; i++) {
-		const ynode *e = n->kids[i], *t, *v;
+		const ynode *k = ymap_key(n, i);
 		spec_arg *a = &f->args[i];
-		const char *s;
-		size_t len;
-		int ptr = 0;
 
-		if (want_kind(c, e, "args", YN_MAP, "an argument (a mapping)"))
-			return JITK_ESPEC;
-		if ((rc = check_keys(c, e, "args", keys, req)))
-			return rc;
+		if (!is_ident(k->str))
+			return ERR(c, k, "args", "'%s' is not a name", k->str);
 		f->nargs++;
-		a->loc = loc_of(c, e);
-		if ((rc = get_ident(c, jitk__ymap_get(e, "name"), "args.name", &a->name)))
-			return rc;
-		for (j = 0; j < i; j++)
-			if (!strcmp(f->args[j].name, a->name))
-				return ERR(c, jitk__ymap_get(e, "name"), "args",
-					   "argument '%s' listed twice", a->name);
-		t = jitk__ymap_get(e, "type");
-		if (want_kind(c, t, "args.type", YN_SCALAR, "a type like 'const bf16*'"))
-			return JITK_ESPEC;
-		s = t->str;
-		if (!strncmp(s, "const ", 6)) {
-			a->is_const = 1;
-			s += 6;
-		}
-		len = strlen(s);
-		while (len && s[len - 1] == ' ')
-			len--;
-		if (len && s[len - 1] == '*') {
-			ptr = 1;
-			len--;
-			while (len && s[len - 1] == ' ')
-				len--;
-		}
-		for (j = 0; j < JITK_ARRAY_SIZE(elem_types); j++)
-			if (strlen(elem_types[j].name) == len &&
-			    !strncmp(s, elem_types[j].name, len))
-				break;
-		if (j == JITK_ARRAY_SIZE(elem_types))
-			return ERR(c, t, "args.type",
-				   "unknown type '%s' (bf16, fp8_e4m3, f32, i32, i64, as pointers with '*')",
-				   t->str);
-		if (!ptr && elem_types[j].scalar == AT_PTR)
-			return ERR(c, t, "args.type", "'%s' can only be passed by pointer",
-				   elem_types[j].name);
-		if (!ptr && a->is_const)
-			return ERR(c, t, "args.type", "'const' applies to pointers only");
-		a->type = ptr ? AT_PTR : elem_types[j].scalar;
-		a->elem = jitk__strdup(elem_types[j].name);
-		a->cpp = ptr ? jitk__asprintf("%s%s *", a->is_const ? "const " : "",
-					     elem_types[j].cpp)
-			     : jitk__strdup(elem_types[j].cpp);
-		if (!a->elem || !a->cpp)
+		a->loc = loc_of(c, k);
+		if (!(a->name = jitk__strdup(k->str)))
 			return jitk__error(JITK_ENOMEM, "out of memory");
-		if ((v = jitk__ymap_get(e, "align"))) {
-			int64_t al;
-
-			if (!ptr)
-				return ERR(c, v, "args.align", "'align' applies to pointers only");
-			if (v->kind == YN_SCALAR && v->plain && isdigit((unsigned char)v->str[0])) {
-				if ((rc = get_int(c, v, "args.align", &al)))
-					return rc;
-				if (al < 1 || al > 256 || (al & (al - 1)))
-					return ERR(c, v, "args.align",
-						   "align must be a power of two up to 256");
-			}
-			/* A name or expression (align: vec_bytes) is checked when
-			 * the variant is known. */
-			if ((rc = parse_expr(c, f, v, "args.align", f->nderived, 0, &a->align)))
-				return rc;
-		} else if (ptr) {
-			char num[8];
-			int pos;
-
-			snprintf(num, sizeof(num), "%d", elem_types[j].size);
-			a->align.text = jitk__strdup(num);
-			a->align.loc = a->loc;
-			if (!a->align.text ||
-			    jitk__expr_parse(&a->align.e, num, num, sizeof(num), &pos))
-				return jitk__error(JITK_ENOMEM, "out of memory");
-		}
-		if ((v = jitk__ymap_get(e, "nullable"))) {
-			if (!ptr)
-				return ERR(c, v, "args.nullable", "'nullable' applies to pointers only");
-			if ((rc = get_bool(c, v, "args.nullable", &a->nullable)))
-				return rc;
-		}
-		if ((v = jitk__ymap_get(e, "when")) &&
-		    (rc = parse_cond(c, f, v, "args.when", &a->when)))
+		if ((rc = parse_arg(c, f, a, k, ymap_val(n, i))))
 			return rc;
+		/* Scalars are names in expressions; tensors are not. */
+		if (a->type != AT_TENSOR &&
+		    (name_defined(f, k->str, f->nderived) || !strcmp(k->str, "sm_count")))
+			return ERR(c, k, "args", "argument '%s' has the name of a parameter, tuning key "
+				   "or derived value", k->str);
+	}
+	/* Shapes and strides last: they may name any integer argument. */
+	for (i = 0; i < n->n; i++) {
+		const ynode *e = ymap_val(n, i), *v;
+		spec_arg *a = &f->args[i];
+
+		if ((v = jitk__ymap_get(e, "shape")) &&
+		    (rc = parse_dims(c, f, v, "args.shape", 0, &a->shape, &a->ndim)))
+			return rc;
+		if ((v = jitk__ymap_get(e, "strides"))) {
+			size_t ns = 0;
+
+			if ((rc = parse_dims(c, f, v, "args.strides", a->ndim, &a->strides, &ns)))
+				return rc;
+		}
+		if (a->configured && (a->ndim != 1 || strcmp(a->shape[0].text, "1")))
+			return ERR(c, jitk__ymap_get(e, "configured"), "args.configured",
+				   "a configured tensor has shape [1]");
 	}
 	return 0;
+}
+
+static int parse_dim_names(const sctx *c, spec_family *f, const ynode *n)
+{
+	size_t i, j;
+	int rc;
+
+	if (want_kind(c, n, "dims", YN_SEQ, "a list of names"))
+		return JITK_ESPEC;
+	f->dims = calloc(n->n ? n->n : 1, sizeof(*f->dims));
+	if (!f->dims)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		if ((rc = get_ident(c, n->kids[i], "dims", &f->dims[i])))
+			return rc;
+		f->ndims++;
+		if (name_defined(f, f->dims[i], f->nderived))
+			return ERR(c, n->kids[i], "dims", "'%s' is already defined", f->dims[i]);
+		for (j = 0; j < i; j++)
+			if (!strcmp(f->dims[j], f->dims[i]))
+				return ERR(c, n->kids[i], "dims", "'%s' listed twice", f->dims[i]);
+	}
+	return 0;
+}
+
+static int parse_may_alias(const sctx *c, spec_family *f, const ynode *n)
+{
+	size_t i, j;
+
+	if (want_kind(c, n, "may_alias", YN_SEQ, "a list of argument pairs"))
+		return JITK_ESPEC;
+	f->may_alias = calloc(n->n ? n->n : 1, sizeof(*f->may_alias));
+	if (!f->may_alias)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < n->n; i++) {
+		const ynode *p = n->kids[i];
+
+		if (want_kind(c, p, "may_alias", YN_SEQ, "a pair [a, b]"))
+			return JITK_ESPEC;
+		if (p->n != 2)
+			return ERR(c, p, "may_alias", "expected a pair of tensor arguments");
+		for (j = 0; j < 2; j++) {
+			int k;
+
+			if (want_kind(c, p->kids[j], "may_alias", YN_SCALAR, "an argument name"))
+				return JITK_ESPEC;
+			k = jitk__spec_arg_index(f, p->kids[j]->str);
+			if (k < 0 || f->args[k].type != AT_TENSOR)
+				return ERR(c, p->kids[j], "may_alias", "'%s' is not a tensor argument",
+					   p->kids[j]->str);
+			f->may_alias[i][j] = (size_t)k;
+		}
+		f->nmay_alias++;
+	}
+	return 0;
+}
+
+int jitk__spec_arg_index(const spec_family *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nargs; i++)
+		if (!strcmp(f->args[i].name, name))
+			return (int)i;
+	return -1;
 }
 
 static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
@@ -1049,6 +1233,70 @@ static int check_option(const sctx *c, const ynode *n)
 }
 
 /* ----------------------------------------------------------- symbols */
+
+/* fallback: [ symbol, { symbol: { callee_arg: caller_arg | flat(caller_arg) } } ]
+ * Names are checked when the symbols are linked. */
+static int parse_fallback(const sctx *c, spec_symbol *s, const ynode *v, const char *path)
+{
+	size_t j, m;
+	int rc;
+
+	if (want_kind(c, v, path, YN_SEQ, "a list of fallback steps"))
+		return JITK_ESPEC;
+	s->fallback = calloc(v->n ? v->n : 1, sizeof(*s->fallback));
+	if (!s->fallback)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (j = 0; j < v->n; j++) {
+		const ynode *step = v->kids[j], *name = step, *map = NULL;
+		spec_fallback *fb = &s->fallback[j];
+
+		if (step->kind == YN_MAP) {
+			if (step->n != 1)
+				return ERR(c, step, path, "a fallback step is a symbol, or one "
+					   "'symbol: { argument: argument }' mapping");
+			name = ymap_key(step, 0);
+			map = ymap_val(step, 0);
+		}
+		s->nfallback++;
+		fb->loc = loc_of(c, name);
+		if ((rc = get_ident(c, name, path, &fb->symbol)))
+			return rc;
+		if (!map)
+			continue;
+		if (want_kind(c, map, path, YN_MAP, "a mapping of callee argument: caller argument"))
+			return JITK_ESPEC;
+		fb->map = calloc(map->n ? map->n : 1, sizeof(*fb->map));
+		if (!fb->map)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		for (m = 0; m < map->n; m++) {
+			const ynode *ck = ymap_key(map, m), *cv = ymap_val(map, m);
+			spec_argmap *am = &fb->map[m];
+			const char *t;
+			size_t len;
+
+			fb->nmap++;
+			am->loc = loc_of(c, cv);
+			if ((rc = get_ident(c, ck, path, &am->callee)))
+				return rc;
+			if (want_kind(c, cv, path, YN_SCALAR, "an argument name or flat(name)"))
+				return JITK_ESPEC;
+			t = cv->str;
+			len = strlen(t);
+			if (!strncmp(t, "flat(", 5) && len > 6 && t[len - 1] == ')') {
+				am->flat = 1;
+				am->caller = jitk__strndup(t + 5, len - 6);
+			} else {
+				am->caller = jitk__strdup(t);
+			}
+			if (!am->caller)
+				return jitk__error(JITK_ENOMEM, "out of memory");
+			if (!is_ident(am->caller))
+				return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", t);
+		}
+	}
+	return 0;
+}
+
 
 static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 			const ynode *d, spec_symbol **out)
@@ -1142,24 +1390,8 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 	if ((v = jitk__ymap_get(d, "gates")) &&
 	    (rc = parse_gates(c, f, v, path, 0, &s->gates, &s->ngates)))
 		goto done;
-	if ((v = jitk__ymap_get(d, "fallback"))) {
-		if (want_kind(c, v, path, YN_SEQ, "a list of symbol names")) {
-			rc = JITK_ESPEC;
-			goto done;
-		}
-		s->fallback = calloc(v->n ? v->n : 1, sizeof(*s->fallback));
-		s->fallback_loc = calloc(v->n ? v->n : 1, sizeof(*s->fallback_loc));
-		if (!s->fallback || !s->fallback_loc) {
-			rc = jitk__error(JITK_ENOMEM, "out of memory");
-			goto done;
-		}
-		for (j = 0; j < v->n; j++) {
-			if ((rc = get_ident(c, v->kids[j], path, &s->fallback[j])))
-				goto done;
-			s->fallback_loc[j] = loc_of(c, v->kids[j]);
-			s->nfallback++;
-		}
-	}
+	if ((v = jitk__ymap_get(d, "fallback")) && (rc = parse_fallback(c, s, v, path)))
+		goto done;
 	if ((v = jitk__ymap_get(d, "description")) &&
 	    (rc = get_string(c, v, path, &s->description)))
 		goto done;
@@ -1187,12 +1419,12 @@ static int parse_family(sctx *c, const ynode *root)
 {
 	static const char *const keys[] = {
 		"family", "description", "template", "kernel", "params", "gates",
-		"tuning", "derive", "constraints", "template_args", "args",
+		"tuning", "derive", "constraints", "dims", "args", "may_alias",
 		"launch", "nvrtc_options", "symbols", NULL
 	};
 	static const char *const req[] = { "family", "template", "kernel",
-					   "params", "template_args", "args",
-					   "launch", "symbols", NULL };
+					   "params", "args", "launch", "symbols",
+					   NULL };
 	spec_set *set = c->set;
 	spec_family *f;
 	const ynode *v, *syms;
@@ -1262,9 +1494,11 @@ static int parse_family(sctx *c, const ynode *root)
 	    (rc = parse_checks(c, f, v, "constraints", 0, &f->constraints,
 			       &f->nconstraints)))
 		return rc;
-	if ((rc = parse_targs(c, f, jitk__ymap_get(root, "template_args"))))
+	if ((v = jitk__ymap_get(root, "dims")) && (rc = parse_dim_names(c, f, v)))
 		return rc;
 	if ((rc = parse_args(c, f, jitk__ymap_get(root, "args"))))
+		return rc;
+	if ((v = jitk__ymap_get(root, "may_alias")) && (rc = parse_may_alias(c, f, v)))
 		return rc;
 	if ((rc = parse_launch(c, f, jitk__ymap_get(root, "launch"))))
 		return rc;
@@ -1357,6 +1591,8 @@ static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 		return link_error(tx, set, &s->loc,
 				  "symbol '%s' expands to %zu instances; the limit is 4096",
 				  s->name, total);
+	s->first_inst = set->ninsts;
+	s->ninsts = total;
 	for (k = 0; k < total; k++) {
 		spec_instance *in;
 		size_t rest = k, first = 1;
@@ -1375,15 +1611,15 @@ static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 		set->ninsts++;
 		jitk__jbuf_init(&name);
 		jitk__jbuf_puts(&name, s->name);
-		/* The first instance keeps the bare name; the others name the
-		 * listed parameters' values. Last parameter varies fastest. */
+		/* Instances of a symbol with several name the listed
+		 * parameters' values. Last parameter varies fastest. */
 		for (i = f->nparams; i-- > 0;) {
 			size_t idx = rest % s->nvals[i];
 
 			rest /= s->nvals[i];
 			in->vals[i] = s->vals[i][idx];
 		}
-		if (k) {
+		if (total > 1) {
 			for (i = 0; i < f->nparams; i++) {
 				char buf[32];
 
@@ -1411,7 +1647,7 @@ static int inst_cmp(const void *a, const void *b, void *ctx)
 		      set->insts[*(const size_t *)b].name);
 }
 
-static int symbol_index(const spec_set *set, const char *name)
+int jitk__spec_symbol_index(const spec_set *set, const char *name)
 {
 	size_t i;
 
@@ -1492,21 +1728,55 @@ static int link_instances(spec_set *set, const texts_t *tx)
 		if (!in->fallback)
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		for (j = 0; j < s->nfallback; j++) {
-			int t = symbol_index(set, s->fallback[j]);
-			const spec_loc *l = &s->fallback_loc[j];
+			const spec_fallback *fb = &s->fallback[j];
+			int t = jitk__spec_symbol_index(set, fb->symbol);
 
 			if (t < 0)
-				return link_error(tx, set, l,
+				return link_error(tx, set, &fb->loc,
 						  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
-						  s->fallback[j], s->name);
+						  fb->symbol, s->name);
 			if (set->syms[t] == s)
-				return link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
-						  s->name);
+				return link_error(tx, set, &fb->loc,
+						  "symbol '%s' cannot fall back to itself", s->name);
 			if (match_instance(set, in, set->syms[t], &in->fallback[j]))
-				return link_error(tx, set, l,
+				return link_error(tx, set, &fb->loc,
 						  "fallback '%s' has no instance matching '%s'",
-						  s->fallback[j], in->name);
+						  fb->symbol, in->name);
 			in->nfallback++;
+		}
+	}
+	/* Argument maps: both sides must exist; flat() takes a tensor. */
+	for (i = 0; i < set->nsyms; i++) {
+		const spec_symbol *s = set->syms[i];
+
+		for (j = 0; j < s->nfallback; j++) {
+			const spec_fallback *fb = &s->fallback[j];
+			const spec_family *callee = set->syms[jitk__spec_symbol_index(set, fb->symbol)]->fam;
+			size_t m;
+
+			for (m = 0; m < fb->nmap; m++) {
+				const spec_argmap *am = &fb->map[m];
+				int ce = jitk__spec_arg_index(callee, am->callee);
+				int cr = jitk__spec_arg_index(s->fam, am->caller);
+
+				if (ce < 0)
+					return link_error(tx, set, &am->loc,
+							  "'%s' has no argument '%s' (at symbols.%s.fallback)",
+							  fb->symbol, am->callee, s->name);
+				if (cr < 0)
+					return link_error(tx, set, &am->loc,
+							  "'%s' has no argument '%s' to pass to %s (at symbols.%s.fallback)",
+							  s->name, am->caller, fb->symbol, s->name);
+				if (am->flat && s->fam->args[cr].type != AT_TENSOR)
+					return link_error(tx, set, &am->loc,
+							  "flat(%s): '%s' is not a tensor (at symbols.%s.fallback)",
+							  am->caller, am->caller, s->name);
+				if ((s->fam->args[cr].type == AT_TENSOR) !=
+				    (callee->args[ce].type == AT_TENSOR))
+					return link_error(tx, set, &am->loc,
+							  "'%s' and '%s' are not both tensors or both scalars (at symbols.%s.fallback)",
+							  am->caller, am->callee, s->name);
+			}
 		}
 	}
 	set->by_name = calloc(set->ninsts ? set->ninsts : 1, sizeof(*set->by_name));
@@ -1528,91 +1798,149 @@ static int link_instances(spec_set *set, const texts_t *tx)
 	return 0;
 }
 
-int jitk__spec_find(const spec_set *s, const char *name, size_t *out)
+/* The symbol name nearest to name (edit distance <= 3), or NULL. */
+static const char *nearest_symbol(const spec_set *s, const char *name, size_t len)
 {
-	size_t lo = 0, hi = s->ninsts;
-	const char *br;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(s->insts[s->by_name[mid]].name, name);
-
-		if (!c) {
-			*out = s->by_name[mid];
-			return JITK_OK;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* "sym[p=v,...]" with values in another order or spelling the
-	 * default instance's values. */
-	br = strchr(name, '[');
-	if (br && name[strlen(name) - 1] == ']') {
-		size_t i, nlen = (size_t)(br - name);
-
-		for (i = 0; i < s->ninsts; i++) {
-			const spec_instance *in = &s->insts[i];
-			const spec_family *f = in->sym->fam;
-			const char *p = br + 1;
-			int ok = strlen(in->sym->name) == nlen &&
-				 !strncmp(in->sym->name, name, nlen);
-
-			while (ok && *p && *p != ']') {
-				const char *eq = strchr(p, '='), *end = p;
-				size_t j;
-
-				while (*end && *end != ',' && *end != ']')
-					end++;
-				if (!eq || eq > end) {
-					ok = 0;
-					break;
-				}
-				for (j = 0; j < f->nparams; j++) {
-					char buf[32];
-					const char *t;
-
-					if (strlen(f->params[j].name) != (size_t)(eq - p) ||
-					    strncmp(f->params[j].name, p, (size_t)(eq - p)))
-						continue;
-					t = jitk__spec_value_text(&f->params[j], in->vals[j], buf);
-					ok = strlen(t) == (size_t)(end - eq - 1) &&
-					     !strncmp(t, eq + 1, (size_t)(end - eq - 1));
-					break;
-				}
-				if (j == f->nparams)
-					ok = 0;
-				p = *end == ',' ? end + 1 : end;
-			}
-			if (ok) {
-				*out = i;
-				return JITK_OK;
-			}
-		}
-	}
-	return jitk__error(JITK_ENOENT, "no symbol named '%s' (see jitk list)", name);
-}
-
-int jitk__spec_find_param(const spec_set *s, const char *symbol, const char *param,
-		    int64_t v, size_t *out)
-{
+	const char *best = NULL;
+	char *bare = jitk__strndup(name, len);
+	int bestd = 4;
 	size_t i;
 
-	for (i = 0; i < s->ninsts; i++) {
-		const spec_instance *in = &s->insts[i];
-		int p;
+	for (i = 0; bare && i < s->nsyms; i++) {
+		int d = edit_distance(bare, s->syms[i]->name);
 
-		if (strcmp(in->sym->name, symbol))
-			continue;
-		p = jitk__spec_param_index(in->sym->fam, param);
-		if (p >= 0 && in->vals[p] == v) {
-			*out = i;
-			return JITK_OK;
+		if (d < bestd) {
+			bestd = d;
+			best = s->syms[i]->name;
 		}
 	}
-	return jitk__error(JITK_ENOENT, "symbol '%s' has no instance with %s=%lld",
-			   symbol, param, (long long)v);
+	free(bare);
+	return best;
+}
+
+int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
+{
+	const char *br = strchr(sel, '[');
+	size_t nlen = br ? (size_t)(br - sel) : strlen(sel), i;
+	const spec_symbol *sym = NULL;
+	const spec_family *f;
+	const char *p;
+	int64_t want[64];
+	unsigned char given[64];
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < s->nsyms; i++)
+		if (strlen(s->syms[i]->name) == nlen && !strncmp(s->syms[i]->name, sel, nlen)) {
+			sym = s->syms[i];
+			break;
+		}
+	if (!sym) {
+		const char *near = nearest_symbol(s, sel, nlen);
+
+		if (near)
+			return jitk__error(JITK_ENOENT, "no symbol named '%.*s' (did you mean '%s'? see jitk list)",
+					   (int)nlen, sel, near);
+		return jitk__error(JITK_ENOENT, "no symbol named '%.*s' (see jitk list)", (int)nlen, sel);
+	}
+	f = sym->fam;
+	if (f->nparams > JITK_ARRAY_SIZE(want))
+		return jitk__error(JITK_EINVAL, "%s: too many parameters to select by", sym->name);
+	memset(given, 0, sizeof(given));
+	if (br) {
+		size_t len = strlen(br);
+
+		if (len < 3 || br[len - 1] != ']')
+			return jitk__error(JITK_EINVAL, "'%s': a selector is symbol[param=value,...]", sel);
+		for (p = br + 1; *p != ']';) {
+			const char *eq = strchr(p, '='), *end = p;
+			char buf[32];
+			int k = -1;
+
+			while (*end && *end != ',' && *end != ']')
+				end++;
+			if (!eq || eq > end)
+				return jitk__error(JITK_EINVAL, "'%s': expected param=value in the selector", sel);
+			for (i = 0; i < f->nparams; i++)
+				if (strlen(f->params[i].name) == (size_t)(eq - p) &&
+				    !strncmp(f->params[i].name, p, (size_t)(eq - p)))
+					k = (int)i;
+			if (k < 0)
+				return jitk__error(JITK_EINVAL, "'%s': %s has no parameter '%.*s'", sel,
+						   sym->name, (int)(eq - p), p);
+			if (given[k])
+				return jitk__error(JITK_EINVAL, "'%s': parameter '%s' given twice", sel,
+						   f->params[k].name);
+			/* The value as text must be one the parameter can take. */
+			for (i = 0; i < sym->nvals[k]; i++) {
+				const char *t = jitk__spec_value_text(&f->params[k], sym->vals[k][i], buf);
+
+				if (strlen(t) == (size_t)(end - eq - 1) &&
+				    !strncmp(t, eq + 1, (size_t)(end - eq - 1)))
+					break;
+			}
+			if (i == sym->nvals[k])
+				return jitk__error(JITK_ENOENT, "'%s': %s has no instance with %s=%.*s (see jitk list)",
+						   sel, sym->name, f->params[k].name,
+						   (int)(end - eq - 1), eq + 1);
+			given[k] = 1;
+			want[k] = sym->vals[k][i];
+			p = *end == ',' ? end + 1 : end;
+		}
+	}
+	out->sym = sym;
+	out->match = calloc(sym->ninsts ? sym->ninsts : 1, 1);
+	if (!out->match)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < sym->ninsts; i++) {
+		const spec_instance *in = &s->insts[sym->first_inst + i];
+		size_t k;
+		int ok = 1;
+
+		for (k = 0; k < f->nparams && ok; k++)
+			if (given[k] && in->vals[k] != want[k])
+				ok = 0;
+		out->match[i] = (unsigned char)ok;
+		out->n += (size_t)ok;
+	}
+	if (!out->n) {
+		jitk__spec_selection_free(out);
+		return jitk__error(JITK_ENOENT, "'%s' selects no instance (see jitk list)", sel);
+	}
+	return JITK_OK;
+}
+
+void jitk__spec_selection_free(spec_selection *sel)
+{
+	free(sel->match);
+	memset(sel, 0, sizeof(*sel));
+}
+
+int jitk__spec_find(const spec_set *s, const char *sel, size_t *out)
+{
+	spec_selection m;
+	size_t i;
+	jbuf names;
+	int rc;
+
+	if ((rc = jitk__spec_select(&m, s, sel)))
+		return rc;
+	if (m.n == 1) {
+		for (i = 0; !m.match[i]; i++)
+			;
+		*out = m.sym->first_inst + i;
+		jitk__spec_selection_free(&m);
+		return JITK_OK;
+	}
+	jitk__jbuf_init(&names);
+	for (i = 0; i < m.sym->ninsts; i++)
+		if (m.match[i])
+			jitk__jbuf_printf(&names, "%s%s", names.len ? ", " : "",
+					  s->insts[m.sym->first_inst + i].name);
+	rc = jitk__error(JITK_EINVAL, "'%s' names %zu instances; name one: %s", sel, m.n,
+			 names.data ? names.data : "");
+	jitk__jbuf_free(&names);
+	jitk__spec_selection_free(&m);
+	return rc;
 }
 
 /* -------------------------------------------------------------- load */
@@ -1903,17 +2231,21 @@ static void family_free(spec_family *f)
 	free(f->derived);
 	exprs_free(f->constraints, f->nconstraints);
 	free(f->constraints);
-	for (i = 0; i < f->ntargs; i++)
-		free(f->targs[i]);
-	free(f->targs);
+	for (i = 0; i < f->ndims; i++)
+		free(f->dims[i]);
+	free(f->dims);
+	free(f->may_alias);
 	for (i = 0; i < f->noptions; i++)
 		free(f->options[i]);
 	free(f->options);
 	for (i = 0; i < f->nargs; i++) {
 		free(f->args[i].name);
-		free(f->args[i].elem);
 		free(f->args[i].cpp);
 		exprs_free(&f->args[i].align, 1);
+		exprs_free(f->args[i].shape, f->args[i].ndim);
+		free(f->args[i].shape);
+		exprs_free(f->args[i].strides, f->args[i].strides ? f->args[i].ndim : 0);
+		free(f->args[i].strides);
 		cond_free(&f->args[i].when);
 	}
 	free(f->args);
@@ -1941,10 +2273,17 @@ static void symbol_free(spec_symbol *s)
 	free(s->vals);
 	free(s->nvals);
 	gates_free(s->gates, s->ngates);
-	for (i = 0; i < s->nfallback; i++)
-		free(s->fallback[i]);
+	for (i = 0; i < s->nfallback; i++) {
+		size_t m;
+
+		free(s->fallback[i].symbol);
+		for (m = 0; m < s->fallback[i].nmap; m++) {
+			free(s->fallback[i].map[m].callee);
+			free(s->fallback[i].map[m].caller);
+		}
+		free(s->fallback[i].map);
+	}
 	free(s->fallback);
-	free(s->fallback_loc);
 	free(s->description);
 	free(s->name);
 	free(s);

@@ -5,7 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jitk.h"
 #include "spec/expr.h"
+
+/* Arguments of one family, at most (the kernel parameter table). */
+#define JITK_MAX_SPEC_ARGS 32
 
 typedef struct {
 	const char *file; /* borrowed from the spec set */
@@ -73,16 +77,39 @@ typedef struct {
 	spec_loc loc;
 } spec_expr;
 
-enum spec_atype { AT_PTR, AT_I32, AT_I64, AT_F32 };
+enum spec_atype { AT_TENSOR, AT_I32, AT_I64, AT_F32 };
+enum spec_io { IO_IN, IO_OUT, IO_INOUT };
 
+/* Element types of tensor arguments, with DLPack's type code and bits. */
+typedef struct {
+	const char *name; /* "bf16" */
+	const char *cpp;  /* "jitk::bf16" */
+	unsigned char code, bits;
+} spec_elem;
+
+/* Value rules a configured tensor must satisfy (jitk_configure). */
+enum spec_rule { RULE_NONE = 0, RULE_POSITIVE_FINITE = 1 };
+
+/* One argument of the kernel, in parameter order. Tensors are passed to
+ * the kernel as their data pointer; their shape and strides are integer
+ * expressions over parameters, tuning keys, derived values, integer
+ * scalar arguments and the family's dims. */
 typedef struct {
 	char *name;
 	enum spec_atype type;
-	char *elem; /* pointers: bf16, fp8_e4m3, f32, i32, i64 */
+	const spec_elem *elem; /* tensors: element type */
 	char *cpp;  /* C++ parameter type, e.g. "const jitk::bf16 *" */
 	int is_const;
-	spec_expr align; /* pointers: required alignment in bytes */
+	enum spec_io io;
+	spec_expr *shape; /* tensors: ndim dims */
+	size_t ndim;
+	spec_expr *strides; /* tensors: ndim strides in elements, or NULL = contiguous */
+	spec_expr align; /* tensors: required alignment of the data in bytes */
 	int nullable;
+	enum spec_rule configured;
+	int has_default; /* scalars: def applies when the caller omits it */
+	int64_t def_i;
+	float def_f;
 	spec_cond when; /* absent from a symbol when false */
 	spec_loc loc;
 } spec_arg;
@@ -105,18 +132,38 @@ typedef struct {
 	size_t nderived;
 	spec_expr *constraints;
 	size_t nconstraints;
-	char **targs;
-	size_t ntargs;
 	char **options; /* extra NVRTC options */
 	size_t noptions;
 	spec_arg *args;
 	size_t nargs;
+	char **dims; /* free shape variables, bound from tensor shapes */
+	size_t ndims;
+	size_t (*may_alias)[2]; /* argument index pairs that may share bytes */
+	size_t nmay_alias;
 	spec_expr grid, block, smem;
 	int programmatic; /* launch.programmatic: the template waits (PDL-safe) */
 	spec_expr *checks; /* launch-time argument checks */
 	size_t nchecks;
 	spec_loc loc;
 } spec_family;
+
+/* One argument of a fallback step: the callee's argument takes the
+ * caller's argument (flat: a contiguous tensor viewed as 1-D). */
+typedef struct {
+	char *callee;
+	char *caller;
+	int flat;
+	spec_loc loc;
+} spec_argmap;
+
+/* A fallback step: a symbol, with arguments mapped by name (unmapped
+ * ones take the caller's argument of the same name). */
+typedef struct {
+	char *symbol;
+	spec_argmap *map;
+	size_t nmap;
+	spec_loc loc;
+} spec_fallback;
 
 typedef struct {
 	char *name;
@@ -125,18 +172,20 @@ typedef struct {
 	size_t *nvals;
 	spec_gate *gates;
 	size_t ngates;
-	char **fallback;
-	spec_loc *fallback_loc;
+	spec_fallback *fallback; /* steps, run in order */
 	size_t nfallback;
 	char *description;
 	spec_loc loc;
+	size_t first_inst, ninsts; /* its instances: a contiguous range */
 } spec_symbol;
 
 typedef struct {
-	char *name; /* canonical: "sym" or "sym[hidden=1536]" */
+	char *name; /* canonical: "sym", or "sym[hidden=1536]" naming every
+		     * parameter the symbol lists several values for */
 	spec_symbol *sym;
 	int64_t *vals; /* per family param */
-	size_t *fallback; /* instance ids */
+	size_t *fallback; /* per fallback step: the instance whose values of
+			   * the shared parameters match (see explain) */
 	size_t nfallback;
 } spec_instance;
 
@@ -163,12 +212,30 @@ int jitk__spec_set_load_buffer(spec_set **out, const char *name, const char *tex
 			 size_t len);
 void jitk__spec_set_free(spec_set *s);
 
-/* Find an instance by canonical name, bare symbol name (its first
- * instance) or "sym[param=value,...]". JITK_ENOENT when none. */
-int jitk__spec_find(const spec_set *s, const char *name, size_t *out);
-/* The instance of symbol whose parameter param has value v. */
-int jitk__spec_find_param(const spec_set *s, const char *symbol, const char *param,
-		    int64_t v, size_t *out);
+/* The naming rule (docs/spec-format.md): a selector is a symbol name,
+ * optionally followed by "[param=value,...]" with any of the family's
+ * parameters in any order; it selects the symbol's instances whose values
+ * match. jitk__spec_select gives the symbol and a bit per instance of it
+ * (out->match[i] for instance sym->first_inst + i; malloc'd, free with
+ * jitk__spec_selection_free). JITK_ENOENT for an unknown symbol (with the
+ * nearest name), JITK_EINVAL for a malformed selector, an unknown
+ * parameter or value; a selector matching nothing is JITK_ENOENT. */
+typedef struct {
+	const spec_symbol *sym;
+	unsigned char *match;
+	size_t n; /* instances selected */
+} spec_selection;
+int jitk__spec_select(spec_selection *out, const spec_set *s, const char *selector);
+void jitk__spec_selection_free(spec_selection *sel);
+/* Exactly one instance: the selector must select one (JITK_EINVAL naming
+ * the candidates otherwise). */
+int jitk__spec_find(const spec_set *s, const char *selector, size_t *out);
+/* Index of a symbol by name, or -1. */
+int jitk__spec_symbol_index(const spec_set *s, const char *name);
+/* Index of an argument of family f by name, or -1. */
+int jitk__spec_arg_index(const spec_family *f, const char *name);
+/* The element type called name ("bf16"), or NULL. */
+const spec_elem *jitk__spec_elem(const char *name);
 /* Index of a family parameter, or -1. */
 int jitk__spec_param_index(const spec_family *f, const char *name);
 /* Render a parameter value as text ("layer", "true", "3072"). */

@@ -1,0 +1,484 @@
+/* describe.c - what the specs define, for people and programs: names and
+ * selectors, jitk explain (with the argument table), jitk source, and a
+ * JSON description that bindings generate their operations from. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build/compile.h"
+
+const char *jitk_version(void)
+{
+	return JITK_VERSION;
+}
+
+void jitk_free(void *p)
+{
+	free(p);
+}
+
+/* ---------------------------------------------------------------- names */
+
+size_t jitk_symbol_count(const jitk_compiler *c)
+{
+	return c ? c->specs->nsyms : 0;
+}
+
+const char *jitk_symbol_name(const jitk_compiler *c, size_t i)
+{
+	return c && i < c->specs->nsyms ? c->specs->syms[i]->name : NULL;
+}
+
+size_t jitk_instance_count(const jitk_compiler *c)
+{
+	return c ? c->specs->ninsts : 0;
+}
+
+const char *jitk_instance_name(const jitk_compiler *c, size_t i)
+{
+	return c && i < c->specs->ninsts ? c->specs->insts[i].name : NULL;
+}
+
+int jitk_select(size_t **out, size_t *n, const jitk_compiler *c, const char *selector)
+{
+	spec_selection sel;
+	size_t i, k = 0;
+	int rc;
+
+	if (!out || !n || !c || !selector)
+		return jitk__error(JITK_EINVAL, "jitk_select: NULL argument");
+	*out = NULL;
+	*n = 0;
+	if ((rc = jitk__spec_select(&sel, c->specs, selector)))
+		return rc;
+	*out = malloc(sel.n * sizeof(**out));
+	if (!*out) {
+		jitk__spec_selection_free(&sel);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < sel.sym->ninsts; i++)
+		if (sel.match[i])
+			(*out)[k++] = sel.sym->first_inst + i;
+	*n = k;
+	jitk__spec_selection_free(&sel);
+	return JITK_OK;
+}
+
+static int check_arch(jitk_arch *a, const char *arch)
+{
+	if (jitk__arch_parse(a, arch))
+		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
+				   arch);
+	return 0;
+}
+
+/* ------------------------------------------------------------- explain */
+
+static const char *io_name(const spec_arg *a)
+{
+	if (a->type != AT_TENSOR)
+		return a->type == AT_I32 ? "i32" : a->type == AT_I64 ? "i64" : "f32";
+	return a->io == IO_OUT ? "out" : a->io == IO_INOUT ? "inout" : "in";
+}
+
+/* A dimension as the variant knows it: a number where it is a constant of
+ * the variant (hidden -> 3072), else its text (rows). */
+static void put_dim(jbuf *b, const jitk_variant *v, const spec_expr *d)
+{
+	char err[64];
+	int64_t x;
+
+	if (!jitk__expr_eval(d->e, jitk__variant_lookup, (void *)v, &x, err, sizeof(err)))
+		jitk__jbuf_printf(b, "%lld", (long long)x);
+	else
+		jitk__jbuf_puts(b, d->text);
+}
+
+static void put_dims(jbuf *b, const jitk_variant *v, const spec_expr *d, size_t n)
+{
+	size_t i;
+
+	jitk__jbuf_puts(b, "[");
+	for (i = 0; i < n; i++) {
+		if (i)
+			jitk__jbuf_puts(b, ", ");
+		put_dim(b, v, &d[i]);
+	}
+	jitk__jbuf_puts(b, "]");
+}
+
+/* The argument table of a variant, one line per argument it takes. */
+static void describe_args(jbuf *out, const jitk_variant *v, const char *indent)
+{
+	const spec_instance *in = &v->set->insts[v->inst];
+	const spec_family *f = in->sym->fam;
+	size_t i;
+
+	jitk__jbuf_printf(out, "%sargs:\n", indent);
+	for (i = 0; i < f->nargs; i++) {
+		const spec_arg *a = &f->args[i];
+		jbuf line;
+
+		if (!jitk__spec_cond_holds(&a->when, in->vals))
+			continue;
+		jitk__jbuf_init(&line);
+		jitk__jbuf_printf(&line, "%s  %-14s %s", indent, a->name, io_name(a));
+		if (a->type == AT_TENSOR) {
+			char err[64];
+			int64_t al;
+
+			jitk__jbuf_printf(&line, "%*s%-9s ", 7 - (int)strlen(io_name(a)), "", a->elem->name);
+			put_dims(&line, v, a->shape, a->ndim);
+			if (a->strides) {
+				jitk__jbuf_puts(&line, " strides ");
+				put_dims(&line, v, a->strides, a->ndim);
+			}
+			if (!jitk__expr_eval(a->align.e, jitk__variant_lookup, (void *)v, &al, err,
+					     sizeof(err)))
+				jitk__jbuf_printf(&line, " align %lld", (long long)al);
+			if (a->nullable)
+				jitk__jbuf_puts(&line, " nullable");
+			if (a->configured)
+				jitk__jbuf_puts(&line, " configured: positive_finite");
+		} else if (a->has_default) {
+			if (a->type == AT_F32)
+				jitk__jbuf_printf(&line, "%*sdefault %g", 4, "", (double)a->def_f);
+			else
+				jitk__jbuf_printf(&line, "%*sdefault %lld", 4, "", (long long)a->def_i);
+		}
+		jitk__jbuf_puts(&line, "\n");
+		jitk__jbuf_puts(out, line.data ? line.data : "");
+		jitk__jbuf_free(&line);
+	}
+}
+
+static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
+			     const char *indent)
+{
+	const spec_instance *in = &c->specs->insts[v->inst];
+	const spec_family *f = in->sym->fam;
+	jitk_tu tu;
+	char target[JITK_ARCH_STRLEN];
+	size_t i;
+
+	jitk__arch_format(target, v->target);
+	jitk__jbuf_printf(out, "%starget:   %s\n%sbindings:", indent, target, indent);
+	for (i = f->nparams; i < v->nenv; i++)
+		jitk__jbuf_printf(out, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
+	jitk__jbuf_puts(out, "\n");
+	if (!jitk__tu_make(&tu, v, "")) {
+		jitk__jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
+		jitk__tu_free(&tu);
+	}
+	describe_args(out, v, indent);
+}
+
+/* Explain one instance; *runs is cleared when neither it nor its
+ * fallback can run. */
+static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int *runs)
+{
+	const spec_instance *in = &c->specs->insts[inst];
+	jitk_variant v;
+	char params[256], archs[JITK_ARCH_STRLEN];
+	size_t i;
+	int rc, ok = 1;
+
+	if ((rc = jitk__specialize(&v, c->specs, inst, a)))
+		return rc;
+	jitk__arch_format(archs, a);
+	if (!v.available) {
+		for (i = 0; i < in->nfallback; i++) {
+			jitk_variant fv;
+
+			if (jitk__specialize(&fv, c->specs, in->fallback[i], a) || !fv.available)
+				ok = 0;
+		}
+		if (!in->nfallback)
+			ok = 0;
+	}
+	jitk__jbuf_printf(b, "%s on %s: %s\n", in->name, archs,
+			  v.available ? "runs" : ok ? "falls back" : "unavailable");
+	jitk__jbuf_printf(b, "  symbol:   %s (family %s: %s)\n", in->name, in->sym->fam->name,
+			  jitk__variant_params(&v, params, sizeof(params)));
+	if (v.available) {
+		describe_variant(b, c, &v, "  ");
+	} else {
+		jitk__jbuf_printf(b, "  reason:   %s\n", v.reason);
+		if (!in->nfallback)
+			jitk__jbuf_puts(b, "  fallback: none\n");
+		for (i = 0; i < in->nfallback; i++) {
+			jitk_variant fv;
+
+			if (jitk__specialize(&fv, c->specs, in->fallback[i], a))
+				continue;
+			jitk__jbuf_printf(b, "  fallback: %s (step %zu of %zu): %s\n",
+					  c->specs->insts[in->fallback[i]].name, i + 1, in->nfallback,
+					  fv.available ? "runs" : fv.reason);
+			if (fv.available)
+				describe_variant(b, c, &fv, "    ");
+		}
+	}
+	if (!ok)
+		*runs = 0;
+	return 0;
+}
+
+int jitk_explain(char **out, jitk_compiler *c, const char *name, const char *arch)
+{
+	size_t *insts = NULL, n = 0, i;
+	jitk_arch a;
+	jbuf b;
+	char archs[JITK_ARCH_STRLEN];
+	int rc, runs = 1;
+
+	if (!out || !c || !name || !arch)
+		return jitk__error(JITK_EINVAL, "jitk_explain: NULL argument");
+	*out = NULL;
+	if ((rc = check_arch(&a, arch)) || (rc = jitk_select(&insts, &n, c, name)))
+		return rc;
+	jitk__jbuf_init(&b);
+	for (i = 0; i < n && !rc; i++) {
+		if (i)
+			jitk__jbuf_puts(&b, "\n");
+		rc = explain_one(&b, c, insts[i], a, &runs);
+	}
+	free(insts);
+	if (rc) {
+		jitk__jbuf_free(&b);
+		return rc;
+	}
+	*out = jitk__jbuf_detach(&b);
+	if (!*out)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	jitk__arch_format(archs, a);
+	if (!runs)
+		return jitk__error(JITK_EARCH, "%s cannot run on %s, nor its fallback", name, archs);
+	return JITK_OK;
+}
+
+/* -------------------------------------------------------------- source */
+
+int jitk_source(char **out, char **out_options, jitk_compiler *c, const char *name,
+		const char *arch)
+{
+	uint8_t key[JITK_HASH_SIZE];
+	jitk_variant v;
+	jitk_tu tu;
+	jitk_arch a;
+	size_t inst, i;
+	jbuf o;
+	int rc;
+
+	if (!out || !c || !name || !arch)
+		return jitk__error(JITK_EINVAL, "jitk_source: NULL argument");
+	*out = NULL;
+	if (out_options)
+		*out_options = NULL;
+	if ((rc = check_arch(&a, arch)) || (rc = jitk__spec_find(c->specs, name, &inst)) ||
+	    (rc = jitk__prepare(&tu, key, &v, c, inst, a)))
+		return rc;
+	jitk__jbuf_init(&o);
+	for (i = 0; i < tu.noptions; i++)
+		jitk__jbuf_printf(&o, "%s\n", tu.options[i]);
+	jitk__jbuf_printf(&o, "name-expression %s\n", tu.name_expr);
+	*out = tu.source;
+	tu.source = NULL;
+	jitk__tu_free(&tu);
+	if (out_options)
+		*out_options = jitk__jbuf_detach(&o);
+	else
+		jitk__jbuf_free(&o);
+	if (out_options && !*out_options) {
+		free(*out);
+		*out = NULL;
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	return JITK_OK;
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static void json_str(jbuf *b, const char *s)
+{
+	jitk__jbuf_puts(b, "\"");
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			jitk__jbuf_printf(b, "\\%c", ch);
+		else if (ch < 0x20)
+			jitk__jbuf_printf(b, "\\u%04x", ch);
+		else
+			jitk__jbuf_put(b, s, 1);
+	}
+	jitk__jbuf_puts(b, "\"");
+}
+
+static void json_value(jbuf *b, const spec_param *p, int64_t v)
+{
+	char buf[32];
+
+	if (p->type == PT_INT)
+		jitk__jbuf_printf(b, "%lld", (long long)v);
+	else if (p->type == PT_BOOL)
+		jitk__jbuf_puts(b, v ? "true" : "false");
+	else
+		json_str(b, jitk__spec_value_text(p, v, buf));
+}
+
+static void json_exprs(jbuf *b, const spec_expr *e, size_t n)
+{
+	size_t i;
+
+	jitk__jbuf_puts(b, "[");
+	for (i = 0; i < n; i++) {
+		if (i)
+			jitk__jbuf_puts(b, ", ");
+		json_str(b, e[i].text);
+	}
+	jitk__jbuf_puts(b, "]");
+}
+
+static void json_arg(jbuf *b, const spec_set *set, const spec_symbol *s, const spec_arg *a)
+{
+	size_t i;
+
+	jitk__jbuf_puts(b, "{\"name\": ");
+	json_str(b, a->name);
+	if (a->type == AT_TENSOR) {
+		jitk__jbuf_printf(b, ", \"kind\": \"tensor\", \"dtype\": \"%s\", \"io\": \"%s\", \"shape\": ",
+				  a->elem->name, io_name(a));
+		json_exprs(b, a->shape, a->ndim);
+		jitk__jbuf_puts(b, ", \"strides\": ");
+		if (a->strides)
+			json_exprs(b, a->strides, a->ndim);
+		else
+			jitk__jbuf_puts(b, "null");
+		jitk__jbuf_printf(b, ", \"nullable\": %s, \"configured\": %s",
+				  a->nullable ? "true" : "false",
+				  a->configured ? "\"positive_finite\"" : "null");
+	} else {
+		jitk__jbuf_printf(b, ", \"kind\": \"%s\"", io_name(a));
+		if (a->has_default && a->type == AT_F32)
+			jitk__jbuf_printf(b, ", \"default\": %.9g", (double)a->def_f);
+		else if (a->has_default)
+			jitk__jbuf_printf(b, ", \"default\": %lld", (long long)a->def_i);
+	}
+	jitk__jbuf_puts(b, ", \"present\": [");
+	for (i = 0; i < s->ninsts; i++)
+		jitk__jbuf_printf(b, "%s%s", i ? ", " : "",
+				  jitk__spec_cond_holds(&a->when, set->insts[s->first_inst + i].vals)
+					  ? "true" : "false");
+	jitk__jbuf_puts(b, "]}");
+}
+
+static void json_symbol(jbuf *b, const spec_set *set, const spec_symbol *s)
+{
+	const spec_family *f = s->fam;
+	size_t i, j, k;
+
+	jitk__jbuf_puts(b, "{\"name\": ");
+	json_str(b, s->name);
+	jitk__jbuf_puts(b, ", \"family\": ");
+	json_str(b, f->name);
+	jitk__jbuf_puts(b, ", \"description\": ");
+	json_str(b, s->description ? s->description : f->description ? f->description : "");
+	jitk__jbuf_puts(b, ", \"params\": [");
+	for (i = 0; i < f->nparams; i++) {
+		const spec_param *p = &f->params[i];
+
+		jitk__jbuf_printf(b, "%s{\"name\": ", i ? ", " : "");
+		json_str(b, p->name);
+		jitk__jbuf_printf(b, ", \"type\": \"%s\", \"values\": [",
+				  p->type == PT_INT ? "int" : p->type == PT_BOOL ? "bool" : "enum");
+		for (j = 0; j < s->nvals[i]; j++) {
+			if (j)
+				jitk__jbuf_puts(b, ", ");
+			json_value(b, p, s->vals[i][j]);
+		}
+		jitk__jbuf_puts(b, "]}");
+	}
+	jitk__jbuf_puts(b, "], \"instances\": [");
+	for (i = 0; i < s->ninsts; i++) {
+		const spec_instance *in = &set->insts[s->first_inst + i];
+
+		jitk__jbuf_printf(b, "%s{\"name\": ", i ? ", " : "");
+		json_str(b, in->name);
+		jitk__jbuf_puts(b, ", \"params\": {");
+		for (j = 0; j < f->nparams; j++) {
+			jitk__jbuf_printf(b, "%s", j ? ", " : "");
+			json_str(b, f->params[j].name);
+			jitk__jbuf_puts(b, ": ");
+			json_value(b, &f->params[j], in->vals[j]);
+		}
+		jitk__jbuf_puts(b, "}}");
+	}
+	jitk__jbuf_puts(b, "], \"dims\": [");
+	for (i = 0; i < f->ndims; i++) {
+		if (i)
+			jitk__jbuf_puts(b, ", ");
+		json_str(b, f->dims[i]);
+	}
+	jitk__jbuf_puts(b, "], \"args\": [");
+	for (i = 0; i < f->nargs; i++) {
+		if (i)
+			jitk__jbuf_puts(b, ", ");
+		json_arg(b, set, s, &f->args[i]);
+	}
+	jitk__jbuf_puts(b, "], \"may_alias\": [");
+	for (i = 0; i < f->nmay_alias; i++) {
+		jitk__jbuf_printf(b, "%s[", i ? ", " : "");
+		json_str(b, f->args[f->may_alias[i][0]].name);
+		jitk__jbuf_puts(b, ", ");
+		json_str(b, f->args[f->may_alias[i][1]].name);
+		jitk__jbuf_puts(b, "]");
+	}
+	jitk__jbuf_puts(b, "], \"fallback\": [");
+	for (i = 0; i < s->nfallback; i++) {
+		const spec_fallback *fb = &s->fallback[i];
+
+		jitk__jbuf_printf(b, "%s{\"symbol\": ", i ? ", " : "");
+		json_str(b, fb->symbol);
+		jitk__jbuf_puts(b, ", \"map\": {");
+		for (k = 0; k < fb->nmap; k++) {
+			jitk__jbuf_printf(b, "%s", k ? ", " : "");
+			json_str(b, fb->map[k].callee);
+			jitk__jbuf_printf(b, ": {\"arg\": ");
+			json_str(b, fb->map[k].caller);
+			jitk__jbuf_printf(b, ", \"flat\": %s}", fb->map[k].flat ? "true" : "false");
+		}
+		jitk__jbuf_puts(b, "}}");
+	}
+	jitk__jbuf_puts(b, "]}");
+}
+
+int jitk_describe(char **out, const jitk_compiler *c, const char *selector)
+{
+	spec_selection sel;
+	size_t i;
+	jbuf b;
+	int rc;
+
+	if (!out || !c)
+		return jitk__error(JITK_EINVAL, "jitk_describe: NULL argument");
+	*out = NULL;
+	memset(&sel, 0, sizeof(sel));
+	if (selector && (rc = jitk__spec_select(&sel, c->specs, selector)))
+		return rc;
+	jitk__jbuf_init(&b);
+	jitk__jbuf_printf(&b, "{\"jitk\": \"%s\", \"symbols\": [", JITK_VERSION);
+	for (i = 0; i < c->specs->nsyms; i++) {
+		const spec_symbol *s = c->specs->syms[i];
+
+		if (selector && s != sel.sym)
+			continue;
+		if (b.len && b.data[b.len - 1] == '}')
+			jitk__jbuf_puts(&b, ", ");
+		json_symbol(&b, c->specs, s);
+	}
+	jitk__jbuf_puts(&b, "]}\n");
+	jitk__spec_selection_free(&sel);
+	*out = jitk__jbuf_detach(&b);
+	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
+}

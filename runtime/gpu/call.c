@@ -1,0 +1,825 @@
+/* call.c - the generic checked call: arguments by name, the instance
+ * picked from the tensors' shapes, every dtype, shape, stride, alignment,
+ * aliasing and configured-tensor rule of the spec checked, then the
+ * launch; in TRY and AUTO modes a ruled-out instance is a fallback, and
+ * AUTO runs the spec's fallback steps.
+ *
+ * A call never allocates: its state lives on the stack, the resolved
+ * kernel holds the shapes and strides bound to the variant. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/runtime.h"
+
+/* ------------------------------------------------------------- tensors */
+
+int jitk_tensor_contiguous(jitk_tensor *t, jitk_devptr data, jitk_dtype dtype,
+			   int32_t ndim, const int64_t *shape)
+{
+	int64_t stride = 1;
+	int32_t i;
+
+	if (!t || ndim < 0 || ndim > JITK_MAX_DIMS || (ndim && !shape))
+		return jitk__error(JITK_EINVAL, "jitk_tensor_contiguous: bad arguments");
+	memset(t, 0, sizeof(*t));
+	t->data = data;
+	t->dtype = dtype;
+	t->ndim = ndim;
+	for (i = ndim; i-- > 0;) {
+		if (shape[i] < 0)
+			return jitk__error(JITK_EINVAL, "jitk_tensor_contiguous: dimension %d is negative",
+					   (int)i);
+		t->shape[i] = shape[i];
+		t->strides[i] = stride;
+		stride *= shape[i] ? shape[i] : 1;
+	}
+	return JITK_OK;
+}
+
+static int64_t numel(const jitk_tensor *t)
+{
+	int64_t n = 1;
+	int32_t i;
+
+	for (i = 0; i < t->ndim; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+/* "[4096, 3072]" */
+static const char *shape_text(char *buf, size_t n, const int64_t *dims, int nd)
+{
+	size_t used = 0;
+	int i;
+
+	used += (size_t)snprintf(buf, n, "[");
+	for (i = 0; i < nd && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? ", " : "",
+					 (long long)dims[i]);
+	if (used < n)
+		snprintf(buf + used, n - used, "]");
+	return buf;
+}
+
+/* ------------------------------------------------------------------ ops */
+
+int jitk_op_get(jitk_op **out, jitk_runtime *rt, const char *selector)
+{
+	spec_selection sel;
+	jitk_op *op;
+	int i, rc;
+
+	if (!out || !rt || !selector)
+		return jitk__error(JITK_EINVAL, "jitk_op_get: NULL argument");
+	*out = NULL;
+	if (!strchr(selector, '[')) {
+		if ((i = jitk__spec_symbol_index(rt->comp->specs, selector)) >= 0) {
+			*out = &rt->sym_ops[i];
+			return JITK_OK;
+		}
+	}
+	if ((rc = jitk__spec_select(&sel, rt->comp->specs, selector)))
+		return rc;
+	pthread_mutex_lock(&rt->ops_mu);
+	for (op = rt->extra_ops; op; op = op->next)
+		if (!strcmp(op->selector, selector))
+			break;
+	if (!op && (op = calloc(1, sizeof(*op)))) {
+		op->rt = rt;
+		op->sym = sel.sym;
+		op->match = sel.match;
+		sel.match = NULL;
+		op->selector = jitk__strdup(selector);
+		if (!op->selector) {
+			free(op->match);
+			free(op);
+			op = NULL;
+		} else {
+			op->next = rt->extra_ops;
+			rt->extra_ops = op;
+		}
+	}
+	pthread_mutex_unlock(&rt->ops_mu);
+	jitk__spec_selection_free(&sel);
+	if (!op)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	*out = op;
+	return JITK_OK;
+}
+
+void jitk__ops_free(jitk_runtime *rt)
+{
+	jitk_op *op = rt->extra_ops, *next;
+
+	for (; op; op = next) {
+		next = op->next;
+		free(op->match);
+		free(op->selector);
+		free(op);
+	}
+	rt->extra_ops = NULL;
+	free(rt->sym_ops);
+	rt->sym_ops = NULL;
+}
+
+/* ------------------------------------------------------------ the call */
+
+/* A call's state. */
+typedef struct {
+	jitk_op *op;
+	jitk_call_mode mode;
+	const spec_family *f;
+	const char *name; /* the instance's name once picked, else the symbol */
+	const jitk_arg *given[JITK_MAX_SPEC_ARGS]; /* per family argument */
+	int64_t slots[JITK_MAX_SLOTS];
+	unsigned char slot_set[JITK_MAX_SLOTS];
+	char reason[320]; /* why a TRY call falls back */
+} call;
+
+/* A guard failed: in TRY and AUTO the instance is ruled out (FALLBACK with
+ * the reason), in STRICT it is an error. */
+static int rule_out(call *c, int strict_status, const char *fmt, ...) JITK_PRINTF(3, 4);
+
+static int rule_out(call *c, int strict_status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+	va_end(ap);
+	if (c->mode == JITK_CALL_STRICT)
+		return jitk__error(strict_status, "%s: %s (nothing launched)", c->name, c->reason);
+	return JITK_FALLBACK;
+}
+
+static const char *kind_text(const spec_arg *a)
+{
+	switch (a->type) {
+	case AT_TENSOR: return "a tensor";
+	case AT_I32: return "an i32";
+	case AT_I64: return "an i64";
+	case AT_F32: return "an f32";
+	}
+	return "?";
+}
+
+/* Match the given arguments to the family's by name. Misuse is always an
+ * error. */
+static int match_args(call *c, const jitk_arg *args, size_t nargs)
+{
+	const spec_family *f = c->f;
+	size_t i;
+
+	memset(c->given, 0, sizeof(c->given));
+	for (i = 0; i < nargs; i++) {
+		const jitk_arg *g = &args[i];
+		int k;
+
+		if (!g->name)
+			return jitk__error(JITK_EINVAL, "%s: argument %zu has no name (nothing launched)",
+					   c->name, i);
+		/* Arguments usually come in the spec's order. */
+		k = i < f->nargs && !strcmp(f->args[i].name, g->name) ? (int)i
+								   : jitk__spec_arg_index(f, g->name);
+		if (k < 0)
+			return jitk__error(JITK_EINVAL, "%s takes no argument '%s' (nothing launched)",
+					   c->name, g->name);
+		if (c->given[k])
+			return jitk__error(JITK_EINVAL, "%s: argument %s given twice (nothing launched)",
+					   c->name, g->name);
+		if ((f->args[k].type == AT_TENSOR) != (g->type == JITK_ARG_TENSOR) ||
+		    (f->args[k].type == AT_I32 && g->type != JITK_ARG_I32) ||
+		    (f->args[k].type == AT_I64 && g->type != JITK_ARG_I64 && g->type != JITK_ARG_I32) ||
+		    (f->args[k].type == AT_F32 && g->type != JITK_ARG_F32))
+			return jitk__error(JITK_EINVAL, "%s: argument %s must be %s (nothing launched)",
+					   c->name, g->name, kind_text(&f->args[k]));
+		if (g->type == JITK_ARG_TENSOR && !g->v.tensor)
+			return jitk__error(JITK_EINVAL, "%s: argument %s: the tensor pointer is NULL (nothing launched)",
+					   c->name, g->name);
+		c->given[k] = g;
+	}
+	return 0;
+}
+
+/* The value of a varying parameter, from the first given tensor whose
+ * shape names it bare; 0 when no tensor tells. */
+static int param_from_shapes(const call *c, size_t p, int64_t *out, const char **from)
+{
+	const spec_family *f = c->f;
+	size_t i, d;
+
+	for (i = 0; i < f->nargs; i++) {
+		const spec_arg *a = &f->args[i];
+		const jitk_tensor *t;
+
+		if (a->type != AT_TENSOR || !c->given[i])
+			continue;
+		t = c->given[i]->v.tensor;
+		for (d = 0; d < a->ndim && d < (size_t)t->ndim; d++)
+			if ((size_t)t->ndim == a->ndim && !strcmp(a->shape[d].text, f->params[p].name)) {
+				*out = t->shape[d];
+				*from = a->name;
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/* Pick the instance: the selected instance whose varying parameters equal
+ * what the tensors' shapes say. */
+static int pick_instance(call *c, size_t *out)
+{
+	const spec_symbol *s = c->op->sym;
+	const spec_family *f = c->f;
+	const spec_set *set = c->op->rt->comp->specs;
+	int64_t want[64];
+	unsigned char known[64];
+	size_t i, p, first = SIZE_MAX, n = 0;
+	char have[256];
+	size_t used = 0;
+
+	memset(known, 0, sizeof(known));
+	for (i = 0; i < s->ninsts; i++)
+		if (c->op->match[i]) {
+			n++;
+			if (first == SIZE_MAX)
+				first = i;
+		}
+	if (n == 1) {
+		*out = s->first_inst + first;
+		return 0;
+	}
+	have[0] = '\0';
+	for (p = 0; p < f->nparams && p < JITK_ARRAY_SIZE(want); p++) {
+		const char *from = NULL;
+		char buf[32];
+
+		if (s->nvals[p] < 2)
+			continue;
+		if (!param_from_shapes(c, p, &want[p], &from))
+			return jitk__error(JITK_EINVAL, "%s: no tensor argument tells '%s' (select an instance, "
+					   "e.g. %s; nothing launched)", c->name, f->params[p].name,
+					   set->insts[s->first_inst + first].name);
+		known[p] = 1;
+		used += (size_t)snprintf(have + used, used < sizeof(have) ? sizeof(have) - used : 0,
+					 "%s%s=%s (from %s)", used ? ", " : "", f->params[p].name,
+					 jitk__spec_value_text(&f->params[p], want[p], buf), from);
+	}
+	for (i = 0; i < s->ninsts; i++) {
+		const spec_instance *in = &set->insts[s->first_inst + i];
+		int ok = c->op->match[i];
+
+		for (p = 0; p < f->nparams && ok; p++)
+			if (known[p] && in->vals[p] != want[p])
+				ok = 0;
+		if (ok) {
+			*out = s->first_inst + i;
+			return 0;
+		}
+	}
+	{
+		char list[256];
+		size_t lu = 0;
+
+		list[0] = '\0';
+		for (i = 0; i < s->ninsts; i++)
+			if (c->op->match[i])
+				lu += (size_t)snprintf(list + lu, lu < sizeof(list) ? sizeof(list) - lu : 0,
+						       "%s%s", lu ? ", " : "",
+						       set->insts[s->first_inst + i].name);
+		return rule_out(c, JITK_EINVAL, "no instance for %s (instances: %s)", have, list);
+	}
+}
+
+/* Set slot s (an integer argument or a dim) from a tensor; a slot set
+ * twice must agree. */
+static int bind_slot(call *c, const spec_arg *a, int s, int64_t v, const char *what,
+		     const char *text)
+{
+	const char *slot;
+
+	if (s < 0)
+		return 0;
+	if (!c->slot_set[s]) {
+		c->slots[s] = v;
+		c->slot_set[s] = 1;
+		return 0;
+	}
+	if (c->slots[s] == v)
+		return 0;
+	slot = s < (int)c->f->nargs ? c->f->args[s].name : c->f->dims[s - (int)c->f->nargs];
+	return rule_out(c, JITK_EINVAL, "%s: %s %s is %lld, but another argument makes %s %lld",
+			a->name, what, text, (long long)v, slot, (long long)c->slots[s]);
+}
+
+/* Set the slots a tensor's bare dims and strides name. A size-1
+ * dimension's stride says nothing (as in PyTorch and DLPack). */
+static int bind_slots(call *c, const jitk_kernel *k, size_t i)
+{
+	const spec_arg *a = &c->f->args[i];
+	const jitk_tensor_rule *r = &k->tensors[i];
+	const jitk_tensor *t = c->given[i]->v.tensor;
+	size_t d;
+	int rc;
+
+	if ((size_t)t->ndim != a->ndim)
+		return 0; /* reported by the checks */
+	for (d = 0; d < a->ndim; d++) {
+		if ((rc = bind_slot(c, a, r->shape_slot[d], t->shape[d], "dimension",
+				    a->shape[d].text)))
+			return rc;
+		if (t->shape[d] > 1 && a->strides &&
+		    (rc = bind_slot(c, a, r->stride_slot[d], t->strides[d], "stride",
+				    a->strides[d].text)))
+			return rc;
+	}
+	return 0;
+}
+
+/* The scalars: given, else bound from a tensor, else the spec's
+ * default. */
+static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
+{
+	const spec_family *f = c->f;
+	size_t i;
+
+	for (i = 0; i < f->nargs; i++) {
+		const spec_arg *a = &f->args[i];
+		const jitk_arg *g = c->given[i];
+
+		if (a->type == AT_TENSOR || !k->present[i]) {
+			if (g && !k->present[i])
+				return jitk__error(JITK_EINVAL, "%s takes no argument '%s' (nothing launched)",
+						   c->name, a->name);
+			continue;
+		}
+		if (g) {
+			int64_t v = g->type == JITK_ARG_I32 ? g->v.i32 : g->type == JITK_ARG_I64 ? g->v.i64 : 0;
+
+			if (a->type == AT_F32) {
+				memcpy(&params[i], &g->v.f32, sizeof(float));
+				continue;
+			}
+			if (a->type == AT_I32 && (v < INT32_MIN || v > INT32_MAX))
+				return jitk__error(JITK_EINVAL, "%s: argument %s (%lld) is out of range for i32",
+						   c->name, a->name, (long long)v);
+			if (c->slot_set[i] && c->slots[i] != v)
+				return jitk__error(JITK_EINVAL, "%s: argument %s is %lld, but the tensors' shapes say %lld (nothing launched)",
+						   c->name, a->name, (long long)v, (long long)c->slots[i]);
+			c->slots[i] = v;
+			c->slot_set[i] = 1;
+		} else if (!c->slot_set[i]) {
+			if (!a->has_default)
+				return jitk__error(JITK_EINVAL, "%s: missing argument %s (nothing launched)",
+						   c->name, a->name);
+			if (a->type == AT_F32) {
+				memcpy(&params[i], &a->def_f, sizeof(float));
+				continue;
+			}
+			c->slots[i] = a->def_i;
+			c->slot_set[i] = 1;
+		}
+		if (a->type == AT_I32) {
+			int32_t v32 = (int32_t)c->slots[i];
+
+			memcpy(&params[i], &v32, sizeof(v32));
+		} else {
+			params[i] = (uint64_t)c->slots[i];
+		}
+	}
+	for (i = 0; i < f->ndims; i++)
+		if (!c->slot_set[f->nargs + i])
+			return jitk__error(JITK_EINVAL, "%s: no tensor tells the dimension %s (nothing launched)",
+					   c->name, f->dims[i]);
+	return 0;
+}
+
+static int configured_ok(jitk_runtime *rt, jitk_devptr data, enum spec_rule rule)
+{
+	uint64_t id = 0;
+	size_t i;
+	int found = -1;
+
+	pthread_rwlock_rdlock(&rt->configured_mu);
+	for (i = 0; i < rt->nconfigured; i++)
+		if (rt->configured[i].data == data && rt->configured[i].rule == rule) {
+			found = (int)i;
+			break;
+		}
+	if (found >= 0)
+		id = rt->configured[found].buffer_id;
+	pthread_rwlock_unlock(&rt->configured_mu);
+	if (found < 0)
+		return 0;
+	/* The same address may now be another allocation: its buffer id
+	 * (never reused in a process) tells. */
+	{
+		uint64_t now = 0;
+
+		if (rt->ops->buffer_id(rt->impl, data, &now) || now != id)
+			return 0;
+	}
+	return 1;
+}
+
+/* The byte range a tensor spans. */
+static void extent(const jitk_tensor *t, uint64_t *lo, uint64_t *hi)
+{
+	int64_t last = 0;
+	int32_t d;
+
+	for (d = 0; d < t->ndim; d++)
+		last += (t->shape[d] - 1) * (t->strides[d] < 0 ? -t->strides[d] : t->strides[d]);
+	*lo = t->data;
+	*hi = t->data + (uint64_t)(last + 1) * (t->dtype.bits / 8u ? t->dtype.bits / 8u : 1u);
+}
+
+static int may_alias(const spec_family *f, size_t a, size_t b)
+{
+	size_t i;
+
+	for (i = 0; i < f->nmay_alias; i++)
+		if ((f->may_alias[i][0] == a && f->may_alias[i][1] == b) ||
+		    (f->may_alias[i][0] == b && f->may_alias[i][1] == a))
+			return 1;
+	return 0;
+}
+
+/* Every tensor against its rule. */
+static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
+{
+	const spec_family *f = c->f;
+	char want[128], got[128];
+	size_t i, j, d;
+
+	for (i = 0; i < f->nargs; i++) {
+		const spec_arg *a = &f->args[i];
+		const jitk_tensor_rule *r = &k->tensors[i];
+		const jitk_tensor *t;
+		int64_t dims[JITK_MAX_DIMS], strides[JITK_MAX_DIMS], stride = 1;
+
+		if (a->type != AT_TENSOR || !k->present[i])
+			continue;
+		if (!c->given[i]) {
+			if (a->nullable)
+				continue;
+			return jitk__error(JITK_EINVAL, "%s: missing argument %s (nothing launched)",
+					   c->name, a->name);
+		}
+		t = c->given[i]->v.tensor;
+		if (t->dtype.code != a->elem->code || t->dtype.bits != a->elem->bits ||
+		    t->dtype.lanes != 1)
+			return rule_out(c, JITK_EINVAL, "%s must be %s, not a tensor of dtype code %u bits %u",
+					a->name, a->elem->name, t->dtype.code, t->dtype.bits);
+		for (d = 0; d < a->ndim; d++)
+			if (jitk__expr_eval_args(r->shape[d], c->slots, &dims[d]))
+				return jitk__error(JITK_EINVAL, "%s: the shape of %s overflows (nothing launched)",
+						   c->name, a->name);
+		if ((size_t)t->ndim != a->ndim)
+			return rule_out(c, JITK_EINVAL, "%s: expected shape %s, got %s", a->name,
+					shape_text(want, sizeof(want), dims, (int)a->ndim),
+					shape_text(got, sizeof(got), t->shape, t->ndim));
+		for (d = 0; d < a->ndim; d++)
+			if (t->shape[d] != dims[d])
+				return rule_out(c, JITK_EINVAL, "%s: expected shape %s, got %s", a->name,
+						shape_text(want, sizeof(want), dims, (int)a->ndim),
+						shape_text(got, sizeof(got), t->shape, t->ndim));
+		/* Strides: the spec's, else contiguous; a size-1 dimension's
+		 * stride is not looked at. */
+		for (d = a->ndim; d-- > 0;) {
+			if (a->strides) {
+				if (jitk__expr_eval_args(r->strides[d], c->slots, &strides[d]))
+					return jitk__error(JITK_EINVAL, "%s: the strides of %s overflow (nothing launched)",
+							   c->name, a->name);
+			} else {
+				strides[d] = stride;
+				stride *= dims[d] ? dims[d] : 1;
+			}
+		}
+		for (d = 0; d < a->ndim; d++)
+			if (dims[d] > 1 && t->strides[d] != strides[d])
+				return rule_out(c, JITK_EINVAL, "%s: expected strides %s, got %s%s", a->name,
+						shape_text(want, sizeof(want), strides, (int)a->ndim),
+						shape_text(got, sizeof(got), t->strides, t->ndim),
+						a->strides ? "" : " (it must be contiguous)");
+		params[i] = t->data;
+		if (!numel(t))
+			continue; /* an empty tensor's address is never used */
+		if (!t->data) {
+			if (a->nullable)
+				continue;
+			return rule_out(c, JITK_EINVAL, "%s is NULL", a->name);
+		}
+		if (t->data % (uint64_t)r->align)
+			return rule_out(c, JITK_EINVAL, "%s (0x%llx) is not %lld-byte aligned", a->name,
+					(unsigned long long)t->data, (long long)r->align);
+		if (a->configured && !configured_ok(c->op->rt, t->data, a->configured))
+			return rule_out(c, JITK_EINVAL, "%s (0x%llx) was not validated with jitk_configure "
+					"(or its memory was freed since)", a->name,
+					(unsigned long long)t->data);
+	}
+	/* What a kernel writes must not overlap anything else it is given. */
+	for (i = 0; i < f->nargs; i++) {
+		uint64_t lo, hi;
+
+		if (f->args[i].type != AT_TENSOR || f->args[i].io == IO_IN || !c->given[i] ||
+		    !k->present[i] || !numel(c->given[i]->v.tensor) || !c->given[i]->v.tensor->data)
+			continue;
+		extent(c->given[i]->v.tensor, &lo, &hi);
+		for (j = 0; j < f->nargs; j++) {
+			uint64_t lo2, hi2;
+
+			if (j == i || f->args[j].type != AT_TENSOR || !c->given[j] || !k->present[j] ||
+			    !numel(c->given[j]->v.tensor) || !c->given[j]->v.tensor->data ||
+			    may_alias(f, i, j))
+				continue;
+			extent(c->given[j]->v.tensor, &lo2, &hi2);
+			if (lo < hi2 && lo2 < hi)
+				return rule_out(c, JITK_EINVAL, "%s overlaps %s in memory", f->args[i].name,
+						f->args[j].name);
+		}
+	}
+	return 0;
+}
+
+int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
+		 jitk_stream stream)
+{
+	const spec_family *f = k->fam;
+	jitk_runtime *rt = k->rt;
+	const char *name = rt->comp->specs->insts[k->inst].name;
+	void *ptrs[JITK_MAX_SPEC_ARGS];
+	int64_t grid = 0, ok;
+	size_t i;
+	int r;
+
+	for (i = 0; i < k->nchecks; i++)
+		if (jitk__expr_eval_args(k->checks[i], slots, &ok) || !ok)
+			return jitk__error(JITK_EINVAL, "%s: %s (%s; nothing launched)", name,
+					   f->checks[i].message, f->checks[i].text);
+	if (jitk__expr_eval_args(k->grid, slots, &grid))
+		return jitk__error(JITK_EINVAL, "%s: the grid '%s' overflows for these arguments",
+				   name, f->grid.text);
+	if (grid <= 0)
+		return JITK_OK; /* empty problem: nothing to launch */
+	if (grid > 0x7fffffff)
+		return jitk__error(JITK_EINVAL, "%s: grid of %lld blocks is too large", name,
+				   (long long)grid);
+	for (i = 0; i < f->nargs; i++)
+		ptrs[i] = (void *)&params[i];
+	{
+		const unsigned g[3] = { (unsigned)grid, 1, 1 }, bl[3] = { k->block, 1, 1 };
+
+		r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, ptrs, f->nargs,
+				    k->programmatic);
+	}
+	if (r)
+		return jitk__error(JITK_EDRIVER, "launching %s failed: %s", name,
+				   rt->ops->error_name(rt->impl, r));
+	atomic_fetch_add_explicit(&rt->slots[k->inst].launches, 1, memory_order_relaxed);
+	return JITK_OK;
+}
+
+static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t nargs,
+		     jitk_stream stream)
+{
+	jitk_runtime *rt = c->op->rt;
+	uint64_t params[JITK_MAX_SPEC_ARGS];
+	jitk_kernel *k;
+	size_t inst = 0, i;
+	int rc;
+
+	c->f = c->op->sym->fam;
+	c->name = c->op->sym->name;
+	memset(c->slot_set, 0, sizeof(c->slot_set));
+	memset(params, 0, sizeof(params));
+	if ((rc = match_args(c, args, nargs)) || (rc = pick_instance(c, &inst)))
+		return rc;
+	c->name = rt->comp->specs->insts[inst].name;
+	info->instance = c->name;
+	if (c->mode != JITK_CALL_STRICT && jitk__unavailable_reason(rt, inst))
+		return rule_out(c, JITK_EARCH, "%s", jitk__unavailable_reason(rt, inst));
+	rc = jitk__resolve(&k, rt, inst, 1, stream);
+	if (rc == JITK_EARCH && c->mode != JITK_CALL_STRICT)
+		return rule_out(c, JITK_EARCH, "%s", jitk__unavailable_reason(rt, inst));
+	if (rc)
+		return rc;
+	for (i = 0; i < c->f->nargs; i++)
+		if (c->f->args[i].type == AT_TENSOR && c->given[i] && k->present[i] &&
+		    (rc = bind_slots(c, k, i)))
+			return rc;
+	if ((rc = bind_scalars(c, k, params)) || (rc = check_tensors(c, k, params)))
+		return rc;
+	return jitk__launch(k, c->slots, params, stream);
+}
+
+/* A contiguous tensor as 1-D (flat() in a fallback's argument map). */
+static int flatten(jitk_tensor *out, const jitk_tensor *t, const char *name)
+{
+	int64_t stride = 1, n = numel(t);
+	int32_t d;
+
+	for (d = t->ndim; d-- > 0;) {
+		if (t->shape[d] > 1 && t->strides[d] != stride)
+			return jitk__error(JITK_EINVAL, "flat(%s): %s is not contiguous (nothing launched)",
+					   name, name);
+		stride *= t->shape[d];
+	}
+	return jitk_tensor_contiguous(out, t->data, t->dtype, 1, &n);
+}
+
+/* The fallback steps, each a strict call of its symbol with the mapped
+ * arguments. */
+static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream stream)
+{
+	jitk_runtime *rt = c->op->rt;
+	const spec_symbol *s = c->op->sym;
+	size_t step, i, m;
+	int rc;
+
+	for (step = 0; step < s->nfallback; step++) {
+		const spec_fallback *fb = &s->fallback[step];
+		const spec_family *callee = rt->comp->specs->syms[jitk__spec_symbol_index(rt->comp->specs, fb->symbol)]->fam;
+		jitk_arg out[JITK_MAX_SPEC_ARGS];
+		jitk_tensor flat[JITK_MAX_SPEC_ARGS];
+		size_t n = 0;
+		jitk_op *op;
+		call sub;
+		jitk_call_info info;
+
+		for (i = 0; i < callee->nargs; i++) {
+			const char *from = callee->args[i].name;
+			const jitk_arg *g = NULL;
+			int isflat = 0;
+			size_t j;
+
+			for (m = 0; m < fb->nmap; m++)
+				if (!strcmp(fb->map[m].callee, from)) {
+					from = fb->map[m].caller;
+					isflat = fb->map[m].flat;
+				}
+			for (j = 0; j < nargs; j++)
+				if (!strcmp(args[j].name, from))
+					g = &args[j];
+			if (!g)
+				continue;
+			out[n] = *g;
+			out[n].name = callee->args[i].name;
+			if (isflat) {
+				if ((rc = flatten(&flat[n], g->v.tensor, from)))
+					return rc;
+				out[n].v.tensor = &flat[n];
+			}
+			n++;
+		}
+		if ((rc = jitk_op_get(&op, rt, fb->symbol)))
+			return rc;
+		memset(&sub, 0, sizeof(sub));
+		memset(&info, 0, sizeof(info));
+		sub.op = op;
+		sub.mode = JITK_CALL_STRICT;
+		if ((rc = call_once(&sub, &info, out, n, stream)))
+			return rc;
+	}
+	return JITK_OK;
+}
+
+/* Why this thread's last TRY or AUTO call fell back (jitk_call_info). */
+static _Thread_local char last_reason[320];
+
+int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const jitk_arg *args,
+		 size_t nargs, jitk_stream stream)
+{
+	jitk_call_info info = { 0, NULL, NULL };
+	call c;
+	int rc;
+
+	if (out)
+		*out = info;
+	if (!op || (nargs && !args))
+		return jitk__error(JITK_EINVAL, "jitk_op_call: NULL argument");
+	if (nargs > JITK_MAX_SPEC_ARGS)
+		return jitk__error(JITK_EINVAL, "%s: %zu arguments is more than any symbol takes",
+				   op->sym->name, nargs);
+	if (mode != JITK_CALL_STRICT && mode != JITK_CALL_TRY && mode != JITK_CALL_AUTO)
+		return jitk__error(JITK_EINVAL, "jitk_op_call: unknown mode %d", (int)mode);
+	c.op = op;
+	c.mode = mode;
+	c.reason[0] = '\0';
+	rc = call_once(&c, &info, args, nargs, stream);
+	if (rc == JITK_FALLBACK) {
+		snprintf(last_reason, sizeof(last_reason), "%s", c.reason);
+		jitk__error_clear();
+		info.fallback = 1;
+		info.reason = last_reason;
+		if (mode == JITK_CALL_AUTO) {
+			if (!op->sym->nfallback) {
+				rc = jitk__error(JITK_EARCH, "%s: %s, and it has no fallback (nothing launched)",
+						 c.name, c.reason);
+			} else {
+				info.instance = NULL;
+				rc = run_fallback(&c, args, nargs, stream);
+			}
+		}
+	} else if (!rc) {
+		jitk__error_clear();
+	}
+	if (out)
+		*out = info;
+	return rc;
+}
+
+int jitk_call(jitk_call_info *out, jitk_runtime *rt, const char *selector, jitk_call_mode mode,
+	      const jitk_arg *args, size_t nargs, jitk_stream stream)
+{
+	jitk_op *op;
+	int rc;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if ((rc = jitk_op_get(&op, rt, selector)))
+		return rc;
+	return jitk_op_call(out, op, mode, args, nargs, stream);
+}
+
+/* ---------------------------------------------------------- configure */
+
+int jitk_configure(jitk_runtime *rt, const char *symbol, const char *arg, const jitk_tensor *t)
+{
+	const spec_family *f;
+	const spec_arg *a;
+	uint64_t id = 0;
+	float v = 0.0f;
+	size_t i;
+	int k, r, rc = JITK_OK;
+
+	if (!rt || !symbol || !arg || !t)
+		return jitk__error(JITK_EINVAL, "jitk_configure: NULL argument");
+	if ((k = jitk__spec_symbol_index(rt->comp->specs, symbol)) < 0)
+		return jitk__error(JITK_ENOENT, "no symbol named '%s' (see jitk list)", symbol);
+	f = rt->comp->specs->syms[k]->fam;
+	if ((k = jitk__spec_arg_index(f, arg)) < 0 || !f->args[k].configured)
+		return jitk__error(JITK_EINVAL, "%s has no configured argument '%s'", symbol, arg);
+	a = &f->args[k];
+	if (t->dtype.code != a->elem->code || t->dtype.bits != a->elem->bits || t->ndim != 1 ||
+	    t->shape[0] != 1)
+		return jitk__error(JITK_EINVAL, "%s of %s: expected a %s tensor of shape [1]", arg,
+				   symbol, a->elem->name);
+	if (!t->data || t->data % 4)
+		return jitk__error(JITK_EINVAL, "%s 0x%llx is NULL or not 4-byte aligned", arg,
+				   (unsigned long long)t->data);
+	if ((r = rt->ops->buffer_id(rt->impl, t->data, &id)))
+		return jitk__error(JITK_EINVAL, "%s 0x%llx is not device memory of this process: %s",
+				   arg, (unsigned long long)t->data, rt->ops->error_name(rt->impl, r));
+	if ((r = rt->ops->read(rt->impl, &v, t->data, sizeof(v))))
+		return jitk__error(JITK_EDRIVER, "reading %s 0x%llx failed: %s", arg,
+				   (unsigned long long)t->data, rt->ops->error_name(rt->impl, r));
+	if (!isfinite(v) || !(v > 0.0f))
+		return jitk__error(JITK_EINVAL, "%s 0x%llx holds %g: it must be one finite, positive fp32",
+				   arg, (unsigned long long)t->data, (double)v);
+	pthread_rwlock_wrlock(&rt->configured_mu);
+	for (i = 0; i < rt->nconfigured; i++)
+		if (rt->configured[i].data == t->data && rt->configured[i].rule == a->configured)
+			break;
+	if (i == rt->nconfigured && rt->nconfigured == rt->capconfigured) {
+		size_t cap = rt->capconfigured ? 2 * rt->capconfigured : 16;
+		jitk_configured *p = realloc(rt->configured, cap * sizeof(*p));
+
+		if (!p) {
+			rc = jitk__error(JITK_ENOMEM, "out of memory");
+		} else {
+			rt->configured = p;
+			rt->capconfigured = cap;
+		}
+	}
+	if (!rc) {
+		rt->configured[i].data = t->data;
+		rt->configured[i].buffer_id = id;
+		rt->configured[i].rule = a->configured;
+		if (i == rt->nconfigured)
+			rt->nconfigured++;
+	}
+	pthread_rwlock_unlock(&rt->configured_mu);
+	return rc;
+}
+
+int jitk_unconfigure(jitk_runtime *rt, jitk_devptr data)
+{
+	size_t i, n = 0;
+
+	if (!rt)
+		return jitk__error(JITK_EINVAL, "jitk_unconfigure: NULL runtime");
+	pthread_rwlock_wrlock(&rt->configured_mu);
+	for (i = 0; i < rt->nconfigured;)
+		if (rt->configured[i].data == data) {
+			rt->configured[i] = rt->configured[--rt->nconfigured];
+			n++;
+		} else {
+			i++;
+		}
+	pthread_rwlock_unlock(&rt->configured_mu);
+	return n ? JITK_OK
+		 : jitk__error(JITK_ENOENT, "0x%llx was not configured", (unsigned long long)data);
+}
