@@ -10,15 +10,6 @@ namespace jitk {
 typedef unsigned short bf16;    // storage of a bfloat16
 typedef unsigned char fp8_e4m3; // storage of an OCP e4m3fn byte
 
-// Used by the translation unit jitk generates to check that the kernel's
-// signature is the spec's argument list.
-template <class A, class B> struct same_type {
-	static constexpr bool value = false;
-};
-template <class A> struct same_type<A, A> {
-	static constexpr bool value = true;
-};
-
 // Widen bf16 to fp32 (exact).
 __device__ __forceinline__ float bf16_lo(unsigned pair)
 {

@@ -27,14 +27,6 @@ static void prepare(jitk_compiler *c, const char *name, const char *arch,
 	assert_int_equal(rc, 0);
 }
 
-static int64_t binding(const jitk_variant *v, const char *name)
-{
-	int64_t x = -1;
-
-	assert_int_equal(jitk__variant_lookup((void *)v, name, &x), 0);
-	return x;
-}
-
 /* Each instance becomes a translation unit whose parameter struct holds
  * every binding of the variant by name, and the expected options and name
  * expression. The values come from the variant (the spec), so retuning
@@ -106,7 +98,7 @@ static void test_specialization(void **state)
 		assert_non_null(strstr(tu.source, "#line 1 \"common.cuh\""));
 		assert_null(strstr(tu.source, "#include \""));
 		assert_null(strstr(tu.source, t_root()[0] == '/' ? t_root() : "/specs/"));
-		assert_non_null(strstr(tu.source, "static_assert(jitk::same_type<decltype(&"));
+		assert_non_null(strstr(tu.source, "static_assert(jitk_check::same<decltype(&"));
 		jitk__tu_free(&tu);
 	}
 	jitk_compiler_free(c);

@@ -11,9 +11,13 @@
 #include "common.h"
 #include "fake_device.h"
 #include "gpu/runtime.h"
+#include "jitk/norm.h"
 
 /* Norm family argument order in specs/norm_scale_shift.yaml. */
 enum { P_Y, P_Q, P_ROUT, P_X, P_RES, P_GATE, P_SCALE, P_SHIFT, P_ISCALE, P_ROWS, P_EPS };
+
+/* Fake device addresses 64 GiB apart: no two tensors overlap. */
+#define ADDR(i) ((jitk_devptr)(i) << 36)
 
 typedef struct {
 	char *dir, *cache, *specs, *specs_ref;
@@ -52,15 +56,15 @@ static jitk_norm_args norm_args(int rows, int hidden)
 	jitk_norm_args a;
 
 	memset(&a, 0, sizeof(a));
-	a.y = 0x100000;
-	a.q = 0x200000;
-	a.residual_out = 0x300000;
-	a.x = 0x400000;
-	a.residual = 0x500000;
-	a.gate = 0x600000;
-	a.scale = 0x700000;
-	a.shift = 0x800000;
-	a.input_scale = 0x900000;
+	a.y = ADDR(1);
+	a.q = ADDR(2);
+	a.residual_out = ADDR(3);
+	a.x = ADDR(4);
+	a.residual = ADDR(5);
+	a.gate = ADDR(6);
+	a.scale = ADDR(7);
+	a.shift = ADDR(8);
+	a.input_scale = ADDR(9);
 	a.rows = rows;
 	a.hidden = hidden;
 	a.eps = 1e-6f;
@@ -90,8 +94,61 @@ static jitk_runtime *runtime(fixture *f, fake_device *fake, int cc, const char *
 	return runtime_with(f, fake, cc, specs, NULL);
 }
 
+/* Expectations come from the spec, not from numbers copied out of it, so
+ * that retuning the YAML does not break these tests: a spec expression of
+ * instance NAME on rt's device, evaluated by the spec's own evaluator
+ * with the variant's bindings, sm_count and one integer argument. */
+typedef struct {
+	const jitk_variant *v;
+	const char *arg;
+	int64_t value, sm_count;
+} geo_ctx;
+
+static int geo_lookup(void *ctx, const char *name, int64_t *out)
+{
+	geo_ctx *g = ctx;
+
+	if (!jitk__variant_lookup((void *)g->v, name, out))
+		return 0;
+	if (!strcmp(name, "sm_count")) {
+		*out = g->sm_count;
+		return 0;
+	}
+	if (g->arg && !strcmp(name, g->arg)) {
+		*out = g->value;
+		return 0;
+	}
+	return -1;
+}
+
+static int64_t spec_value(jitk_runtime *rt, const char *name, const spec_expr *(*which)(const spec_family *),
+			  const char *arg, int64_t value)
+{
+	jitk_variant v;
+	size_t inst;
+	geo_ctx g;
+	char err[128];
+	int64_t out = -1;
+
+	assert_int_equal(jitk__spec_find(rt->comp->specs, name, &inst), 0);
+	assert_int_equal(jitk__specialize(&v, rt->comp->specs, inst, rt->arch), 0);
+	g.v = &v;
+	g.arg = arg;
+	g.value = value;
+	g.sm_count = rt->info.sm_count;
+	assert_int_equal(jitk__expr_eval(which(rt->comp->specs->insts[inst].sym->fam)->e,
+					 geo_lookup, &g, &out, err, sizeof(err)), 0);
+	return out;
+}
+
+static const spec_expr *grid_of(const spec_family *f) { return &f->grid; }
+static const spec_expr *block_of(const spec_family *f) { return &f->block; }
+
+#define GRID(rt, name, arg, v) spec_value(rt, name, grid_of, arg, v)
+#define BLOCK(rt, name) spec_value(rt, name, block_of, NULL, 0)
+
 /* On sm_90 with the reference's gate the fused fp8 symbols fall back:
- * try_ says why, auto runs the split path (norm, then quantizer). */
+ * try_ says why, auto runs the spec's fallback (norm, then quantizer). */
 static void test_sm90_falls_back(void **state)
 {
 	fixture *f = *state;
@@ -103,35 +160,36 @@ static void test_sm90_falls_back(void **state)
 	int fused = -1;
 
 	assert_string_equal(jitk_runtime_arch(rt), "sm_90");
-	assert_int_equal(jitk_kernel_get(&k, rt, "fused_norm_scale_shift_fp8"), JITK_EARCH);
+	assert_int_equal(jitk_kernel_get(&k, rt, "fused_norm_scale_shift_fp8[hidden=3072]"), JITK_EARCH);
 	assert_non_null(strstr(jitk_error_last()->message, "needs sm_100 or newer"));
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
 	assert_non_null(why);
 	assert_non_null(strstr(why, "needs sm_100 or newer"));
 	assert_int_equal(fake.nlaunches, 0);
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), JITK_EARCH);
 	assert_int_equal(fake.nlaunches, 0);
 
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
 	assert_int_equal(fused, 0);
 	assert_int_equal(fake.nlaunches, 2);
-	/* norm: two warps per row, a row per block; 1024 rows fit 8 blocks
-	 * per SM on the fake's 132 SMs, so no block walks two rows yet */
-	assert_int_equal(fake.launches[0].grid[0], 1024);
-	assert_int_equal(fake.launches[0].block[0], 64);
+	/* the norm, with the spec's geometry for 1024 rows */
+	assert_int_equal(fake.launches[0].grid[0],
+			 GRID(rt, "fused_norm_scale_shift[hidden=3072]", "rows", 1024));
+	assert_int_equal(fake.launches[0].block[0], BLOCK(rt, "fused_norm_scale_shift[hidden=3072]"));
 	assert_int_equal(fake.launches[0].nparams, 11);
 	assert_int_equal(fake.launches[0].values[P_Y], a.y);
 	assert_int_equal(fake.launches[0].values[P_X], a.x);
 	assert_int_equal(fake.launches[0].values[P_ROWS], 1024);
-	/* quantizer over the norm's y: q, x = y, input_scale, n = rows * H */
+	/* the quantizer over the norm's y (the spec's argument map: q, x = y
+	 * flattened, input_scale, n = rows * H from the flat shape) */
 	assert_int_equal(fake.launches[1].nparams, 4);
 	assert_int_equal(fake.launches[1].values[0], a.q);
 	assert_int_equal(fake.launches[1].values[1], a.y);
 	assert_int_equal(fake.launches[1].values[2], a.input_scale);
 	assert_int_equal(fake.launches[1].values[3], 1024 * 3072);
-	assert_int_equal(fake.launches[1].block[0], 256);
-	assert_int_equal(fake.launches[1].grid[0], 384); /* cdiv(3 Mi, 256 x 4 x 8) */
+	assert_int_equal(fake.launches[1].block[0], BLOCK(rt, "static_quant_fp8"));
+	assert_int_equal(fake.launches[1].grid[0], GRID(rt, "static_quant_fp8", "n", 1024 * 3072));
 	jitk_runtime_free(rt);
 	assert_int_equal(fake.closed, 1);
 	assert_int_equal(fake.unloads, fake.loads);
@@ -148,7 +206,7 @@ static void test_sm90_spec_allows_fused(void **state)
 	int fused = -1;
 
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
+	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
 	assert_int_equal(fused, 1);
 	assert_int_equal(fake.nlaunches, 1);
 	assert_int_equal(fake.launches[0].values[P_Q], a.q);
@@ -163,8 +221,8 @@ static void test_sm90_spec_allows_fused(void **state)
 	jitk_runtime_free(rt);
 }
 
-/* sm_100 runs fused with 32-byte vectors: 16-byte aligned is not enough
- * there, and the try_ path says so instead of launching. */
+/* sm_100 runs fused with the spec's vector width there: a pointer
+ * aligned to less is a fallback with the reason, not a launch. */
 static void test_sm100_and_sm120(void **state)
 {
 	fixture *f = *state;
@@ -172,32 +230,38 @@ static void test_sm100_and_sm120(void **state)
 	jitk_runtime *rt = runtime(f, &fake, 100, f->specs);
 	jitk_norm_args a = norm_args(127, 5120);
 	const char *why = NULL;
+	char want[128];
+	jitk_kernel *k;
 	int fused = -1;
 
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), 0);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
 	assert_int_equal(fused, 1);
 	assert_int_equal(fake.nlaunches, 1);
-	/* hidden 5120: five warps per row, a row per block */
-	assert_int_equal(fake.launches[0].block[0], 160);
-	assert_int_equal(fake.launches[0].grid[0], 127);
-	a.x += 16;
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
-	assert_string_equal(why, "x is NULL or not aligned to the fused kernel's vector width");
+	assert_int_equal(fake.launches[0].block[0], BLOCK(rt, "fused_norm_scale_shift_fp8[hidden=5120]"));
+	assert_int_equal(fake.launches[0].grid[0],
+			 GRID(rt, "fused_norm_scale_shift_fp8[hidden=5120]", "rows", 127));
+	assert_int_equal(jitk_kernel_get(&k, rt, "fused_norm_scale_shift_fp8[hidden=5120]"), 0);
+	a.x += k->tensors[P_X].align / 2;
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	snprintf(want, sizeof(want), "x (0x%llx) is not %lld-byte aligned", (unsigned long long)a.x,
+		 (long long)k->tensors[P_X].align);
+	assert_string_equal(why, want);
 	assert_int_equal(fake.nlaunches, 1);
 	jitk_runtime_free(rt);
 
 	rt = runtime(f, &fake, 120, f->specs);
 	a = norm_args(1, 1536);
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), 0);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
 	assert_int_equal(fake.nlaunches, 1);
 	assert_string_equal(jitk_runtime_arch(rt), "sm_120");
 	jitk_runtime_free(rt);
 }
 
 /* sm_80: no e4m3 conversion. The fused path falls back, and the split
- * path cannot run either: a clear EARCH, nothing launched. */
+ * path cannot run either: a clear EARCH, and nothing launched (every step
+ * of a fallback is checked before the first one runs). */
 static void test_sm80(void **state)
 {
 	fixture *f = *state;
@@ -208,14 +272,13 @@ static void test_sm80(void **state)
 	int fused = -1;
 
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
 	assert_non_null(strstr(why, "needs sm_89 or newer"));
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, &fused), JITK_EARCH);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(&fused, rt, &a, NULL), JITK_EARCH);
 	assert_non_null(strstr(jitk_error_last()->message, "static_quant_fp8"));
-	/* The non-quantizing norm runs (the norm launched, not the quantizer). */
-	assert_int_equal(fake.nlaunches, 1);
+	assert_int_equal(fake.nlaunches, 0);
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
-	assert_int_equal(fake.nlaunches, 2);
+	assert_int_equal(fake.nlaunches, 1);
 	jitk_runtime_free(rt);
 }
 
@@ -226,10 +289,14 @@ static void test_guards(void **state)
 	jitk_runtime *rt = runtime(f, &fake, 100, f->specs);
 	jitk_norm_args a = norm_args(8, 3072);
 	const char *why = NULL;
+	char want[256];
+	int i;
 
 	/* Scale not configured, then invalid values refused. */
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
-	assert_string_equal(why, "input_scale was not validated with jitk_configure_input_scale");
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	snprintf(want, sizeof(want), "input_scale (0x%llx) was not validated with jitk_configure "
+		 "(or its memory was freed since)", (unsigned long long)a.input_scale);
+	assert_string_equal(why, want);
 	fake.scale_value = NAN;
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, "finite, positive"));
@@ -240,97 +307,313 @@ static void test_guards(void **state)
 	fake.scale_value = INFINITY;
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale + 2), JITK_EINVAL);
+	fake.host_ptr = a.input_scale;
+	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "not device memory"));
+	fake.host_ptr = 0;
 	fake.scale_value = 0.4754464328289032f;
 	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	/* Affine, unsupported hidden size, NULL pointer. */
-	a.weight = 0x1000;
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
-	assert_string_equal(why, "affine LayerNorm (weight/bias) is not fused");
-	a.weight = 0;
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+
+	/* Stale: the address was freed and is another allocation now (a new
+	 * buffer id), so it is not validated any more. */
+	fake.buffer_epoch++;
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	assert_string_equal(why, want);
+	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "was not validated with jitk_configure"));
+	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
+	/* Explicitly forgotten. */
+	assert_int_equal(jitk_unconfigure(rt, a.input_scale), 0);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	assert_int_equal(jitk_unconfigure(rt, a.input_scale), JITK_ENOENT);
+	/* The table grows: no fixed cap. */
+	for (i = 0; i < 3000; i++)
+		assert_int_equal(jitk_configure_input_scale(rt, ADDR(10) + 16 * (jitk_devptr)i), 0);
+	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(fake.nlaunches, 2);
+
+	/* An unsupported hidden size, a NULL pointer. */
 	a.hidden = 4096;
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
-	assert_string_equal(why, "hidden size has no fused instance in the specs");
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	assert_string_equal(why, "no instance for hidden=4096 (from y) (instances: "
+			    "fused_norm_scale_shift_fp8[hidden=3072], fused_norm_scale_shift_fp8[hidden=1536], "
+			    "fused_norm_scale_shift_fp8[hidden=5120])");
 	a.hidden = 3072;
 	a.q = 0;
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_FALLBACK);
-	assert_string_equal(why, "q is NULL or not aligned to the fused kernel's vector width");
-	a.q = 0x200000;
-	/* The residual variant checks its extra pointers; the plain one not. */
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	assert_string_equal(why, "q is NULL");
+	a.q = ADDR(2);
+	/* The residual variant checks its extra tensors; the plain one not. */
 	a.gate = 0;
-	assert_int_equal(jitk_try_fused_scale_residual_norm_scale_shift_fp8(rt, &a, NULL, &why),
+	assert_int_equal(jitk_try_fused_scale_residual_norm_scale_shift_fp8(&why, rt, &a, NULL),
 			 JITK_FALLBACK);
-	assert_string_equal(why, "gate is NULL or not aligned to the fused kernel's vector width");
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), 0);
-	assert_int_equal(fake.nlaunches, 1);
+	assert_string_equal(why, "gate is NULL");
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
+	assert_int_equal(fake.nlaunches, 3);
 	/* Bad arguments are errors, not fallbacks. */
 	a.rows = -1;
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), JITK_EINVAL);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_EINVAL);
 	a.rows = 0; /* nothing to do: OK, nothing launched */
-	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, &why), 0);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
 	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.x, a.input_scale, 0, NULL), 0);
-	assert_int_equal(fake.nlaunches, 1);
-	/* Rows past 32-bit element offsets: launched with a capped grid. */
+	assert_int_equal(fake.nlaunches, 3);
+	/* Rows past 32-bit element offsets: the spec's (capped) grid. */
 	a.rows = 1000000;
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), 0);
-	assert_int_equal(fake.launches[1].grid[0], 132 * 32);
-	assert_int_equal(fake.launches[1].values[P_ROWS], 1000000);
-	/* Past 8 blocks per SM, each block walks two rows. */
-	a.rows = 4096;
-	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), 0);
-	assert_int_equal(fake.launches[2].grid[0], 2048);
+	assert_int_equal(fake.launches[3].grid[0],
+			 GRID(rt, "fused_norm_scale_shift_fp8[hidden=3072]", "rows", 1000000));
+	assert_int_equal(fake.launches[3].values[P_ROWS], 1000000);
 	jitk_runtime_free(rt);
 }
 
-/* The generic launch checks count, types, names, pointers, alignment and
- * the spec's launch checks before launching anything. */
-static void test_generic_launch_checks(void **state)
+static void tensor2(jitk_tensor *t, jitk_devptr p, jitk_dtype dt, int64_t r, int64_t c)
+{
+	const int64_t shape[2] = { r, c };
+
+	assert_int_equal(jitk_tensor_contiguous(t, p, dt, 2, shape), 0);
+}
+
+static jitk_arg targ(const char *name, const jitk_tensor *t)
+{
+	jitk_arg a;
+
+	a.name = name;
+	a.type = JITK_ARG_TENSOR;
+	a.v.tensor = t;
+	return a;
+}
+
+/* The generic call checks names, kinds, dtypes, shapes, strides,
+ * alignment and aliasing before launching anything, naming the argument
+ * and the expected and actual shapes; it picks the instance from the
+ * shapes and takes rows from them. */
+static void test_generic_call_checks(void **state)
 {
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
-	jitk_kernel *k;
-	jitk_arg args[4];
+	const jitk_dtype bf16 = JITK_DTYPE_BF16, fp8 = JITK_DTYPE_FP8_E4M3, f32 = JITK_DTYPE_F32;
+	const int64_t n = 4096, one = 1;
+	jitk_tensor q, x, s, y, sc, sh, bad;
+	jitk_arg args[8];
+	jitk_call_info info;
+	jitk_op *op, *op2;
 
-	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0);
-	memset(args, 0, sizeof(args));
-	args[0] = (jitk_arg){ "q", JITK_ARG_PTR, { .ptr = 0x1000 } };
-	args[1] = (jitk_arg){ "x", JITK_ARG_PTR, { .ptr = 0x2000 } };
-	args[2] = (jitk_arg){ NULL, JITK_ARG_PTR, { .ptr = 0x3000 } };
-	args[3] = (jitk_arg){ "n", JITK_ARG_I64, { .i64 = 4096 } };
-	assert_int_equal(jitk_kernel_launch(k, args, 3, NULL), JITK_EINVAL);
-	assert_string_equal(jitk_error_last()->message,
-			    "static_quant_fp8 takes 4 arguments, not 3 (nothing launched)");
-	args[3].type = JITK_ARG_I32;
-	assert_int_equal(jitk_kernel_launch(k, args, 4, NULL), JITK_EINVAL);
-	assert_string_equal(jitk_error_last()->message,
-			    "static_quant_fp8: argument n must be of type long long (nothing launched)");
+	assert_int_equal(jitk_tensor_contiguous(&q, ADDR(1), fp8, 1, &n), 0);
+	assert_int_equal(jitk_tensor_contiguous(&x, ADDR(2), bf16, 1, &n), 0);
+	assert_int_equal(jitk_tensor_contiguous(&s, ADDR(3), f32, 1, &one), 0);
+	args[0] = targ("q", &q);
+	args[1] = targ("x", &x);
+	args[2] = targ("input_scale", &s);
+	args[3].name = "n";
 	args[3].type = JITK_ARG_I64;
-	args[1].name = "y";
-	assert_int_equal(jitk_kernel_launch(k, args, 4, NULL), JITK_EINVAL);
+	args[3].v.i64 = 5;
+
+	/* Misuse. */
+	args[4] = targ("z", &x);
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 5, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "static_quant_fp8 takes no argument 'z' (nothing launched)");
+	args[4] = targ("x", &x);
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_TRY, args, 5, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "static_quant_fp8: argument x given twice (nothing launched)");
+	args[4] = targ("n", &x);
+	args[3] = args[4];
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 4, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "static_quant_fp8: argument n must be an i64 (nothing launched)");
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 2, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "static_quant_fp8: missing argument input_scale (nothing launched)");
+	/* n comes from the shapes; given, it must agree. */
+	args[3].name = "n";
+	args[3].type = JITK_ARG_I64;
+	args[3].v.i64 = 5;
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 4, NULL), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message,
-			    "static_quant_fp8: argument 1 is x, not y (nothing launched)");
-	args[1].name = "x";
-	args[1].v.ptr = 0;
-	assert_int_equal(jitk_kernel_launch(k, args, 4, NULL), JITK_EINVAL);
+			    "static_quant_fp8: argument n is 5, but the tensors' shapes say 4096 (nothing launched)");
+	/* dtype, shape, rank */
+	assert_int_equal(jitk_tensor_contiguous(&bad, ADDR(2), f32, 1, &n), 0);
+	args[1] = targ("x", &bad);
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message,
-			    "static_quant_fp8: argument x is NULL (nothing launched)");
-	args[1].v.ptr = 0x2008;
-	assert_int_equal(jitk_kernel_launch(k, args, 4, NULL), JITK_EINVAL);
+			    "static_quant_fp8: x must be bf16, not a tensor of dtype code 2 bits 32 (nothing launched)");
+	{
+		const int64_t m = 4095;
+
+		assert_int_equal(jitk_tensor_contiguous(&bad, ADDR(2), bf16, 1, &m), 0);
+	}
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message,
-			    "static_quant_fp8: argument x (0x2008) is not 16-byte aligned (nothing launched)");
-	args[1].v.ptr = 0x2000;
-	args[3].v.i64 = -5;
-	assert_int_equal(jitk_kernel_launch(k, args, 4, NULL), JITK_EINVAL);
+			    "static_quant_fp8: x: expected shape [4096], got [4095] (nothing launched)");
+	tensor2(&bad, ADDR(2), bf16, 64, 64);
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message,
-			    "static_quant_fp8: n must not be negative (n >= 0; nothing launched)");
-	assert_int_equal(fake.nlaunches, 0);
-	args[3].v.i64 = 4096;
-	assert_int_equal(jitk_launch(rt, "static_quant_fp8", args, 4, NULL), 0);
+			    "static_quant_fp8: x: expected shape [4096], got [64, 64] (nothing launched)");
+	/* strides: contiguous means contiguous */
+	assert_int_equal(jitk_tensor_contiguous(&bad, ADDR(2), bf16, 1, &n), 0);
+	bad.strides[0] = 2;
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "static_quant_fp8: x: expected strides [1], got [2] (it must be contiguous) (nothing launched)");
+	/* alignment, NULL, aliasing */
+	bad.strides[0] = 1;
+	bad.data = ADDR(2) + 8;
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "is not 16-byte aligned"));
+	bad.data = 0;
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "static_quant_fp8: x is NULL (nothing launched)");
+	bad.data = ADDR(1) + 4096; /* q ends at ADDR(1) + 4096: no overlap */
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), 0);
+	bad.data = ADDR(1) + 4080;
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "static_quant_fp8: q overlaps x in memory (nothing launched)");
 	assert_int_equal(fake.nlaunches, 1);
-	assert_int_equal(fake.launches[0].grid[0], 1);
-	assert_int_equal(jitk_launch(rt, "no_such_kernel", args, 4, NULL), JITK_ENOENT);
+	assert_int_equal(fake.launches[0].values[3], 4096);
+
+	/* The norm: the instance from x's last dimension, rows from its
+	 * first, eps from the spec's default. */
+	tensor2(&x, ADDR(4), bf16, 10, 1536);
+	tensor2(&y, ADDR(5), bf16, 10, 1536);
+	{
+		const int64_t h = 1536;
+
+		assert_int_equal(jitk_tensor_contiguous(&sc, ADDR(6), bf16, 1, &h), 0);
+		assert_int_equal(jitk_tensor_contiguous(&sh, ADDR(7), bf16, 1, &h), 0);
+	}
+	args[0] = targ("y", &y);
+	args[1] = targ("x", &x);
+	args[2] = targ("scale", &sc);
+	args[3] = targ("shift", &sh);
+	assert_int_equal(jitk_op_get(&op, rt, "fused_norm_scale_shift"), 0);
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 4, NULL), 0);
+	assert_string_equal(info.instance, "fused_norm_scale_shift[hidden=1536]");
+	assert_int_equal(fake.nlaunches, 2);
+	assert_int_equal(fake.launches[1].values[P_ROWS], 10); /* absent q, residual_out: 0 */
+	{
+		float eps;
+
+		memcpy(&eps, &fake.launches[1].values[P_EPS], 4);
+		assert_true(eps == 1e-6f);
+	}
+	/* A [hidden] vector of another size, a wrong row count. */
+	{
+		const int64_t h = 3072;
+
+		assert_int_equal(jitk_tensor_contiguous(&sc, ADDR(6), bf16, 1, &h), 0);
+	}
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 4, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "fused_norm_scale_shift[hidden=1536]: scale: expected shape [1536], got [3072] (nothing launched)");
+	{
+		const int64_t h = 1536;
+
+		assert_int_equal(jitk_tensor_contiguous(&sc, ADDR(6), bf16, 1, &h), 0);
+	}
+	tensor2(&y, ADDR(5), bf16, 11, 1536);
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 4, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "fused_norm_scale_shift[hidden=1536]: x: expected shape [11, 1536], got [10, 1536] (nothing launched)");
+	/* A selector pins the instance; the shapes must fit it. */
+	tensor2(&y, ADDR(5), bf16, 10, 1536);
+	assert_int_equal(jitk_op_get(&op2, rt, "fused_norm_scale_shift[hidden=5120]"), 0);
+	assert_int_equal(jitk_op_call(&info, op2, JITK_CALL_STRICT, args, 4, NULL), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "y: expected shape [10, 5120], got [10, 1536]"));
+	assert_int_equal(jitk_op_get(&op2, rt, "fused_norm_scale_shift[hidden=1536]"), 0);
+	assert_int_equal(jitk_op_call(&info, op2, JITK_CALL_STRICT, args, 4, NULL), 0);
+	assert_int_equal(jitk_op_get(&op2, rt, "fused_norm_scale_shift[hidden=7]"), JITK_ENOENT);
+	assert_int_equal(jitk_call(NULL, rt, "no_such_kernel", JITK_CALL_STRICT, args, 4, NULL), JITK_ENOENT);
+	assert_int_equal(fake.nlaunches, 3);
+	/* An empty problem launches nothing. */
+	tensor2(&x, ADDR(4), bf16, 0, 1536);
+	tensor2(&y, ADDR(5), bf16, 0, 1536);
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 4, NULL), 0);
+	assert_int_equal(fake.nlaunches, 3);
 	jitk_runtime_free(rt);
+}
+
+/* A family that is only data (tests/families: one YAML file, one
+ * template): listed, explained with shapes, called with its shapes
+ * checked (a strided view included), and, where its gate fails, run
+ * through the spec's fallback with the spec's argument map. */
+static void test_data_only_family(void **state)
+{
+	fixture *f = *state;
+	char *specs = t_path(t_root(), "tests/families/specs");
+	fake_device fake;
+	jitk_runtime *rt;
+	const jitk_dtype i32 = JITK_DTYPE_I32;
+	jitk_tensor out, x, y, z;
+	jitk_arg args[4];
+	jitk_call_info info;
+	char *text;
+	int cc;
+
+	for (cc = 80; cc <= 90; cc += 10) {
+		rt = runtime(f, &fake, cc, specs);
+		assert_int_equal(jitk_explain(&text, jitk_runtime_compiler(rt), "tadd3[cols=256]", "sm_80"), 0);
+		assert_non_null(strstr(text, "tadd3[cols=256] on sm_80: falls back"));
+		assert_non_null(strstr(text, "x              in     i32       [rows, 256] strides [sx, 1] align 4"));
+		jitk_free(text);
+		tensor2(&out, ADDR(1), i32, 100, 256);
+		tensor2(&y, ADDR(3), i32, 100, 256);
+		tensor2(&z, ADDR(4), i32, 100, 256);
+		/* x: the first 256 columns of a [100, 1024] buffer */
+		tensor2(&x, ADDR(2), i32, 100, 256);
+		x.strides[0] = 1024;
+		args[0] = targ("out", &out);
+		args[1] = targ("x", &x);
+		args[2] = targ("y", &y);
+		args[3] = targ("z", &z);
+		assert_int_equal(jitk_call(&info, rt, "tadd3", JITK_CALL_AUTO, args, 4, NULL), 0);
+		if (cc >= 90) {
+			/* fused: one launch with the stride from x */
+			assert_int_equal(info.fallback, 0);
+			assert_string_equal(info.instance, "tadd3[cols=256]");
+			assert_int_equal(fake.nlaunches, 1);
+			assert_int_equal(fake.launches[0].values[0], ADDR(1));
+			assert_int_equal(fake.launches[0].values[2], ADDR(2));
+			assert_int_equal(fake.launches[0].values[5], 100);
+			assert_int_equal(fake.launches[0].values[6], 1024);
+		} else {
+			/* split: out = x + y, then acc (= out) += z */
+			assert_int_equal(info.fallback, 1);
+			assert_non_null(strstr(info.reason, "needs sm_90 or newer"));
+			assert_int_equal(fake.nlaunches, 2);
+			assert_int_equal(fake.launches[0].values[0], ADDR(1));
+			assert_int_equal(fake.launches[0].values[2], ADDR(2));
+			assert_int_equal(fake.launches[0].values[3], ADDR(3));
+			assert_int_equal(fake.launches[0].values[4], 0);
+			assert_int_equal(fake.launches[0].values[6], 1024);
+			assert_int_equal(fake.launches[1].values[0], 0);
+			assert_int_equal(fake.launches[1].values[1], ADDR(1));
+			assert_int_equal(fake.launches[1].values[4], ADDR(4));
+			assert_int_equal(fake.launches[1].values[5], 100);
+		}
+		/* its shape rules, from its YAML */
+		x.strides[0] = 128;
+		assert_int_equal(jitk_call(&info, rt, "tadd3", JITK_CALL_AUTO, args, 4, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "x's row stride must be at least cols"));
+		x.strides[0] = 1024;
+		tensor2(&z, ADDR(4), i32, 100, 64);
+		assert_int_equal(jitk_call(&info, rt, "tadd3", JITK_CALL_STRICT, args, 4, NULL),
+				 cc >= 90 ? JITK_EINVAL : JITK_EARCH);
+		if (cc >= 90)
+			assert_string_equal(jitk_error_last()->message,
+					    "tadd3[cols=256]: z: expected shape [100, 256], got [100, 64] (nothing launched)");
+		tensor2(&z, ADDR(1) + 4, i32, 100, 256);
+		assert_int_equal(jitk_call(&info, rt, "tadd3", JITK_CALL_AUTO, args, 4, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message,
+				       cc >= 90 ? "tadd3[cols=256]: out overlaps z in memory"
+						: "tadd_acc[cols=256]: acc overlaps z in memory"));
+		/* The fallback's steps are all checked before the first runs:
+		 * nothing launched, not even the first step. */
+		assert_int_equal(fake.nlaunches, cc >= 90 ? 1 : 2);
+		jitk_runtime_free(rt);
+	}
+	free(specs);
 }
 
 /* Capture: an unresolved kernel requested on a capturing stream returns
@@ -342,7 +625,7 @@ static void test_capture(void **state)
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	jitk_norm_args a = norm_args(16, 3072);
-	const char *names[1] = { "fused_norm_scale_shift" };
+	const char *names[1] = { "fused_norm_scale_shift[hidden=3072]" };
 
 	fake.capturing = 1;
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_ECAPTURE);
@@ -468,6 +751,10 @@ static void test_stats(void **state)
 		assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
 	assert_int_equal(jitk_stats_get(&s, rt, "fused_norm_scale_shift"), 0);
 	assert_int_equal(s.compiles + s.cache_hits, 1);
+	assert_int_equal(jitk_stats_get(&s, rt, "fused_norm_scale_shift[hidden=1536]"), 0);
+	assert_int_equal(s.launches, 0);
+	assert_int_equal(jitk_stats_get(&s, rt, "fused_norm_scale_shift[hidden=3072]"), 0);
+	assert_int_equal(s.launches, 5);
 	assert_int_equal(s.launches, 5);
 	assert_true(s.load_ms > 0);
 	assert_int_equal(jitk_stats_get(&s, rt, NULL), 0);
@@ -487,9 +774,30 @@ static int programmatic_launch(fixture *f, int cc, int option, const char *specs
 	jitk_norm_args a = norm_args(64, 3072);
 	int flags;
 
-	o.version = version;
-	o.programmatic = option;
-	rt = runtime_with(f, &fake, cc, specs, &o);
+	if (version < 3) {
+		/* An older program's struct: its own layout (version 2 ended in
+		 * programmatic after the embedded compiler options). */
+		struct {
+			unsigned version;
+			int device;
+			jitk_capture_policy capture;
+			jitk_compiler_options compiler;
+			int programmatic;
+		} old;
+
+		assert_int_equal(jitk_runtime_options_init((jitk_runtime_options *)(void *)&old, version), 0);
+		old.programmatic = option;
+		old.compiler.specs = specs;
+		old.compiler.cache_dir = f->cache;
+		old.compiler.log = t_log_fn;
+		memset(&fake, 0, sizeof(fake));
+		fake.cc = cc;
+		fake.sm_count = 132;
+		assert_int_equal(jitk__runtime_new_with(&rt, (jitk_runtime_options *)(void *)&old, &fake_ops, &fake), 0);
+	} else {
+		o.programmatic = option;
+		rt = runtime_with(f, &fake, cc, specs, &o);
+	}
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
 	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.y, a.input_scale, 64 * 3072, NULL),
 			 cc >= 89 ? 0 : JITK_EARCH);
@@ -512,11 +820,53 @@ static void test_programmatic_launch(void **state)
 	assert_int_equal(programmatic_launch(f, 80, 1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
 	/* version 1 options have no such field: the 1 set here is not read */
 	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, 1), 0);
+	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, 2), 1);
 	/* a family that does not declare it */
 	t_copy_tree(dir, "  programmatic: true", "  programmatic: false");
 	assert_int_equal(programmatic_launch(f, 90, 1, specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
 	free(specs);
 	free(dir);
+}
+
+/* Options: every version from 1 to the current one is read with its own
+ * layout; another version is refused (and the device is closed, not
+ * leaked); _init fills the defaults of a version. */
+static void test_options(void **state)
+{
+	fixture *f = *state;
+	jitk_runtime_options o;
+	jitk_compiler_options co;
+	fake_device fake;
+	jitk_runtime *rt;
+
+	(void)f;
+	assert_string_equal(jitk_version(), JITK_VERSION);
+	assert_int_equal(jitk_runtime_options_init(&o, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	assert_int_equal(o.version, JITK_RUNTIME_OPTIONS_VERSION);
+	assert_null(o.compiler);
+	assert_int_equal(o.capture, JITK_CAPTURE_ERROR);
+	assert_int_equal(jitk_runtime_options_init(&o, 0), JITK_EINVAL);
+	assert_int_equal(jitk_runtime_options_init(&o, JITK_RUNTIME_OPTIONS_VERSION + 1), JITK_EINVAL);
+	assert_int_equal(jitk_compiler_options_init(&co, 1), 0);
+	assert_int_equal(co.no_compile, -1);
+	assert_null(co.specs);
+	assert_int_equal(jitk_compiler_options_init(&co, 2 + JITK_COMPILER_OPTIONS_VERSION), JITK_EINVAL);
+
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	o.version = 77;
+	assert_int_equal(jitk__runtime_new_with(&rt, &o, &fake_ops, &fake), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "version 77 is not 1 to"));
+	assert_null(rt);
+	assert_int_equal(fake.closed, 1);
+	assert_int_equal(jitk__runtime_new_with(NULL, NULL, &fake_ops, &fake), JITK_EINVAL);
+	assert_int_equal(fake.closed, 2);
+	/* compiler options of an unknown version inside good runtime options */
+	jitk_runtime_options_init(&o, JITK_RUNTIME_OPTIONS_VERSION);
+	co.version = 9;
+	o.compiler = &co;
+	assert_int_equal(jitk__runtime_new_with(&rt, &o, &fake_ops, &fake), JITK_EINVAL);
+	assert_int_equal(fake.closed, 3);
 }
 
 int main(void)
@@ -527,7 +877,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sm100_and_sm120, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sm80, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_guards, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_generic_launch_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_generic_call_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_only_family, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_capture, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_one_compile, setup, teardown),

@@ -408,7 +408,12 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	for (i = 0; i < v->nenv; i++)
 		render_member(&src, v, i);
 	jitk__jbuf_puts(&src, "};\n");
-	jitk__jbuf_printf(&src, "static_assert(jitk::same_type<decltype(&%s), void (*)(", ex.data);
+	/* The signature check needs nothing from the template's headers. */
+	jitk__jbuf_puts(&src, "namespace jitk_check {\n"
+		       "template <class A, class B> struct same { static constexpr bool value = false; };\n"
+		       "template <class A> struct same<A, A> { static constexpr bool value = true; };\n"
+		       "}\n");
+	jitk__jbuf_printf(&src, "static_assert(jitk_check::same<decltype(&%s), void (*)(", ex.data);
 	for (i = 0; i < f->nargs; i++)
 		jitk__jbuf_printf(&src, "%s%s", i ? ", " : "", f->args[i].cpp);
 	jitk__jbuf_printf(&src, ")>::value,\n              \"the parameters of %s do not match the args of spec family %s\");\n",

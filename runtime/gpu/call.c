@@ -126,10 +126,19 @@ void jitk__ops_free(jitk_runtime *rt)
 
 /* ------------------------------------------------------------ the call */
 
+/* Instance i of the op's symbol is one the op may pick (a bare symbol
+ * name selects every instance: match is NULL then). */
+static int selected(const jitk_op *op, size_t i)
+{
+	return !op->match || op->match[i];
+}
+
 /* A call's state. */
 typedef struct {
 	jitk_op *op;
 	jitk_call_mode mode;
+	int lenient; /* a fallback step: arguments the instance does not take are dropped */
+	int dry;     /* check everything, launch nothing */
 	const spec_family *f;
 	const char *name; /* the instance's name once picked, else the symbol */
 	const jitk_arg *given[JITK_MAX_SPEC_ARGS]; /* per family argument */
@@ -242,7 +251,7 @@ static int pick_instance(call *c, size_t *out)
 
 	memset(known, 0, sizeof(known));
 	for (i = 0; i < s->ninsts; i++)
-		if (c->op->match[i]) {
+		if (selected(c->op, i)) {
 			n++;
 			if (first == SIZE_MAX)
 				first = i;
@@ -269,7 +278,7 @@ static int pick_instance(call *c, size_t *out)
 	}
 	for (i = 0; i < s->ninsts; i++) {
 		const spec_instance *in = &set->insts[s->first_inst + i];
-		int ok = c->op->match[i];
+		int ok = selected(c->op, i);
 
 		for (p = 0; p < f->nparams && ok; p++)
 			if (known[p] && in->vals[p] != want[p])
@@ -285,7 +294,7 @@ static int pick_instance(call *c, size_t *out)
 
 		list[0] = '\0';
 		for (i = 0; i < s->ninsts; i++)
-			if (c->op->match[i])
+			if (selected(c->op, i))
 				lu += (size_t)snprintf(list + lu, lu < sizeof(list) ? sizeof(list) - lu : 0,
 						       "%s%s", lu ? ", " : "",
 						       set->insts[s->first_inst + i].name);
@@ -293,49 +302,33 @@ static int pick_instance(call *c, size_t *out)
 	}
 }
 
-/* Set slot s (an integer argument or a dim) from a tensor; a slot set
- * twice must agree. */
-static int bind_slot(call *c, const spec_arg *a, int s, int64_t v, const char *what,
-		     const char *text)
+/* Set slot s (an integer argument or a dim) from a tensor, unless an
+ * earlier argument set it: then the checks compare this tensor with the
+ * shape the earlier one implies, and name both shapes. */
+static void bind_slot(call *c, int s, int64_t v)
 {
-	const char *slot;
-
-	if (s < 0)
-		return 0;
-	if (!c->slot_set[s]) {
+	if (s >= 0 && !c->slot_set[s]) {
 		c->slots[s] = v;
 		c->slot_set[s] = 1;
-		return 0;
 	}
-	if (c->slots[s] == v)
-		return 0;
-	slot = s < (int)c->f->nargs ? c->f->args[s].name : c->f->dims[s - (int)c->f->nargs];
-	return rule_out(c, JITK_EINVAL, "%s: %s %s is %lld, but another argument makes %s %lld",
-			a->name, what, text, (long long)v, slot, (long long)c->slots[s]);
 }
 
 /* Set the slots a tensor's bare dims and strides name. A size-1
  * dimension's stride says nothing (as in PyTorch and DLPack). */
-static int bind_slots(call *c, const jitk_kernel *k, size_t i)
+static void bind_slots(call *c, const jitk_kernel *k, size_t i)
 {
 	const spec_arg *a = &c->f->args[i];
 	const jitk_tensor_rule *r = &k->tensors[i];
 	const jitk_tensor *t = c->given[i]->v.tensor;
 	size_t d;
-	int rc;
 
 	if ((size_t)t->ndim != a->ndim)
-		return 0; /* reported by the checks */
+		return; /* reported by the checks */
 	for (d = 0; d < a->ndim; d++) {
-		if ((rc = bind_slot(c, a, r->shape_slot[d], t->shape[d], "dimension",
-				    a->shape[d].text)))
-			return rc;
-		if (t->shape[d] > 1 && a->strides &&
-		    (rc = bind_slot(c, a, r->stride_slot[d], t->strides[d], "stride",
-				    a->strides[d].text)))
-			return rc;
+		bind_slot(c, r->shape_slot[d], t->shape[d]);
+		if (t->shape[d] > 1 && a->strides)
+			bind_slot(c, r->stride_slot[d], t->strides[d]);
 	}
-	return 0;
 }
 
 /* The scalars: given, else bound from a tensor, else the spec's
@@ -350,7 +343,7 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 		const jitk_arg *g = c->given[i];
 
 		if (a->type == AT_TENSOR || !k->present[i]) {
-			if (g && !k->present[i])
+			if (g && !k->present[i] && !c->lenient)
 				return jitk__error(JITK_EINVAL, "%s takes no argument '%s' (nothing launched)",
 						   c->name, a->name);
 			continue;
@@ -447,7 +440,10 @@ static int may_alias(const spec_family *f, size_t a, size_t b)
 	return 0;
 }
 
-/* Every tensor against its rule. */
+/* Every tensor against its rule. What a fallback could not do better -
+ * a wrong dtype or shape, overlapping outputs - is an error in every
+ * mode; alignment, strides, NULL and configured tensors are the fused
+ * kernels' guards (rule_out). */
 static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 {
 	const spec_family *f = c->f;
@@ -471,21 +467,18 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 		t = c->given[i]->v.tensor;
 		if (t->dtype.code != a->elem->code || t->dtype.bits != a->elem->bits ||
 		    t->dtype.lanes != 1)
-			return rule_out(c, JITK_EINVAL, "%s must be %s, not a tensor of dtype code %u bits %u",
-					a->name, a->elem->name, t->dtype.code, t->dtype.bits);
+			return jitk__error(JITK_EINVAL, "%s: %s must be %s, not a tensor of dtype code %u bits %u (nothing launched)",
+					   c->name, a->name, a->elem->name, t->dtype.code, t->dtype.bits);
 		for (d = 0; d < a->ndim; d++)
 			if (jitk__expr_eval_args(r->shape[d], c->slots, &dims[d]))
 				return jitk__error(JITK_EINVAL, "%s: the shape of %s overflows (nothing launched)",
 						   c->name, a->name);
-		if ((size_t)t->ndim != a->ndim)
-			return rule_out(c, JITK_EINVAL, "%s: expected shape %s, got %s", a->name,
-					shape_text(want, sizeof(want), dims, (int)a->ndim),
-					shape_text(got, sizeof(got), t->shape, t->ndim));
 		for (d = 0; d < a->ndim; d++)
-			if (t->shape[d] != dims[d])
-				return rule_out(c, JITK_EINVAL, "%s: expected shape %s, got %s", a->name,
-						shape_text(want, sizeof(want), dims, (int)a->ndim),
-						shape_text(got, sizeof(got), t->shape, t->ndim));
+			if ((size_t)t->ndim != a->ndim || t->shape[d] != dims[d])
+				return jitk__error(JITK_EINVAL, "%s: %s: expected shape %s, got %s (nothing launched)",
+						   c->name, a->name,
+						   shape_text(want, sizeof(want), dims, (int)a->ndim),
+						   shape_text(got, sizeof(got), t->shape, t->ndim));
 		/* Strides: the spec's, else contiguous; a size-1 dimension's
 		 * stride is not looked at. */
 		for (d = a->ndim; d-- > 0;) {
@@ -537,15 +530,15 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 				continue;
 			extent(c->given[j]->v.tensor, &lo2, &hi2);
 			if (lo < hi2 && lo2 < hi)
-				return rule_out(c, JITK_EINVAL, "%s overlaps %s in memory", f->args[i].name,
-						f->args[j].name);
+				return jitk__error(JITK_EINVAL, "%s: %s overlaps %s in memory (nothing launched)",
+						   c->name, f->args[i].name, f->args[j].name);
 		}
 	}
 	return 0;
 }
 
 int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
-		 jitk_stream stream)
+		 jitk_stream stream, int dry)
 {
 	const spec_family *f = k->fam;
 	jitk_runtime *rt = k->rt;
@@ -567,6 +560,8 @@ int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
 	if (grid > 0x7fffffff)
 		return jitk__error(JITK_EINVAL, "%s: grid of %lld blocks is too large", name,
 				   (long long)grid);
+	if (dry)
+		return JITK_OK;
 	for (i = 0; i < f->nargs; i++)
 		ptrs[i] = (void *)&params[i];
 	{
@@ -607,12 +602,11 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 	if (rc)
 		return rc;
 	for (i = 0; i < c->f->nargs; i++)
-		if (c->f->args[i].type == AT_TENSOR && c->given[i] && k->present[i] &&
-		    (rc = bind_slots(c, k, i)))
-			return rc;
+		if (c->f->args[i].type == AT_TENSOR && c->given[i] && k->present[i])
+			bind_slots(c, k, i);
 	if ((rc = bind_scalars(c, k, params)) || (rc = check_tensors(c, k, params)))
 		return rc;
-	return jitk__launch(k, c->slots, params, stream);
+	return jitk__launch(k, c->slots, params, c->dry ? NULL : stream, c->dry);
 }
 
 /* A contiguous tensor as 1-D (flat() in a fallback's argument map). */
@@ -630,59 +624,70 @@ static int flatten(jitk_tensor *out, const jitk_tensor *t, const char *name)
 	return jitk_tensor_contiguous(out, t->data, t->dtype, 1, &n);
 }
 
-/* The fallback steps, each a strict call of its symbol with the mapped
- * arguments. */
-static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream stream)
+/* One fallback step: a strict call of its symbol with the mapped
+ * arguments (dry: checked, not launched). */
+static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size_t nargs,
+		    jitk_stream stream, int dry)
 {
 	jitk_runtime *rt = c->op->rt;
-	const spec_symbol *s = c->op->sym;
-	size_t step, i, m;
+	const spec_family *callee =
+		rt->comp->specs->syms[jitk__spec_symbol_index(rt->comp->specs, fb->symbol)]->fam;
+	jitk_arg out[JITK_MAX_SPEC_ARGS];
+	jitk_tensor flat[JITK_MAX_SPEC_ARGS];
+	jitk_call_info info;
+	size_t n = 0, i, m;
+	jitk_op *op;
+	call sub;
 	int rc;
 
-	for (step = 0; step < s->nfallback; step++) {
-		const spec_fallback *fb = &s->fallback[step];
-		const spec_family *callee = rt->comp->specs->syms[jitk__spec_symbol_index(rt->comp->specs, fb->symbol)]->fam;
-		jitk_arg out[JITK_MAX_SPEC_ARGS];
-		jitk_tensor flat[JITK_MAX_SPEC_ARGS];
-		size_t n = 0;
-		jitk_op *op;
-		call sub;
-		jitk_call_info info;
+	for (i = 0; i < callee->nargs; i++) {
+		const char *from = callee->args[i].name;
+		const jitk_arg *g = NULL;
+		int isflat = 0;
+		size_t j;
 
-		for (i = 0; i < callee->nargs; i++) {
-			const char *from = callee->args[i].name;
-			const jitk_arg *g = NULL;
-			int isflat = 0;
-			size_t j;
-
-			for (m = 0; m < fb->nmap; m++)
-				if (!strcmp(fb->map[m].callee, from)) {
-					from = fb->map[m].caller;
-					isflat = fb->map[m].flat;
-				}
-			for (j = 0; j < nargs; j++)
-				if (!strcmp(args[j].name, from))
-					g = &args[j];
-			if (!g)
-				continue;
-			out[n] = *g;
-			out[n].name = callee->args[i].name;
-			if (isflat) {
-				if ((rc = flatten(&flat[n], g->v.tensor, from)))
-					return rc;
-				out[n].v.tensor = &flat[n];
+		for (m = 0; m < fb->nmap; m++)
+			if (!strcmp(fb->map[m].callee, from)) {
+				from = fb->map[m].caller;
+				isflat = fb->map[m].flat;
 			}
-			n++;
+		for (j = 0; j < nargs; j++)
+			if (!strcmp(args[j].name, from))
+				g = &args[j];
+		if (!g)
+			continue;
+		out[n] = *g;
+		out[n].name = callee->args[i].name;
+		if (isflat) {
+			if ((rc = flatten(&flat[n], g->v.tensor, from)))
+				return rc;
+			out[n].v.tensor = &flat[n];
 		}
-		if ((rc = jitk_op_get(&op, rt, fb->symbol)))
-			return rc;
-		memset(&sub, 0, sizeof(sub));
-		memset(&info, 0, sizeof(info));
-		sub.op = op;
-		sub.mode = JITK_CALL_STRICT;
-		if ((rc = call_once(&sub, &info, out, n, stream)))
-			return rc;
+		n++;
 	}
+	if ((rc = jitk_op_get(&op, rt, fb->symbol)))
+		return rc;
+	memset(&sub, 0, sizeof(sub));
+	memset(&info, 0, sizeof(info));
+	sub.op = op;
+	sub.mode = JITK_CALL_STRICT;
+	sub.lenient = 1;
+	sub.dry = dry;
+	return call_once(&sub, &info, out, n, stream);
+}
+
+/* The fallback steps, in order; every step is checked before the first
+ * launches, so that a bad argument never leaves the work half done. */
+static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream stream)
+{
+	const spec_symbol *s = c->op->sym;
+	size_t step;
+	int rc, dry;
+
+	for (dry = 1; dry >= 0; dry--)
+		for (step = 0; step < s->nfallback; step++)
+			if ((rc = run_step(c, &s->fallback[step], args, nargs, stream, dry)))
+				return rc;
 	return JITK_OK;
 }
 
@@ -707,6 +712,8 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 		return jitk__error(JITK_EINVAL, "jitk_op_call: unknown mode %d", (int)mode);
 	c.op = op;
 	c.mode = mode;
+	c.lenient = 0;
+	c.dry = 0;
 	c.reason[0] = '\0';
 	rc = call_once(&c, &info, args, nargs, stream);
 	if (rc == JITK_FALLBACK) {

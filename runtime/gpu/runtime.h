@@ -63,7 +63,7 @@ typedef struct {
 struct jitk_op {
 	jitk_runtime *rt;
 	const spec_symbol *sym;
-	unsigned char *match; /* per instance of sym: selected */
+	unsigned char *match; /* per instance of sym: selected (NULL: all) */
 	char *selector;
 	jitk_op *next; /* ops made for selectors, in a list */
 };
@@ -103,9 +103,9 @@ int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,
 const char *jitk__unavailable_reason(jitk_runtime *rt, size_t inst);
 /* Launch with the call's slots (integer environment) and one kernel
  * parameter value per family argument: launch checks, grid,
- * cuLaunchKernel. */
+ * cuLaunchKernel (dry: everything but the launch). */
 int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
-		 jitk_stream stream);
+		 jitk_stream stream, int dry);
 void jitk__ops_free(jitk_runtime *rt);
 
 #endif
