@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include "jitk.h"
+#include "jitk/norm.h"
 
 #define ROWS 4096 /* image tokens at 1024x1024 */
 #define HIDDEN 3072
@@ -84,6 +85,7 @@ static void print_stats(jitk_runtime *rt, const char *name)
 int main(void)
 {
 	jitk_runtime_options opts = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_compiler_options copts = JITK_COMPILER_OPTIONS_INIT;
 	jitk_runtime *rt;
 	jitk_norm_args site1, site2;
 	jitk_devptr x, residual, gate, scale1, shift1, scale2, shift2;
@@ -92,7 +94,8 @@ int main(void)
 	int fused1 = 0, fused2 = 0, step;
 	size_t n = (size_t)ROWS * HIDDEN;
 
-	opts.compiler.log = log_line;
+	copts.log = log_line;
+	opts.compiler = &copts;
 	if (jitk_runtime_new(&rt, &opts)) {
 		fprintf(stderr, "no runtime: %s\n", jitk_error_last()->message);
 		return 1;
@@ -147,8 +150,8 @@ int main(void)
 	site2.input_scale = s2;
 
 	for (step = 0; step < 3; step++) {
-		JITK(jitk_auto_norm_scale_shift_fp8(rt, &site1, NULL, &fused1));
-		JITK(jitk_auto_scale_residual_norm_scale_shift_fp8(rt, &site2, NULL, &fused2));
+		JITK(jitk_auto_norm_scale_shift_fp8(&fused1, rt, &site1, NULL));
+		JITK(jitk_auto_scale_residual_norm_scale_shift_fp8(&fused2, rt, &site2, NULL));
 	}
 	CU(cudaDeviceSynchronize());
 	{

@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <nvrtc.h>
 
 #include "common.h"
 #include "gpu/device.h"
+#include "jitk/norm.h"
 #include "base/internal.h"
 
 static const jitk_cuda *cu;
@@ -199,6 +201,7 @@ static void build_rcp_kernel(void)
 static int group_setup(void **state)
 {
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
 	char *specs, *specs90, *cache;
 
 	(void)state;
@@ -211,16 +214,17 @@ static int group_setup(void **state)
 	specs = t_path(t_root(), "specs");
 	t_copy_tree(tmpdir, "      - arch: { min: sm_100 }", "      - arch: { min: sm_90 }");
 	specs90 = t_path(tmpdir, "specs");
-	o.compiler.specs = specs;
-	o.compiler.cache_dir = cache;
-	o.compiler.cache_path = "";
+	co.specs = specs;
+	co.cache_dir = cache;
+	co.cache_path = "";
+	o.compiler = &co;
 	if (jitk_runtime_new(&rt, &o)) {
 		why_no_gpu = jitk_error_last()->message;
 		cu = NULL;
 	} else {
 		/* the fused path with programmatic dependent launch (sm_90+):
 		 * same bytes as the split path launched the ordinary way */
-		o.compiler.specs = specs90;
+		co.specs = specs90;
 		o.programmatic = 1;
 		if (jitk_runtime_new(&rt90, &o)) {
 			fprintf(stderr, "%s\n", jitk_error_last()->message);
@@ -238,12 +242,12 @@ static int group_setup(void **state)
 			t_edit(yaml, "    prefetch: 1 ", "    prefetch: 0 ");
 			t_edit(yaml, "    stages: 0 ", "    stages: 3 ");
 			free(yaml);
-			o.compiler.specs = t_path(bulk, "specs");
+			co.specs = t_path(bulk, "specs");
 			if (jitk_runtime_new(&rtbulk, &o)) {
 				fprintf(stderr, "%s\n", jitk_error_last()->message);
 				return -1;
 			}
-			free((char *)o.compiler.specs);
+			free((char *)co.specs);
 			free(bulk);
 		}
 		printf("GPU: %s\n", jitk_runtime_arch(rt));
@@ -397,8 +401,8 @@ static void run(const problem *p, int fused)
 		jitk_runtime *f = fused == 2 && rtbulk ? rtbulk : rt90;
 		const char *why = NULL;
 
-		rc = p->residual ? jitk_try_fused_scale_residual_norm_scale_shift_fp8(f, &a, NULL, &why)
-				 : jitk_try_fused_norm_scale_shift_fp8(f, &a, NULL, &why);
+		rc = p->residual ? jitk_try_fused_scale_residual_norm_scale_shift_fp8(&why, f, &a, NULL)
+				 : jitk_try_fused_norm_scale_shift_fp8(&why, f, &a, NULL);
 		if (rc)
 			fail_msg("fused: %d %s %s", rc, why ? why : "", jitk_error_last()->message);
 	} else {
@@ -637,8 +641,8 @@ static void test_nan_inf_and_empty(void **state)
 	poison_outputs(&p, 0x5a);
 	a = args_of(&p);
 	a.rows = 0;
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, NULL), 0);
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt90, &a, NULL, NULL), 0);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(NULL, rt, &a, NULL), 0);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(NULL, rt90, &a, NULL), 0);
 	outputs_get(&clean, &p);
 	for (c = 0; c < 3072 * 4; c++)
 		assert_int_equal(clean.q[c], 0x5a);
@@ -653,6 +657,7 @@ static void test_nan_inf_and_empty(void **state)
 static void test_cuda_graph(void **state)
 {
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
 	jitk_runtime *rtg = NULL;
 	char *specs, *cache;
 	problem p;
@@ -670,8 +675,9 @@ static void test_cuda_graph(void **state)
 	NEED_GPU();
 	specs = t_path(t_root(), "specs");
 	cache = t_path(tmpdir, "cache");
-	o.compiler.specs = specs;
-	o.compiler.cache_dir = cache;
+	co.specs = specs;
+	co.cache_dir = cache;
+	o.compiler = &co;
 	assert_int_equal(jitk_runtime_new(&rtg, &o), 0);
 	problem_make(&p, 1, 300, 1536);
 	upload(p.dis, &scale, 4);
@@ -679,19 +685,19 @@ static void test_cuda_graph(void **state)
 	a = args_of(&p);
 	/* unresolved during capture: a clear error, capture still valid */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-	i = jitk_auto_scale_residual_norm_scale_shift_fp8(rtg, &a, s, &used);
+	i = jitk_auto_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s);
 	CK(cu->cuStreamEndCapture(s, &g));
 	CK(cu->cuGraphDestroy(g));
 	assert_int_equal(i, JITK_ECAPTURE);
 	/* eager */
 	assert_int_equal(jitk_preload(rtg, names, 2), 0);
 	poison_outputs(&p, 0x11);
-	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(rtg, &a, s, &used), 0);
+	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s), 0);
 	CK(cu->cuStreamSynchronize(s));
 	outputs_get(&eager, &p);
 	/* captured, replayed three times over poisoned outputs */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-	i = jitk_auto_scale_residual_norm_scale_shift_fp8(rtg, &a, s, &used);
+	i = jitk_auto_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s);
 	CK(cu->cuStreamEndCapture(s, &g));
 	assert_int_equal(i, 0);
 	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
@@ -768,7 +774,7 @@ static void test_large_rows(void **state)
 	a.hidden = H;
 	a.eps = 1e-6f;
 	CK(cu->cuMemsetD8Async(dy, 0xff, n * 2, NULL));
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, NULL), 0);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(NULL, rt, &a, NULL), 0);
 	CK(cu->cuCtxSynchronize());
 	for (i = 0; i < JITK_ARRAY_SIZE(check); i++) {
 		double mean = 0, var = 0, num = 0, den = 0;
@@ -823,6 +829,126 @@ static void test_host_e4m3(void **state)
 	assert_int_equal(bf16_rn(1.01171875f), 0x3f82);
 }
 
+/* The data-only test family (tests/families: a YAML file and a template,
+ * no C): its fused kernel and the spec's two-step fallback give the same
+ * bytes on the GPU, x read as a strided view, every element written, and
+ * the result equals the host's. The fallback path is taken by running the
+ * same call in AUTO mode over a copy of the specs whose gate moves past
+ * this GPU. */
+static void test_data_only_family(void **state)
+{
+	const jitk_dtype i32 = JITK_DTYPE_I32;
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
+	jitk_runtime *fused_rt = NULL, *split_rt = NULL;
+	const int64_t rows = 3001, cols = 256, wide = 1024;
+	const size_t n = (size_t)(rows * cols);
+	char *specs, *dir, *copy, *yaml;
+	uint32_t *hx, *hy, *hz, *o1, *o2;
+	CUdeviceptr dx, dy, dz, dout;
+	jitk_tensor tout, tx, ty, tz;
+	jitk_arg args[4];
+	jitk_call_info info;
+	size_t i, bad = 0;
+	const char *src;
+
+	(void)state;
+	NEED_GPU();
+	specs = t_path(t_root(), "tests/families/specs");
+	dir = t_path(tmpdir, "fam");
+	copy = t_path(dir, "specs");
+	yaml = t_path(dir, "specs/tadd.yaml");
+	hx = malloc(n * 4 * 4);
+	hy = malloc(n * 4);
+	hz = malloc(n * 4);
+	o1 = malloc(n * 4);
+	o2 = malloc(n * 4);
+	/* the same files, the gate moved past every GPU */
+	mkdir(dir, 0700);
+	mkdir(copy, 0700);
+	{
+		char *tdir = t_path(dir, "templates"), *tsrc, *tdst;
+		size_t len;
+
+		mkdir(tdir, 0700);
+		tsrc = t_path(t_root(), "tests/families/templates/tadd.cuh");
+		tdst = t_path(tdir, "tadd.cuh");
+		src = t_read(tsrc, &len);
+		t_write(tdst, src, len);
+		free((void *)src);
+		free(tsrc);
+		tsrc = t_path(specs, "tadd.yaml");
+		src = t_read(tsrc, &len);
+		t_write(yaml, src, len);
+		free((void *)src);
+		t_edit(yaml, "arch: { min: sm_90 }", "arch: { min: sm_200 }");
+		free(tsrc);
+		free(tdst);
+		free(tdir);
+	}
+	co.specs = specs;
+	co.cache_dir = "";
+	o.compiler = &co;
+	assert_int_equal(jitk_runtime_new(&fused_rt, &o), 0);
+	co.specs = copy;
+	assert_int_equal(jitk_runtime_new(&split_rt, &o), 0);
+	for (i = 0; i < n * 4; i++) {
+		rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+		hx[i] = (uint32_t)(rng_state >> 32);
+	}
+	for (i = 0; i < n; i++) {
+		hy[i] = hx[(i * 7) % (n * 4)] * 2654435761u;
+		hz[i] = hx[(i * 13) % (n * 4)] ^ 0xdeadbeefu;
+	}
+	dx = dalloc(n * 4 * 4);
+	dy = dalloc(n * 4);
+	dz = dalloc(n * 4);
+	dout = dalloc(n * 4);
+	upload(dx, hx, n * 4 * 4);
+	upload(dy, hy, n * 4);
+	upload(dz, hz, n * 4);
+	{
+		const int64_t shape[2] = { rows, cols };
+
+		assert_int_equal(jitk_tensor_contiguous(&tout, dout, i32, 2, shape), 0);
+		assert_int_equal(jitk_tensor_contiguous(&tx, dx, i32, 2, shape), 0);
+		assert_int_equal(jitk_tensor_contiguous(&ty, dy, i32, 2, shape), 0);
+		assert_int_equal(jitk_tensor_contiguous(&tz, dz, i32, 2, shape), 0);
+		tx.strides[0] = wide; /* columns 0..255 of a [rows, 1024] buffer */
+	}
+	args[0] = (jitk_arg){ "out", JITK_ARG_TENSOR, { .tensor = &tout } };
+	args[1] = (jitk_arg){ "x", JITK_ARG_TENSOR, { .tensor = &tx } };
+	args[2] = (jitk_arg){ "y", JITK_ARG_TENSOR, { .tensor = &ty } };
+	args[3] = (jitk_arg){ "z", JITK_ARG_TENSOR, { .tensor = &tz } };
+
+	poison(dout, n * 4, 0xa5);
+	assert_int_equal(jitk_call(&info, fused_rt, "tadd3", JITK_CALL_AUTO, args, 4, NULL), 0);
+	assert_int_equal(info.fallback, 0);
+	CK(cu->cuCtxSynchronize());
+	download(o1, dout, n * 4);
+	poison(dout, n * 4, 0x5a);
+	assert_int_equal(jitk_call(&info, split_rt, "tadd3", JITK_CALL_AUTO, args, 4, NULL), 0);
+	assert_int_equal(info.fallback, 1);
+	CK(cu->cuCtxSynchronize());
+	download(o2, dout, n * 4);
+	assert_memory_equal(o1, o2, n * 4); /* two poisons: every element written */
+	for (i = 0; i < n; i++) {
+		size_t r = i / (size_t)cols, c = i % (size_t)cols;
+
+		bad += o1[i] != hx[r * (size_t)wide + c] + hy[i] + hz[i];
+	}
+	assert_int_equal(bad, 0);
+	printf("data-only family: %zu int32 elements, fused == fallback (2 steps) == host, 0 differ\n", n);
+	CK(cu->cuMemFree(dx));
+	CK(cu->cuMemFree(dy));
+	CK(cu->cuMemFree(dz));
+	CK(cu->cuMemFree(dout));
+	jitk_runtime_free(fused_rt);
+	jitk_runtime_free(split_rt);
+	free(hx); free(hy); free(hz); free(o1); free(o2);
+	free(specs); free(dir); free(copy); free(yaml);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -831,6 +957,7 @@ int main(void)
 		cmocka_unit_test(test_nan_inf_and_empty),
 		cmocka_unit_test(test_cuda_graph),
 		cmocka_unit_test(test_large_rows),
+		cmocka_unit_test(test_data_only_family),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -83,7 +83,7 @@ static const char *io_name(const spec_arg *a)
 }
 
 /* A dimension as the variant knows it: a number where it is a constant of
- * the variant (hidden -> 3072), else its text (rows). */
+ * the variant (cols -> 256), else its text (rows). */
 static void put_dim(jbuf *b, const jitk_variant *v, const spec_expr *d)
 {
 	char err[64];

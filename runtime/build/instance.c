@@ -359,8 +359,7 @@ static void render_member(jbuf *b, const jitk_variant *v, size_t i)
 }
 
 /* The parameter struct's name: the instance's name as an identifier
- * ("fused_norm_scale_shift_fp8[hidden=3072]" ->
- * "fused_norm_scale_shift_fp8_hidden_3072"), so that profilers show which
+ * ("tadd3[cols=256]" -> "tadd3_cols_256"), so that profilers show which
  * instance a kernel is. */
 static void render_struct_name(jbuf *b, const char *inst)
 {
@@ -401,7 +400,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	jitk__jbuf_printf(&src, "// jitk translation unit: family %s (%s), target %s\n",
 		    f->name, jitk__variant_params(v, params, sizeof(params)), target);
 	jitk__jbuf_puts(&src, template_text);
-	/* The template's parameters, by name: P::hidden, P::vec_bytes... */
+	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
 	render_struct_name(&src, in->name);
 	jitk__jbuf_puts(&src, " {\n");

@@ -159,7 +159,7 @@ JITK_API int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options 
 JITK_API void jitk_compiler_free(jitk_compiler *compiler);
 
 /* Names (docs/spec-format.md, "Names"). A symbol is a name the specs
- * define ("fused_norm_scale_shift_fp8"); its instances are named
+ * define ("tadd3"); its instances are named
  * "symbol[param=value,...]" after the parameters the symbol lists several
  * values for (just "symbol" when it has one instance). A selector is a
  * symbol name with an optional "[param=value,...]" naming any parameters;
@@ -393,7 +393,7 @@ JITK_API int jitk_call(jitk_call_info *out, jitk_runtime *rt, const char *select
 		       jitk_stream stream);
 
 /* Validate a tensor that an argument with `configured: RULE` in the spec
- * of symbol's family requires (the quantizers' input_scale: one finite,
+ * of symbol's family requires (a static quantization scale: one finite,
  * positive f32): reads its value from the device once (synchronously; not
  * during capture) and records it, tied to its allocation (the driver's
  * buffer id), so that a freed and reallocated address is not taken as

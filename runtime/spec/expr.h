@@ -1,4 +1,4 @@
-/* expr.h - integer expressions of the spec format ("hidden / vec_elems",
+/* expr.h - integer expressions of the spec format ("cols / vec_elems",
  * "cdiv(rows, rows_per_block)", "threads % 32 == 0"). */
 #ifndef JITK_EXPR_H
 #define JITK_EXPR_H

@@ -180,7 +180,7 @@ typedef struct {
 } spec_symbol;
 
 typedef struct {
-	char *name; /* canonical: "sym", or "sym[hidden=1536]" naming every
+	char *name; /* canonical: "sym", or "sym[cols=256]" naming every
 		     * parameter the symbol lists several values for */
 	spec_symbol *sym;
 	int64_t *vals; /* per family param */
