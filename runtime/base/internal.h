@@ -78,6 +78,15 @@ int jitk__env_flag(const char *name);
 /* getenv, but NULL for empty values. */
 const char *jitk__env(const char *name);
 
+/* A size: decimal digits, optionally followed by K, M, G or T (powers of
+ * 1024, either case) and optionally by B or iB ("512", "64K", "10G",
+ * "10GiB", "100B"). 0, or -1 for anything else (signs, spaces, hex,
+ * fractions, overflow); *out is 0 then. */
+int jitk__parse_size(uint64_t *out, const char *s);
+/* How to say what a size is, in messages about one. */
+#define JITK_SIZE_SYNTAX \
+	"a positive number of bytes, optionally with K, M, G or T: 512M, 10G"
+
 /* -------------------------------------------------------------- hashing */
 
 #define JITK_HASH_SIZE 32 /* SHA-256 */

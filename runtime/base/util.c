@@ -407,6 +407,37 @@ int jitk__env_flag(const char *name)
 		     !strcmp(v, "yes") || !strcmp(v, "on"));
 }
 
+int jitk__parse_size(uint64_t *out, const char *s)
+{
+	static const char units[] = "KMGT";
+	uint64_t v = 0, mul = 1;
+	const char *p = s, *u;
+
+	*out = 0;
+	if (!s || *p < '0' || *p > '9')
+		return -1; /* also refuses "", "-1", "+1", " 1" */
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p && (u = strchr(units, toupper((unsigned char)*p)))) {
+		int i;
+
+		for (i = 0; i <= u - units; i++)
+			mul *= 1024;
+		p++;
+		if (*p == 'i' && p[1] == 'B')
+			p++;
+	}
+	if (*p == 'B')
+		p++;
+	if (*p || v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
 /* -------------------------------------------------------------- hashing */
 
 struct jitk_hasher {
