@@ -404,10 +404,11 @@ static int is_entry_name(const char *name, const char *shard)
 /* <64 hex>.<pid>.<n>: what jitk__cache_put writes in tmp/. */
 static int is_temp_name(const char *name)
 {
-	const char *a = name + HEXLEN + 1, *b;
+	const char *a, *b;
 
 	if (strlen(name) < HEXLEN + 4 || !is_hex(name, HEXLEN) || name[HEXLEN] != '.')
 		return 0;
+	a = name + HEXLEN + 1;
 	b = strchr(a, '.');
 	return b && is_digits(a, (size_t)(b - a)) && is_digits(b + 1, strlen(b + 1));
 }
