@@ -69,8 +69,11 @@ typedef struct {
 #define JITK_BUILD_PTXAS_INFO 2u /* add --ptxas-options=-v; never cached */
 
 /* Get the image of instance inst for arch: cache layers, else NVRTC (under
- * the per-key lock), then publish. JITK_EARCH (reason in the message) when
- * a gate or constraint forbids it; JITK_ECOMPILE (log in the detail);
+ * the per-key lock), then publish. Only an image that is code for the
+ * target (jitk__image_problem) is published or returned: a cache hit that
+ * is not is a reject (logged, evicted, compiled again). JITK_EARCH (reason
+ * in the message) when a gate or constraint forbids it; JITK_EINVAL when
+ * NVRTC has no such target; JITK_ECOMPILE (log in the detail);
  * JITK_ENOCOMPILE. */
 int jitk__build(jitk_build *out, jitk_compiler *c, size_t inst, jitk_arch arch,
 		unsigned flags);
