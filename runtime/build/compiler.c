@@ -462,7 +462,7 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 		return rc;
 	}
 	what = jitk__asprintf("compiling %s (%s) for %s", name, params, arch);
-	if (what && out.log && !(flags & JITK_BUILD_PTXAS_INFO))
+	if (what && out.log)
 		log_compile_log(c, what, out.log);
 	free(what);
 	atomic_fetch_add(&c->compiles, 1);
