@@ -1106,6 +1106,16 @@ static void test_warnings_logged(void **state)
 	assert_true(!strncmp(log.last, "compiling static_quant_fp8 () for sm_90: static_quant_fp8.cuh(", 62));
 	assert_non_null(strstr(log.last, "warning #177-D: variable \"jitk_unused_variable\" was declared but never referenced"));
 	jitk_compiler_free(c);
+	/* Twelve: the first eight, then how many more. */
+	t_edit(tmpl, "	int jitk_unused_variable;\n",
+	       "	int u0, u1, u2, u3, u4, u5, u6, u7, u8, u9, u10, u11;\n");
+	log.warnings = 0;
+	c = t_compiler(specs, NULL, NULL, &log);
+	assert_int_equal(t_build(c, "static_quant_fp8", "sm_90", NULL), 0);
+	assert_int_equal(log.warnings, 9);
+	assert_string_equal(log.last, "compiling static_quant_fp8 () for sm_90: 4 more NVRTC warnings "
+				      "(JITK_LOG=debug shows the log)");
+	jitk_compiler_free(c);
 	free(tmpl);
 	free(specs);
 	t_rmtree(dir);
