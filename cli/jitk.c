@@ -94,10 +94,17 @@ static int fail_last(void)
 {
 	const jitk_error *e = jitk_error_last();
 
+	const char *detail = e->detail ? e->detail : "";
+	size_t first = strcspn(detail, "\n"), mlen = strlen(e->message);
+
 	fprintf(stderr, "%s: %s\n", prog, e->message);
-	if (e->detail && *e->detail) {
-		fputs(e->detail, stderr);
-		if (e->detail[strlen(e->detail) - 1] != '\n')
+	/* A compile failure's message ends with the log's first error line:
+	 * print the log from the line after it. */
+	if (first && first <= mlen && !strncmp(e->message + mlen - first, detail, first))
+		detail += first + (detail[first] == '\n');
+	if (*detail) {
+		fputs(detail, stderr);
+		if (detail[strlen(detail) - 1] != '\n')
 			fputc('\n', stderr);
 	}
 	return 1;

@@ -149,14 +149,16 @@ JITK_API const char *jitk_symbol_name(const jitk_compiler *compiler, size_t i);
  * variant that runs, or the fallback and the reason. *out is malloc'd, the
  * caller frees it. Returns JITK_OK when the symbol or its fallback can run,
  * JITK_EARCH when neither can (text still written), JITK_ENOENT, JITK_EINVAL
- * for a malformed architecture. Needs no GPU. */
+ * for a malformed architecture or one NVRTC cannot compile for (the message
+ * lists those it can). Needs no GPU. */
 JITK_API int jitk_explain(char **out, jitk_compiler *compiler, const char *name,
 		 const char *arch);
 
 /* Make sure the cubin of NAME for ARCH is in the cache (compiling it if
  * needed). *out_origin, when not NULL, receives 0 = compiled now, 1 = found
  * in the writable cache, 2 = found in a read-only layer. JITK_EARCH when a
- * gate forbids the symbol there, JITK_ECOMPILE, JITK_ENOCOMPILE. */
+ * gate forbids the symbol there, JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_EINVAL
+ * as for jitk_explain. */
 JITK_API int jitk_precompile(int *out_origin, jitk_compiler *compiler, const char *name,
 		    const char *arch);
 
