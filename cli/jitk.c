@@ -60,14 +60,21 @@ static const char usage_precompile[] =
 	"Needs no GPU.\n";
 
 static const char usage_cache[] =
-	"usage: jitk cache stats|verify|clear|prune [--cache DIR] [--max-bytes N]\n"
+	"usage: jitk cache stats|verify|clear|prune [--cache DIR] [--max-bytes SIZE]\n"
 	"\n"
-	"  stats   entries, bytes, temporary and lock files\n"
-	"  verify  check every entry; name each bad one; exit 1 if any\n"
-	"  clear   remove every entry and temporary file\n"
-	"  prune   remove stray files, temporary files older than an hour, and the\n"
-	"          least recently used entries beyond --max-bytes N (default\n"
-	"          $JITK_CACHE_MAX_BYTES; no bound when neither is set)\n";
+	"  stats   entries, bytes, temporary, lock and foreign files\n"
+	"  verify  check every entry; name each bad one and each foreign file;\n"
+	"          exit 1 if an entry is bad\n"
+	"  clear   remove every entry, temporary file and bad entry\n"
+	"  prune   remove the bad entries verify names, temporary files older than\n"
+	"          an hour, and the least recently used entries beyond --max-bytes\n"
+	"          (default $JITK_CACHE_MAX_BYTES; no bound when neither is set).\n"
+	"          SIZE: bytes, or with K, M, G or T (powers of 1024): 512M, 10G\n"
+	"\n"
+	"Only files of jitk's naming scheme in the directories jitk makes are\n"
+	"removed; other (foreign) files are counted and left alone, and symbolic\n"
+	"links are never followed. A missing cache, or one whose directories are\n"
+	"not this user's, is refused (exit 1).\n";
 
 static void die_usage(const char *text)
 {
@@ -87,10 +94,17 @@ static int fail_last(void)
 {
 	const jitk_error *e = jitk_error_last();
 
+	const char *detail = e->detail ? e->detail : "";
+	size_t first = strcspn(detail, "\n"), mlen = strlen(e->message);
+
 	fprintf(stderr, "%s: %s\n", prog, e->message);
-	if (e->detail && *e->detail) {
-		fputs(e->detail, stderr);
-		if (e->detail[strlen(e->detail) - 1] != '\n')
+	/* A compile failure's message ends with the log's first error line:
+	 * print the log from the line after it. */
+	if (first && first <= mlen && !strncmp(e->message + mlen - first, detail, first))
+		detail += first + (detail[first] == '\n');
+	if (*detail) {
+		fputs(detail, stderr);
+		if (detail[strlen(detail) - 1] != '\n')
 			fputc('\n', stderr);
 	}
 	return 1;
@@ -520,10 +534,29 @@ static int cmd_precompile(int argc, char **argv)
 
 /* ----------------------------------------------------------------- cache */
 
-static void report_bad(void *ctx, const char *path, const char *problem)
+static void report_item(void *ctx, const char *path, const char *problem, int foreign)
 {
 	(void)ctx;
-	printf("bad entry: %s: %s\n", path, problem);
+	printf("%s: %s: %s\n", foreign ? "foreign" : "bad entry", path, problem);
+}
+
+/* The size bound of prune: --max-bytes (not a size: a usage error), else
+ * $JITK_CACHE_MAX_BYTES (not a size: one warning and no bound, as in the
+ * library). */
+static uint64_t prune_bound(const cli_opts *o)
+{
+	const char *v = o->max_bytes ? o->max_bytes : jitk__env("JITK_CACHE_MAX_BYTES");
+	uint64_t n;
+
+	if (!v || (!jitk__parse_size(&n, v) && n))
+		return v ? n : 0;
+	if (o->max_bytes) {
+		fprintf(stderr, "%s: --max-bytes: '%s' is not a size (" JITK_SIZE_SYNTAX ")\n", prog, v);
+		die_usage(usage_cache);
+	}
+	fprintf(stderr, "%s: warning: JITK_CACHE_MAX_BYTES='%s' is not a size (" JITK_SIZE_SYNTAX
+		"); no bound\n", prog, v);
+	return 0;
 }
 
 static char *cache_dir_of(const cli_opts *o)
@@ -543,16 +576,32 @@ static char *cache_dir_of(const cli_opts *o)
 
 static int cmd_cache(int argc, char **argv)
 {
+	static const char *const cmds[] = { "stats", "verify", "clear", "prune" };
 	cli_opts o;
-	jitk_cache_summary s;
 	char *dir;
 	const char *what;
+	size_t i;
 	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_cache, "--cache --max-bytes");
-	if (o.npos != 1)
+	if (o.npos != 1) {
+		if (o.npos)
+			fprintf(stderr, "%s: unexpected argument '%s'\n", prog, o.pos[1]);
+		else
+			fprintf(stderr, "%s: cache: which command? (stats, verify, clear or prune)\n", prog);
 		die_usage(usage_cache);
+	}
 	what = o.pos[0];
+	for (i = 0; i < JITK_ARRAY_SIZE(cmds) && strcmp(what, cmds[i]); i++)
+		;
+	if (i == JITK_ARRAY_SIZE(cmds)) {
+		fprintf(stderr, "%s: unknown cache command '%s'\n", prog, what);
+		die_usage(usage_cache);
+	}
+	if (o.max_bytes && strcmp(what, "prune")) {
+		fprintf(stderr, "%s: --max-bytes is an option of 'cache prune' only\n", prog);
+		die_usage(usage_cache);
+	}
 	dir = cache_dir_of(&o);
 	if (!dir) {
 		fprintf(stderr, "%s: no cache directory (give --cache DIR)\n", prog);
@@ -560,41 +609,53 @@ static int cmd_cache(int argc, char **argv)
 	}
 	if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
 		int verify = !strcmp(what, "verify");
+		jitk_cache_summary s;
 
-		if (jitk__cache_scan(&s, dir, verify, report_bad, NULL)) {
+		if (jitk__cache_scan(&s, dir, verify, verify ? report_item : NULL, NULL)) {
 			rc = fail_last();
 		} else {
-			printf("%s: %llu entries, %llu bytes, %llu temporary files, %llu lock files",
+			printf("%s: %llu entries, %llu bytes, %llu temporary files, %llu lock files, "
+			       "%llu foreign files",
 			       dir, (unsigned long long)s.entries, (unsigned long long)s.bytes,
-			       (unsigned long long)s.temp_files, (unsigned long long)s.lock_files);
+			       (unsigned long long)s.temp_files, (unsigned long long)s.lock_files,
+			       (unsigned long long)s.foreign);
 			if (verify)
 				printf(", %llu bad", (unsigned long long)s.bad);
 			printf("\n");
 			rc = verify && s.bad ? 1 : 0;
 		}
 	} else if (!strcmp(what, "clear")) {
-		uint64_t removed = 0;
+		jitk_clear_result r;
 
-		if (jitk__cache_clear(&removed, dir))
+		if (jitk__cache_clear(&r, dir)) {
 			rc = fail_last();
-		else
-			printf("%s: removed %llu files\n", dir, (unsigned long long)removed);
-	} else if (!strcmp(what, "prune")) {
+		} else {
+			printf("%s: removed %llu files; %llu foreign files left alone", dir,
+			       (unsigned long long)r.removed, (unsigned long long)r.foreign);
+			if (r.failed)
+				printf("; %llu could not be removed", (unsigned long long)r.failed);
+			printf("\n");
+			rc = r.failed ? 1 : 0;
+		}
+	} else {
+		uint64_t bound = prune_bound(&o);
 		jitk_prune_result pr;
 
-		const char *mb = o.max_bytes ? o.max_bytes : jitk__env("JITK_CACHE_MAX_BYTES");
-
-		if (jitk__cache_prune(&pr, dir, mb ? strtoull(mb, NULL, 10) : 0, JITK_TEMP_MAX_AGE_S))
+		if (jitk__cache_prune(&pr, dir, bound, JITK_TEMP_MAX_AGE_S, JITK_PRUNE_VERIFY)) {
 			rc = fail_last();
-		else
+		} else {
 			printf("%s: removed %llu bad entries, %llu old temporary files, %llu entries "
-			       "(%llu bytes) to fit the size bound; %llu bytes left\n",
+			       "(%llu bytes) to fit the size bound; %llu bytes left; %llu foreign "
+			       "files left alone",
 			       dir, (unsigned long long)pr.bad, (unsigned long long)pr.temp,
 			       (unsigned long long)pr.evicted, (unsigned long long)pr.evicted_bytes,
-			       (unsigned long long)pr.bytes_left);
-	} else {
-		free(dir);
-		die_usage(usage_cache);
+			       (unsigned long long)pr.bytes_left, (unsigned long long)pr.foreign);
+			if (pr.failed)
+				printf("; %llu bad entries could not be removed",
+				       (unsigned long long)pr.failed);
+			printf("\n");
+			rc = pr.failed ? 1 : 0;
+		}
 	}
 	free(dir);
 	return rc;

@@ -208,6 +208,14 @@ jitk_compiler *t_compiler(const char *specs, const char *cache,
 	return c;
 }
 
+void t_reset_hooks(void)
+{
+	jitk__test_write_delay_us = 0;
+	jitk__test_fail_step = NULL;
+	jitk__test_fail_errno = 0;
+	jitk__test_assume_uid = -1;
+}
+
 int t_setup(void **state)
 {
 	t_fixture *f = calloc(1, sizeof(*f));
@@ -224,9 +232,10 @@ int t_teardown(void **state)
 {
 	t_fixture *f = *state;
 
-	jitk__test_write_delay_us = 0;
-	jitk__test_fail_step = NULL;
+	t_reset_hooks();
+	/* what a failed test may have left set */
 	unsetenv("JITK_TEST_ASSUME_UID");
+	unsetenv("JITK_CACHE_MAX_BYTES");
 	t_rmtree(f->dir);
 	free(f->dir);
 	free(f->cache);

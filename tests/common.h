@@ -11,6 +11,9 @@
 
 #include "jitk.h"
 
+/* A key-shaped name (64 hex digits), for cache files planted by hand. */
+#define T_HEX64 "ab0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
+
 /* The repository root (tests run from it; $JITK_TEST_ROOT overrides). */
 const char *t_root(void);
 /* A fresh private directory under $TMPDIR; removed by t_rmtree. */
@@ -47,6 +50,8 @@ typedef struct {
 	char *dir, *cache, *specs;
 } t_fixture;
 int t_setup(void **state);
+/* The test hooks of the cache (cache.h) back to off; t_teardown does it. */
+void t_reset_hooks(void);
 int t_teardown(void **state);
 
 /* Build NAME for ARCH with compiler c (a jitk_compiler *): the status, and

@@ -3,9 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "build/compile.h"
+
+static char *build_dir; /* where this test binary's build is: BUILD/tests/.. */
 
 static char *repo_specs(void)
 {
@@ -75,12 +80,14 @@ static void test_specialization(void **state)
 		assert_string_equal(tu.name_expr, cases[i].expr);
 		snprintf(want, sizeof(want), "--gpu-architecture=%s", cases[i].arch);
 		assert_string_equal(tu.options[0], want);
-		assert_int_equal(tu.noptions, 6);
+		assert_int_equal(tu.noptions, 7);
 		assert_string_equal(tu.options[1], "--std=c++17");
 		assert_string_equal(tu.options[2], "--fmad=true");
 		assert_string_equal(tu.options[3], "--ftz=false");
 		assert_string_equal(tu.options[4], "--prec-div=true");
 		assert_string_equal(tu.options[5], "--prec-sqrt=true");
+		/* NVRTC searches no directory, not even the working one. */
+		assert_string_equal(tu.options[6], "--no-source-include");
 		/* The struct names every binding with its value. */
 		snprintf(want, sizeof(want), "struct %s {\n", cases[i].expr + strcspn(cases[i].expr, "<") + 1);
 		want[strlen(want) - 4] = '\0';
@@ -354,7 +361,822 @@ static void test_explain_gates(void **state)
 	free(specs);
 }
 
-int main(void)
+/* ------------------------------------------------------ hostile inputs */
+
+/* jitk_compiler_new over specs: the status, and the message in msg. */
+static int load(const char *specs, char *msg, size_t n)
+{
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c = NULL;
+	int rc;
+
+	o.specs = specs;
+	o.cache_dir = "";
+	o.cache_path = "";
+	o.log_level = JITK_LOG_ERROR;
+	rc = jitk_compiler_new(&c, &o);
+	snprintf(msg, n, "%s", rc ? jitk_error_last()->message : "");
+	jitk_compiler_free(c);
+	return rc;
+}
+
+/* s with every from replaced by to (a new string). */
+static char *subst(const char *s, const char *from, const char *to)
+{
+	jbuf b;
+	const char *p;
+
+	jitk__jbuf_init(&b);
+	while ((p = strstr(s, from))) {
+		jitk__jbuf_put(&b, s, (size_t)(p - s));
+		jitk__jbuf_puts(&b, to);
+		s = p + strlen(from);
+	}
+	jitk__jbuf_puts(&b, s);
+	assert_false(b.oom);
+	return jitk__jbuf_detach(&b);
+}
+
+/* The option filter on its own: what it lets through, and why not. */
+static void test_option_allow_list(void **state)
+{
+	static const struct {
+		const char *opt, *why; /* NULL: allowed */
+	} cases[] = {
+		{ "-DFOO", NULL },
+		{ "-DFOO=1", NULL },
+		{ "-DMSG=a b", NULL },
+		{ "--define-macro=BAR=x", NULL },
+		{ "-UFOO", NULL },
+		{ "--undefine-macro=FOO", NULL },
+		{ "--maxrregcount=64", NULL },
+		{ "-maxrregcount=255", NULL },
+		{ "--restrict", NULL },
+		{ "-lineinfo", NULL },
+		{ "--generate-line-info", NULL },
+		{ "--std=c++20", NULL },
+		{ "-std=c++17", NULL },
+		{ "-default-device", NULL },
+		{ "-w", NULL },
+		{ "--diag-suppress=177,550", NULL },
+		{ "--extra-device-vectorization", NULL },
+		/* hostile: each of these passed the old deny list */
+		{ "--time=/tmp/x.csv", "it writes a file" },
+		{ "-time=/tmp/x.csv", "it writes a file" },
+		{ "--fdevice-time-trace=/tmp/x.json", "it writes a file" },
+		{ "--dlink-time-opt", "it makes LTO IR instead of a cubin" },
+		{ "-dlto", "it makes LTO IR instead of a cubin" },
+		{ "--optix-ir", "it makes OptiX IR instead of a cubin" },
+		{ "--fdevice-syntax-only", "it makes a cubin without the kernel" },
+		{ "--ptxas-options=-v", "jitk does not check what it passes on to ptxas" },
+		{ "-Xptxas", "jitk does not check what it passes on to ptxas" },
+		{ "-D__CUDA_ARCH__=1", "the macro name is reserved (__ or _ and a capital letter)" },
+		{ "-U__CUDA_ARCH__", "the macro name is reserved (__ or _ and a capital letter)" },
+		{ "-D_Foo", "the macro name is reserved (__ or _ and a capital letter)" },
+		{ "-DCUDA_VERSION=9000", "the macro name is reserved (CUDA*, NVRTC* and JITK* belong to the toolchain and jitk)" },
+		{ "-Djitk=evil", "the macro name is reserved (CUDA*, NVRTC* and JITK* belong to the toolchain and jitk)" },
+		{ "-Dstatic_assert=sizeof", "the macro name is a C++ keyword" },
+		{ "-DF(x)=x", "the macro name is not an identifier (no function-like macros)" },
+		{ "-D", "the macro name is not an identifier" },
+		{ "-D1X", "the macro name is not an identifier" },
+		{ "-DX=a\n#include </etc/hostname>", "it contains a control character or a non-ASCII byte" },
+		{ "--maxrregcount=0", "the value is out of range" },
+		{ "--maxrregcount=256", "the value is out of range" },
+		{ "--maxrregcount=032", "the value has a leading zero" },
+		{ "--maxrregcount=x", "the value is not a number" },
+		{ "--diag-suppress=177,", "the value is not a number" },
+		{ "--std=c++14", "the templates need c++17 or c++20" },
+		{ "-G", "a debug build (no optimization) would be cached as the kernel; use --generate-line-info for profiling" },
+		{ "-I/usr/include", "it reads files outside the template" },
+		{ "--pre-include=/etc/passwd", "it reads a file outside the template" },
+		{ "-dc", "it makes relocatable code that needs a link step" },
+		{ "-rdc=true", "it makes relocatable code that needs a link step" },
+		{ "--create-pch=/tmp/x.pch", "it writes a file" },
+		{ "-pch", "it reads and writes precompiled headers" },
+		{ "--use_fast_math", "jitk fixes the numerics" },
+		{ "-arch=sm_90", "jitk sets the target" },
+		{ "--split-compile=4", "it is not one of the options jitk allows (docs/spec-format.md lists them)" },
+		{ "nonsense", "it is not an option" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
+		const char *why = jitk__nvrtc_option_problem(cases[i].opt);
+
+		if (!cases[i].why != !why || (why && strcmp(why, cases[i].why)))
+			fprintf(stderr, "%s: %s\n", cases[i].opt, why ? why : "(allowed)");
+		if (cases[i].why)
+			assert_string_equal(why, cases[i].why);
+		else
+			assert_null(why);
+	}
+}
+
+/* A copy of the tree whose static_quant_fp8 spec has the nvrtc_options
+ * line given (at line 40, before symbols:). */
+static char *tree_with_options(const char *dir, const char *line)
+{
+	char *spec = t_path(dir, "specs/static_quant_fp8.yaml");
+	char *with = jitk__asprintf("%s\nsymbols:", line);
+
+	t_copy_tree(dir, NULL, NULL);
+	t_edit(spec, "\nsymbols:", with);
+	free(with);
+	free(spec);
+	return t_path(dir, "specs");
+}
+
+/* Spec-time refusals, with the location of the option (hostile specs). */
+static void test_spec_refuses_options(void **state)
+{
+	static const struct {
+		const char *line, *want;
+	} cases[] = {
+		{ "nvrtc_options: [--time=TRACE]",
+		  "38:17: error: option '--time=TRACE' is not allowed in a spec: it writes a file" },
+		{ "nvrtc_options: [-DOK, --fdevice-time-trace=TRACE]",
+		  "38:23: error: option '--fdevice-time-trace=TRACE' is not allowed in a spec: it writes a file" },
+		{ "nvrtc_options: [--dlink-time-opt]",
+		  "38:17: error: option '--dlink-time-opt' is not allowed in a spec: it makes LTO IR instead of a cubin" },
+		{ "nvrtc_options: [--optix-ir]",
+		  "38:17: error: option '--optix-ir' is not allowed in a spec: it makes OptiX IR instead of a cubin" },
+		{ "nvrtc_options: [--ptxas-options=-v]",
+		  "38:17: error: option '--ptxas-options=-v' is not allowed in a spec: jitk does not check what it passes on to ptxas" },
+		{ "nvrtc_options: [-D__CUDA_ARCH__=1000]",
+		  "38:17: error: option '-D__CUDA_ARCH__=1000' is not allowed in a spec: the macro name is reserved (__ or _ and a capital letter)" },
+		/* A bare -D would take the next option as its value. */
+		{ "nvrtc_options: [-D, --time=TRACE]",
+		  "38:17: error: option '-D' is not allowed in a spec: the macro name is not an identifier" },
+		{ "nvrtc_options: [\"-DX=1\\n#include </etc/hostname>\"]",
+		  "38:17: error: option '-DX=1?#include </etc/hostname>' is not allowed in a spec: it contains a control character or a non-ASCII byte" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
+		/* TRACE: the path of a file that must not be written. */
+		char *dir = t_tmpdir(), *trace = t_path(dir, "trace.csv");
+		char *line = subst(cases[i].line, "TRACE", trace), *specs, *want, *where;
+		char msg[1024];
+		struct stat st;
+
+		specs = tree_with_options(dir, line);
+		assert_int_equal(load(specs, msg, sizeof(msg)), JITK_ESPEC);
+		where = jitk__asprintf("%s/static_quant_fp8.yaml:%s (at nvrtc_options)", specs,
+				       cases[i].want);
+		want = subst(where, "TRACE", trace);
+		free(where);
+		assert_string_equal(msg, want);
+		assert_int_not_equal(stat(trace, &st), 0);
+		free(want);
+		free(specs);
+		free(line);
+		t_rmtree(dir);
+		free(trace);
+		free(dir);
+	}
+}
+
+/* Every allowed option (both spellings) is one NVRTC takes, and the build
+ * still gives a cubin with the kernel; a spec's --std replaces jitk's. */
+static void test_allowed_options_reach_nvrtc(void **state)
+{
+	static const char *const lines[] = {
+		"nvrtc_options: [--restrict, --extra-device-vectorization, --generate-line-info, "
+		"--device-as-default-execution-space, --device-int128, --display-error-number, "
+		"--maxrregcount=64, --diag-suppress=177, --diag-warn=550, --diag-error=1000, "
+		"--define-macro=JK_A=1, --undefine-macro=JK_B, --std=c++20]",
+		"nvrtc_options: [-restrict, -extra-device-vectorization, -lineinfo, -default-device, "
+		"-device-int128, -no-err-no, -maxrregcount=128, -diag-suppress=177, -w, "
+		"\"-DJK_MSG=a b\", -UJK_B, -std=c++17]",
+	};
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < JITK_ARRAY_SIZE(lines); i++) {
+		char *dir = t_tmpdir(), *specs = tree_with_options(dir, lines[i]);
+		t_log log = { 0, "" };
+		jitk_compiler *c = t_compiler(specs, NULL, NULL, &log);
+		jitk_tu tu;
+		jitk_variant v;
+		uint8_t key[JITK_HASH_SIZE];
+		int origin = -1, stds = 0;
+
+		prepare(c, "static_quant_fp8", "sm_90", &tu, key, &v);
+		for (k = 0; k < tu.noptions; k++)
+			stds += !strncmp(tu.options[k], "--std=", 6) || !strncmp(tu.options[k], "-std=", 5);
+		assert_int_equal(stds, 1);
+		assert_string_equal(tu.options[1], i ? "-std=c++17" : "--std=c++20");
+		jitk__tu_free(&tu);
+		assert_int_equal(t_build(c, "static_quant_fp8", "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		if (log.warnings)
+			fprintf(stderr, "%s\n", log.last);
+		assert_int_equal(log.warnings, 0);
+		jitk_compiler_free(c);
+		free(specs);
+		t_rmtree(dir);
+		free(dir);
+	}
+}
+
+/* Whatever made the spec set, the translation unit only carries allowed
+ * options: the check runs again where the options are assembled. */
+static void test_options_rechecked_at_compile_time(void **state)
+{
+	char *dir = t_tmpdir(), *specs = tree_with_options(dir, "nvrtc_options: [-DOK]");
+	char *trace = t_path(dir, "trace.csv"), want[1024];
+	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
+	spec_family *f = NULL;
+	jitk_build b;
+	jitk_arch a;
+	size_t inst, i;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(jitk__spec_find(c->specs, "static_quant_fp8", &inst), 0);
+	f = (spec_family *)c->specs->insts[inst].sym->fam;
+	assert_int_equal(f->noptions, 1);
+	free(f->options[0]);
+	f->options[0] = jitk__asprintf("--time=%s", trace);
+	jitk__arch_parse(&a, "sm_90");
+	assert_int_equal(jitk__build(&b, c, inst, a, 0), JITK_ESPEC);
+	snprintf(want, sizeof(want), "%s:%d:%d: error: family static_quant_fp8: NVRTC option #1 "
+		 "is not allowed: it writes a file", f->loc.file, f->loc.line, f->loc.col);
+	assert_string_equal(jitk_error_last()->message, want);
+	assert_int_not_equal(stat(trace, &st), 0);
+	(void)i;
+	jitk_compiler_free(c);
+	free(specs);
+	free(trace);
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* NVRTC got at most 38 options: the 39th and later were dropped without a
+ * word. 60 macros, each of which the template insists on. */
+static void test_more_than_38_options(void **state)
+{
+	char *dir = t_tmpdir(), *specs, *tmpl;
+	jitk_compiler *c;
+	jbuf line, need;
+	int i, origin = -1;
+
+	(void)state;
+	jitk__jbuf_init(&line);
+	jitk__jbuf_init(&need);
+	jitk__jbuf_puts(&line, "nvrtc_options: [");
+	for (i = 0; i < 60; i++) {
+		jitk__jbuf_printf(&line, "%s-DJK_%d", i ? ", " : "", i);
+		jitk__jbuf_printf(&need, "#ifndef JK_%d\n#error option JK_%d did not reach NVRTC\n#endif\n", i, i);
+	}
+	jitk__jbuf_puts(&line, "]");
+	specs = tree_with_options(dir, line.data);
+	tmpl = t_path(dir, "templates/static_quant_fp8.cuh");
+	jitk__jbuf_puts(&need, "namespace jitk {");
+	t_edit(tmpl, "namespace jitk {", need.data);
+	c = t_compiler(specs, NULL, NULL, NULL);
+	if (t_build(c, "static_quant_fp8", "sm_90", &origin))
+		fprintf(stderr, "%s\n", jitk_error_last()->message);
+	assert_int_equal(t_build(c, "static_quant_fp8", "sm_90", &origin), 0);
+	jitk_compiler_free(c);
+	jitk__jbuf_free(&line);
+	jitk__jbuf_free(&need);
+	free(tmpl);
+	free(specs);
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* What an image must be for its target. */
+static void test_image_checks(void **state)
+{
+	char *specs = repo_specs();
+	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
+	jitk_build cubin, ptx;
+	jitk_arch sm90, sm100, c90, c90a;
+	size_t inst;
+	const char *name;
+	char *bad;
+	uint8_t *elf;
+
+	(void)state;
+	jitk__arch_parse(&sm90, "sm_90");
+	jitk__arch_parse(&sm100, "sm_100");
+	jitk__arch_parse(&c90, "compute_90");
+	jitk__arch_parse(&c90a, "compute_90a");
+	assert_int_equal(jitk__spec_find(c->specs, "static_quant_fp8", &inst), 0);
+	assert_int_equal(jitk__build(&cubin, c, inst, sm90, 0), 0);
+	assert_int_equal(jitk__build(&ptx, c, inst, c90, 0), 0);
+	name = cubin.entry.names[0];
+#define PROBLEM(img, size, is_ptx, t, n) \
+	jitk__image_problem(img, size, is_ptx, t, (const char *const *)&name, n)
+	assert_null(PROBLEM(cubin.entry.image, cubin.entry.size, 0, sm90, 1));
+	assert_null(PROBLEM(ptx.entry.image, ptx.entry.size, 1, c90, 1));
+	assert_string_equal(PROBLEM(cubin.entry.image, 0, 0, sm90, 1), "the image is empty");
+	assert_string_equal(PROBLEM(cubin.entry.image, cubin.entry.size, 0, sm100, 1),
+			    "the cubin is for another SM than the requested target");
+	assert_string_equal(PROBLEM(cubin.entry.image, cubin.entry.size, 0, c90, 1),
+			    "the image is not PTX, the target needs PTX");
+	assert_string_equal(PROBLEM(ptx.entry.image, ptx.entry.size, 1, sm90, 1),
+			    "the image is PTX, the target needs a cubin");
+	assert_string_equal(PROBLEM(ptx.entry.image, ptx.entry.size, 1, c90a, 1),
+			    "the PTX text is not for the requested target (.target differs)");
+	assert_string_equal(PROBLEM(ptx.entry.image, ptx.entry.size - 1, 1, c90, 1),
+			    "the PTX text is not one NUL-terminated string");
+	assert_string_equal(PROBLEM("// x\n.target sm_90\n", sizeof("// x\n.target sm_90\n"), 1, c90, 1),
+			    "the PTX text does not start with a .version directive");
+	assert_string_equal(PROBLEM("\177ELF", 5, 0, sm90, 1), "the image is not an ELF file (cubin)");
+	elf = malloc(cubin.entry.size);
+	memcpy(elf, cubin.entry.image, cubin.entry.size);
+	elf[18] = 62; /* x86-64 */
+	assert_string_equal(PROBLEM(elf, cubin.entry.size, 0, sm90, 1),
+			    "the image is an ELF file for another machine than CUDA (e_machine is not 190)");
+	elf[18] = 190;
+	elf[4] = 1;
+	assert_string_equal(PROBLEM(elf, cubin.entry.size, 0, sm90, 1),
+			    "the image is not a 64-bit little-endian ELF file");
+	free(elf);
+	name = "_Z9not_therev";
+	assert_string_equal(PROBLEM(cubin.entry.image, cubin.entry.size, 0, sm90, 1),
+			    "the cubin lacks the kernel's symbol");
+	assert_string_equal(PROBLEM(ptx.entry.image, ptx.entry.size, 1, c90, 1),
+			    "the PTX text lacks the kernel's .entry");
+	bad = jitk__strdup(ptx.entry.image);
+	assert_non_null(strstr(bad, ".target sm_90"));
+	memcpy(strstr(bad, ".target sm_90"), ".target sm_80", 13);
+	name = cubin.entry.names[0];
+	assert_string_equal(PROBLEM(bad, strlen(bad) + 1, 1, c90, 1),
+			    "the PTX text is not for the requested target (.target differs)");
+#undef PROBLEM
+	free(bad);
+	jitk__build_free(&cubin);
+	jitk__build_free(&ptx);
+	jitk_compiler_free(c);
+	free(specs);
+}
+
+/* Entries that verify (checksums, key, target) but hold the wrong thing:
+ * what an older jitk published for --dlink-time-opt (an empty image), LTO
+ * IR, a cubin for another SM, an entry without a kernel name. Each is a
+ * reject: a warning, a compile, and a good entry after. */
+static void test_wrong_kind_cache_entries(void **state)
+{
+	static const char *const whys[] = {
+		"the image is empty", "the image is not an ELF file (cubin)",
+		"the cubin is for another SM than the requested target",
+		"it does not hold exactly one kernel name",
+	};
+	char *dir = t_tmpdir(), *cache = t_path(dir, "cache"), *specs = repo_specs();
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < JITK_ARRAY_SIZE(whys); k++) {
+		t_log log = { 0, "" };
+		jitk_compiler *c = t_compiler(specs, cache, NULL, &log);
+		jitk_build other, b;
+		jitk_cache_entry e;
+		jitk_tu tu;
+		jitk_variant v;
+		jitk_arch a;
+		uint8_t key[JITK_HASH_SIZE];
+		char *names[1] = { "_Z1kv" }, lto[64];
+		size_t inst;
+		int origin = -1;
+
+		jitk__arch_parse(&a, "sm_100");
+		assert_int_equal(jitk__spec_find(c->specs, "static_quant_fp8", &inst), 0);
+		assert_int_equal(jitk__build(&other, c, inst, a, JITK_BUILD_FORCE), 0);
+		jitk__arch_parse(&a, "sm_90");
+		prepare(c, "static_quant_fp8", "sm_90", &tu, key, &v);
+		jitk__tu_free(&tu);
+		memset(&e, 0, sizeof(e));
+		memcpy(e.key, key, JITK_HASH_SIZE);
+		snprintf(e.target, sizeof(e.target), "sm_90");
+		memset(lto, 0x43, sizeof(lto)); /* LTO IR is not ELF */
+		e.names = names;
+		e.nnames = 1;
+		if (k == 0) {
+			e.image = "";
+			e.size = 0;
+		} else if (k == 1) {
+			e.image = lto;
+			e.size = sizeof(lto);
+		} else {
+			e.image = other.entry.image; /* the sm_100 cubin */
+			e.size = other.entry.size;
+			e.names = other.entry.names;
+			e.nnames = k == 3 ? 0 : 1;
+		}
+		if (k == 3) { /* the right cubin, but no name */
+			jitk_build right;
+
+			assert_int_equal(jitk__build(&right, c, inst, a, JITK_BUILD_FORCE), 0);
+			e.image = right.entry.image;
+			e.size = right.entry.size;
+			assert_int_equal(jitk__cache_put(c->cache, &e), 0);
+			jitk__build_free(&right);
+		} else {
+			assert_int_equal(jitk__cache_put(c->cache, &e), 0);
+		}
+		jitk__build_free(&other);
+		log.warnings = 0;
+		assert_int_equal(jitk__build(&b, c, inst, a, 0), 0);
+		assert_int_equal(b.origin, JITK_ORIGIN_COMPILED);
+		assert_null(jitk__image_problem(b.entry.image, b.entry.size, 0, a,
+						(const char *const *)b.entry.names, 1));
+		jitk__build_free(&b);
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, whys[k]));
+		assert_non_null(strstr(log.last, "for static_quant_fp8 on sm_90 rejected"));
+		/* The bad entry is gone; the next build is a plain hit. */
+		log.warnings = 0;
+		assert_int_equal(t_build(c, "static_quant_fp8", "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_CACHE);
+		assert_int_equal(log.warnings, 0);
+		jitk_compiler_free(c);
+	}
+	t_rmtree(dir);
+	free(dir);
+	free(cache);
+	free(specs);
+}
+
+/* A tree whose static_quant_fp8 template has its `#include "common.cuh"`
+ * line replaced by text; then loaded. */
+static int load_template(const char *dir, const char *text, char *msg, size_t n)
+{
+	char *tmpl = t_path(dir, "templates/static_quant_fp8.cuh"), *specs = t_path(dir, "specs");
+	int rc;
+
+	t_copy_tree(dir, NULL, NULL);
+	t_edit(tmpl, "#include \"common.cuh\"\n", text);
+	rc = load(specs, msg, n);
+	free(tmpl);
+	free(specs);
+	return rc;
+}
+
+/* Every file NVRTC could read is either inlined (so in the key) or
+ * refused with file:line:col. Before: `#include </abs/path.h>` compiled
+ * and the key ignored the header, so an edit served a stale entry. */
+static void test_template_includes(void **state)
+{
+	static const struct {
+		const char *text; /* ABS: an existing header outside the tree */
+		int line, col;
+		const char *want; /* NULL: loads */
+	} cases[] = {
+		{ "#include <ABS>\n#include \"common.cuh\"\n", 6, 1,
+		  "#include <ABS>: angle-bracket includes are refused (NVRTC would read the file "
+		  "outside the cache key); include templates with \"quoted\" relative names, which "
+		  "jitk inlines" },
+		{ "#include <cuda_fp16.h>\n#include \"common.cuh\"\n", 6, 1,
+		  "#include <cuda_fp16.h>: angle-bracket includes are refused (NVRTC would read the "
+		  "file outside the cache key); include templates with \"quoted\" relative names, "
+		  "which jitk inlines" },
+		{ "#include \"ABS\"\n#include \"common.cuh\"\n", 6, 10,
+		  "#include \"ABS\": absolute include paths are refused (name the file relative to "
+		  "the including one)" },
+		{ "#define H <ABS>\n#include H\n#include \"common.cuh\"\n", 7, 1,
+		  "#include of a macro or other computed name is refused (jitk can only inline "
+		  "#include \"name\")" },
+		{ "#if __has_include(<ABS>)\n#endif\n#include \"common.cuh\"\n", 6, 5,
+		  "__has_include is refused in a template (it asks the file system, whose answer "
+		  "is not in the cache key)" },
+		{ "/* c */ #include \"common.cuh\"\n", 6, 9,
+		  "write the include as #include \"common.cuh\" alone on one line (jitk inlines "
+		  "only that form)" },
+		{ "#inc\\\nlude \"common.cuh\"\n", 6, 1,
+		  "write the include as #include \"common.cuh\" alone on one line (jitk inlines "
+		  "only that form)" },
+		{ "%:include \"common.cuh\"\n", 6, 1,
+		  "write the include as #include \"common.cuh\" alone on one line (jitk inlines "
+		  "only that form)" },
+		{ "#include \"common.cuh\" /* a comment\n that goes on */\n", 6, 1,
+		  "write the include as #include \"common.cuh\" alone on one line (jitk inlines "
+		  "only that form)" },
+		{ "#include \"common.cuh\" junk\n", 6, 23, "unexpected text after the #include file name" },
+		{ "#include_next <ABS>\n", 6, 1,
+		  "#include_next is not supported in a template (jitk inlines \"quoted\" #includes only)" },
+		{ "  #  import \"common.cuh\"\n", 6, 3,
+		  "#import is not supported in a template (jitk inlines \"quoted\" #includes only)" },
+		{ "#embed \"common.cuh\"\n", 6, 1,
+		  "#embed is not supported in a template (jitk inlines \"quoted\" #includes only)" },
+		{ "#include \"missing.cuh\"\n", 6, 10, "included file 'TDIR/missing.cuh' not found" },
+		{ "#include \"\"\n", 6, 10, "empty file name in #include" },
+		/* Not includes at all: comments, strings, raw strings, #if 0 is
+		 * not special (refused above), digit separators. */
+		{ "/*\n#include <ABS>\n*/\n#include \"common.cuh\"\n", 0, 0, NULL },
+		{ "// #include <ABS>\n#include \"common.cuh\"\n", 0, 0, NULL },
+		{ "#include \"common.cuh\" // fine\nstatic const char *s1 = \"#include <ABS>\";\n"
+		  "static const char *s2 = R\"x(\n#include <ABS>\n)x\";\nstatic const int big = 1'000'000;\n",
+		  0, 0, NULL },
+		{ "  #  include   \"common.cuh\"\n", 0, 0, NULL },
+	};
+	char *abs_dir = t_tmpdir(), *abs = t_path(abs_dir, "outside.h");
+	size_t i;
+
+	(void)state;
+	t_writef(abs, "#define OUTSIDE 1\n");
+	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
+		char *dir = t_tmpdir(), *tdir = t_path(dir, "specs/../templates");
+		char *text = subst(cases[i].text, "ABS", abs), *want = NULL, msg[1024];
+		int rc;
+
+		rc = load_template(dir, text, msg, sizeof(msg));
+		if (cases[i].want) {
+			char *w = jitk__asprintf("%s/static_quant_fp8.cuh:%d:%d: error: %s", tdir,
+						 cases[i].line, cases[i].col, cases[i].want);
+			char *w2 = subst(w, "ABS", abs);
+
+			want = subst(w2, "TDIR", tdir);
+			free(w);
+			free(w2);
+			if (rc != JITK_ESPEC || strcmp(msg, want))
+				fprintf(stderr, "case %zu: %s\n", i, msg);
+			assert_int_equal(rc, JITK_ESPEC);
+			assert_string_equal(msg, want);
+		} else {
+			if (rc)
+				fprintf(stderr, "case %zu: %s\n", i, msg);
+			assert_int_equal(rc, 0);
+		}
+		free(want);
+		free(text);
+		free(tdir);
+		t_rmtree(dir);
+		free(dir);
+	}
+	t_rmtree(abs_dir);
+	free(abs_dir);
+	free(abs);
+}
+
+/* Include graphs: a template including itself and a cycle inline each
+ * file once; fan-out past the table and nesting past the depth fail with
+ * their own messages, at the include that overflowed; NUL bytes too. */
+static void test_include_limits(void **state)
+{
+	char *dir = t_tmpdir(), *tdir = t_path(dir, "specs/../templates"), msg[1024], *want;
+	char *tmpl = t_path(dir, "templates/static_quant_fp8.cuh");
+	char *specs = t_path(dir, "specs"), *a = t_path(dir, "templates/a.cuh");
+	char *b = t_path(dir, "templates/b.cuh");
+	jitk_compiler *c;
+	jitk_tu tu;
+	jitk_variant v;
+	uint8_t key[JITK_HASH_SIZE];
+	jbuf text;
+	int i;
+
+	(void)state;
+	t_copy_tree(dir, NULL, NULL);
+	/* Itself, and a -> b -> a. */
+	t_writef(a, "#pragma once\n#include \"b.cuh\"\nstruct from_a {};\n");
+	t_writef(b, "#include \"a.cuh\"\nstruct from_b {};\n");
+	assert_int_equal(load_template(dir, "#include \"static_quant_fp8.cuh\"\n#include \"a.cuh\"\n"
+				       "#include \"common.cuh\"\n", msg, sizeof(msg)), 0);
+	t_writef(a, "#pragma once\n#include \"b.cuh\"\nstruct from_a {};\n");
+	t_writef(b, "#include \"a.cuh\"\nstruct from_b {};\n");
+	c = t_compiler(specs, NULL, NULL, NULL);
+	prepare(c, "static_quant_fp8", "sm_90", &tu, key, &v);
+	assert_non_null(strstr(tu.source, "struct from_a {};"));
+	assert_null(strstr(strstr(tu.source, "struct from_a {};") + 1, "struct from_a {};"));
+	assert_null(strstr(strstr(tu.source, "struct from_b {};") + 1, "struct from_b {};"));
+	assert_null(strstr(strstr(tu.source, "static_quant_fp8(") + 1, "__global__ void static_quant_fp8("));
+	jitk__tu_free(&tu);
+	assert_int_equal(t_build(c, "static_quant_fp8", "sm_90", NULL), 0);
+	jitk_compiler_free(c);
+
+	/* Fan-out: 70 headers. */
+	jitk__jbuf_init(&text);
+	for (i = 0; i < 70; i++) {
+		char *h = jitk__asprintf("%s/templates/h%d.cuh", dir, i);
+
+		t_writef(h, "// header %d\n", i);
+		free(h);
+		jitk__jbuf_printf(&text, "#include \"h%d.cuh\"\n", i);
+	}
+	jitk__jbuf_puts(&text, "#include \"common.cuh\"\n");
+	assert_int_equal(load_template(dir, text.data, msg, sizeof(msg)), JITK_ESPEC);
+	want = jitk__asprintf("%s/static_quant_fp8.cuh:69:10: error: a template may include at most 63 files",
+			      tdir);
+	assert_string_equal(msg, want);
+	free(want);
+	jitk__jbuf_free(&text);
+
+	/* Depth: d0 -> d1 -> ... -> d29. */
+	for (i = 0; i < 30; i++) {
+		char *h = jitk__asprintf("%s/templates/d%d.cuh", dir, i);
+
+		t_writef(h, "// depth %d\n#include \"d%d.cuh\"\n", i, i + 1);
+		free(h);
+	}
+	assert_int_equal(load_template(dir, "#include \"d0.cuh\"\n#include \"common.cuh\"\n", msg,
+				       sizeof(msg)), JITK_ESPEC);
+	want = jitk__asprintf("%s/d15.cuh:2:10: error: includes nested more than 16 deep", tdir);
+	assert_string_equal(msg, want);
+	free(want);
+
+	/* A NUL byte would cut the translation unit short. */
+	assert_int_equal(load_template(dir, "#include \"common.cuh\"\n", msg, sizeof(msg)), 0);
+	t_write(tmpl, "// x\n\0#include </etc/hostname>\n", 31);
+	assert_int_equal(load(specs, msg, sizeof(msg)), JITK_ESPEC);
+	want = jitk__asprintf("%s/static_quant_fp8.cuh:2: error: NUL byte in a template", tdir);
+	assert_string_equal(msg, want);
+	free(want);
+
+	free(tmpl);
+	free(specs);
+	free(a);
+	free(b);
+	free(tdir);
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* Targets NVRTC does not have are refused by name, with the list, in
+ * explain, precompile and the build (jitk source uses jitk__prepare). */
+static void test_targets_validated(void **state)
+{
+	static const char *const bad[] = { "sm_89a", "sm_99", "sm_1000", "sm_90f", "sm_80a",
+					   "compute_89a", "compute_91", "sm_75f" };
+	char *specs = repo_specs(), *text = NULL, want[512];
+	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
+	jitk_tu tu;
+	jitk_variant v;
+	jitk_arch a;
+	uint8_t key[JITK_HASH_SIZE];
+	size_t i, inst;
+	jitk_origin origin;
+
+	(void)state;
+	assert_int_equal(jitk__spec_find(c->specs, "fused_norm_scale_shift_fp8[hidden=3072]", &inst), 0);
+	for (i = 0; i < JITK_ARRAY_SIZE(bad); i++) {
+		assert_int_equal(jitk_explain(&text, c, "fused_norm_scale_shift_fp8[hidden=3072]", bad[i]), JITK_EINVAL);
+		assert_null(text);
+		assert_true(!strncmp(jitk_error_last()->message, bad[i], strlen(bad[i])));
+		assert_non_null(strstr(jitk_error_last()->message, " is not a target NVRTC "));
+		assert_int_equal(jitk_precompile(&origin, c, "fused_norm_scale_shift_fp8[hidden=3072]", bad[i]),
+				 JITK_EINVAL);
+		assert_int_equal(jitk__arch_parse(&a, bad[i]), 0);
+		assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), JITK_EINVAL);
+	}
+	/* The exact text, for this NVRTC's list. */
+	{
+		jbuf list;
+		size_t k;
+
+		jitk__jbuf_init(&list);
+		for (k = 0; k < c->narchs; k++)
+			jitk__jbuf_printf(&list, "%s%d", k ? " " : "", c->archs[k]);
+		jitk__jbuf_puts(&list, "; with 'a': ");
+		for (k = 0; k < c->narchs; k++)
+			if (c->archs[k] == 90 || c->archs[k] >= 100)
+				jitk__jbuf_printf(&list, "%s%d", c->archs[k] == 90 ? "" : " ", c->archs[k]);
+		jitk__jbuf_puts(&list, "; with 'f': ");
+		for (k = 0; k < c->narchs; k++)
+			if (c->archs[k] >= 100)
+				jitk__jbuf_printf(&list, "%s%d", c->archs[k] == 100 ? "" : " ", c->archs[k]);
+		assert_int_equal(jitk_explain(&text, c, "static_quant_fp8", "sm_89a"), JITK_EINVAL);
+		snprintf(want, sizeof(want), "sm_89a is not a target NVRTC %d.%d can compile for: sm_89 "
+			 "has no 'a' variant (sm_NN and compute_NN for NN in %s)", c->nvrtc_major,
+			 c->nvrtc_minor, list.data);
+		assert_string_equal(jitk_error_last()->message, want);
+		assert_int_equal(jitk_explain(&text, c, "static_quant_fp8", "sm_99"), JITK_EINVAL);
+		snprintf(want, sizeof(want), "sm_99 is not a target NVRTC %d.%d can compile for (sm_NN "
+			 "and compute_NN for NN in %s)", c->nvrtc_major, c->nvrtc_minor, list.data);
+		assert_string_equal(jitk_error_last()->message, want);
+		jitk__jbuf_free(&list);
+	}
+	/* Real ones still run. */
+	assert_int_equal(jitk_explain(&text, c, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_100f"), 0);
+	assert_true(!strncmp(text, "fused_norm_scale_shift_fp8[hidden=3072] on sm_100f: runs", 56));
+	free(text);
+	assert_int_equal(jitk_explain(&text, c, "fused_norm_scale_shift_fp8[hidden=3072]", "sm_90a"), 0);
+	free(text);
+	jitk_compiler_free(c);
+	free(specs);
+}
+
+/* The suffix rule agrees with NVRTC itself for every number it lists, and
+ * numbers it does not list fail in NVRTC too. */
+static void test_target_rule_matches_nvrtc(void **state)
+{
+	static const char src[] = "extern \"C\" __global__ void k(int *x) { *x = 1; }\n";
+	static const char *const suffix[] = { "", "a", "f" };
+	char *specs = repo_specs();
+	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
+	int extra[] = { 52, 91, 99, 122, 130 };
+	size_t i, k, kind, n = c->narchs + JITK_ARRAY_SIZE(extra), tried = 0;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < 3; k++)
+			for (kind = 0; kind < 2; kind++) {
+				int cc = i < c->narchs ? c->archs[i] : extra[i - c->narchs];
+				const char *kname = "k";
+				char arch[32], opt[64];
+				const char *opts[1] = { opt };
+				jitk_compiled out;
+				jitk_arch a;
+				int ok, compiled;
+
+				snprintf(arch, sizeof(arch), "%s_%d%s", kind ? "compute" : "sm", cc, suffix[k]);
+				snprintf(opt, sizeof(opt), "--gpu-architecture=%s", arch);
+				assert_int_equal(jitk__arch_parse(&a, arch), 0);
+				ok = jitk__check_target(c, a) == 0;
+				compiled = jitk__nvrtc_compile(&out, src, "t.cu", opts, 1, &kname, 1,
+							       (int)kind) == 0;
+				if (ok != compiled)
+					fprintf(stderr, "%s: jitk says %d, NVRTC %d\n", arch, ok, compiled);
+				assert_int_equal(ok, compiled);
+				if (compiled)
+					assert_null(jitk__image_problem(out.image, out.size, out.is_ptx, a,
+									(const char *const *)out.lowered, 1));
+				jitk__compiled_free(&out);
+				tried++;
+			}
+	assert_true(tried >= 60);
+	jitk_compiler_free(c);
+	free(specs);
+}
+
+/* A compile that succeeds with warnings says so through the logger (the
+ * log used to be dropped). */
+static void test_warnings_logged(void **state)
+{
+	char *dir = t_tmpdir(), *specs = t_path(dir, "specs");
+	char *tmpl = t_path(dir, "templates/static_quant_fp8.cuh");
+	t_log log = { 0, "" };
+	jitk_compiler *c;
+
+	(void)state;
+	t_copy_tree(dir, NULL, NULL);
+	t_edit(tmpl, "	wait_for_prior_kernels(); // before any global memory access\n",
+	       "	wait_for_prior_kernels(); // before any global memory access\n	int jitk_unused_variable;\n");
+	c = t_compiler(specs, NULL, NULL, &log);
+	assert_int_equal(t_build(c, "static_quant_fp8", "sm_90", NULL), 0);
+	if (log.warnings != 1)
+		fprintf(stderr, "%d warnings, the last: %s\n", log.warnings, log.last);
+	assert_int_equal(log.warnings, 1);
+	assert_true(!strncmp(log.last, "compiling static_quant_fp8 () for sm_90: static_quant_fp8.cuh(", 62));
+	assert_non_null(strstr(log.last, "warning #177-D: variable \"jitk_unused_variable\" was declared but never referenced"));
+	jitk_compiler_free(c);
+	/* Twelve: the first eight, then how many more. */
+	t_edit(tmpl, "	int jitk_unused_variable;\n",
+	       "	int u0, u1, u2, u3, u4, u5, u6, u7, u8, u9, u10, u11;\n");
+	log.warnings = 0;
+	c = t_compiler(specs, NULL, NULL, &log);
+	assert_int_equal(t_build(c, "static_quant_fp8", "sm_90", NULL), 0);
+	assert_int_equal(log.warnings, 9);
+	assert_string_equal(log.last, "compiling static_quant_fp8 () for sm_90: 4 more NVRTC warnings "
+				      "(JITK_LOG=debug shows the log)");
+	jitk_compiler_free(c);
+	free(tmpl);
+	free(specs);
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* `jitk precompile` of a template that does not compile printed the first
+ * NVRTC error line twice (the message quotes it, then the log). */
+static void test_cli_prints_first_error_once(void **state)
+{
+	char *dir = t_tmpdir(), *specs = t_path(dir, "specs"), *out = t_path(dir, "stderr");
+	char *tmpl = t_path(dir, "templates/static_quant_fp8.cuh"), *cmd, *text, *p;
+	size_t len;
+	int st, n = 0;
+
+	(void)state;
+	t_copy_tree(dir, NULL, NULL);
+	t_edit(tmpl, "const float rcp", "const flaot rcp");
+	cmd = jitk__asprintf("%s/jitk precompile static_quant_fp8 --arch sm_90 --specs %s --cache %s/c "
+			     ">/dev/null 2>%s", build_dir, specs, dir, out);
+	st = system(cmd);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	text = t_read(out, &len);
+	for (p = text; (p = strstr(p, "identifier \"flaot\" is undefined")); p++)
+		n++;
+	if (n != 1)
+		fprintf(stderr, "%s", text);
+	assert_int_equal(n, 1);
+	/* ... once, in the message, and the rest of the log after it. */
+	assert_non_null(strstr(text, "jitk: compiling static_quant_fp8 () for sm_90 failed: "
+				     "static_quant_fp8.cuh(21): error: identifier \"flaot\" is undefined\n"
+				     "  \tconst flaot rcp"));
+	assert_non_null(strstr(text, "1 error detected in the compilation"));
+	free(text);
+	free(cmd);
+	free(tmpl);
+	free(out);
+	free(specs);
+	t_rmtree(dir);
+	free(dir);
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_specialization),
@@ -363,7 +1185,34 @@ int main(void)
 		cmocka_unit_test(test_compile_errors),
 		cmocka_unit_test(test_vector_loads),
 		cmocka_unit_test(test_every_variant_compiles_clean),
+		cmocka_unit_test(test_option_allow_list),
+		cmocka_unit_test(test_spec_refuses_options),
+		cmocka_unit_test(test_allowed_options_reach_nvrtc),
+		cmocka_unit_test(test_options_rechecked_at_compile_time),
+		cmocka_unit_test(test_more_than_38_options),
+		cmocka_unit_test(test_image_checks),
+		cmocka_unit_test(test_wrong_kind_cache_entries),
+		cmocka_unit_test(test_template_includes),
+		cmocka_unit_test(test_include_limits),
+		cmocka_unit_test(test_targets_validated),
+		cmocka_unit_test(test_target_rule_matches_nvrtc),
+		cmocka_unit_test(test_warnings_logged),
+		cmocka_unit_test(test_cli_prints_first_error_once),
 	};
+	char *slash;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	(void)argc;
+	build_dir = jitk__strdup(argv[0]);
+	if ((slash = strrchr(build_dir, '/')))
+		*slash = '\0';
+	if ((slash = strrchr(build_dir, '/')))
+		*slash = '\0';
+	else
+		strcpy(build_dir, ".");
+	{
+		int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+		free(build_dir);
+		return rc;
+	}
 }

@@ -86,7 +86,7 @@ static void test_sigkill_trials(void **state)
 		double t0;
 
 		if (i % 2) { /* every other trial starts cold: no entry to fall back on */
-			uint64_t removed;
+			jitk_clear_result removed;
 
 			assert_int_equal(jitk__cache_clear(&removed, f->cache), 0);
 		}
@@ -134,7 +134,8 @@ static void test_orphan_sweep(void **state)
 {
 	t_fixture *f = *state;
 	jitk_compiler *c = compiler(f, 0, NULL);
-	char *old = t_path(f->cache, "v1/tmp/old.123.0"), *young = t_path(f->cache, "v1/tmp/young.123.1");
+	char *old = t_path(f->cache, "v1/tmp/" T_HEX64 ".123.0");
+	char *young = t_path(f->cache, "v1/tmp/" T_HEX64 ".123.1");
 	struct timespec ts[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
 
 	jitk_compiler_free(c);
@@ -208,12 +209,12 @@ static void test_readers_writers_clear(void **state)
 	assert_true(cl >= 0);
 	if (cl == 0) {
 		double t0 = jitk__now_ms();
-		uint64_t removed;
+		jitk_clear_result removed;
 		jitk_prune_result pr;
 
 		while (jitk__now_ms() - t0 < 2000.0) {
 			jitk__cache_clear(&removed, f->cache);
-			jitk__cache_prune(&pr, f->cache, 1, 0); /* evict everything, sweep all temps */
+			jitk__cache_prune(&pr, f->cache, 1, 0, JITK_PRUNE_VERIFY); /* evict everything, sweep all temps */
 		}
 		_exit(0);
 	}
@@ -251,7 +252,7 @@ static void test_io_faults(void **state)
 		jitk__test_fail_errno = faults[i].err;
 		assert_int_equal(build(c, "sm_90", &origin), 0);
 		jitk__test_fail_step = NULL;
-		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		assert_int_equal(origin, JITK_ORIGIN_MEMORY); /* compiled, kept in memory */
 		assert_int_equal(atomic_load(&jitk__cache_counters(c->cache)->write_failures), 1);
 		assert_int_equal(log.warnings, 1);
 		assert_non_null(strstr(log.last, faults[i].step));

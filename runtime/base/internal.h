@@ -78,6 +78,15 @@ int jitk__env_flag(const char *name);
 /* getenv, but NULL for empty values. */
 const char *jitk__env(const char *name);
 
+/* A size: decimal digits, optionally followed by K, M, G or T (powers of
+ * 1024, either case) and optionally by B or iB ("512", "64K", "10G",
+ * "10GiB", "100B"). 0, or -1 for anything else (signs, spaces, hex,
+ * fractions, overflow); *out is 0 then. */
+int jitk__parse_size(uint64_t *out, const char *s);
+/* How to say what a size is, in messages about one. */
+#define JITK_SIZE_SYNTAX \
+	"a positive number of bytes, optionally with K, M, G or T: 512M, 10G"
+
 /* -------------------------------------------------------------- hashing */
 
 #define JITK_HASH_SIZE 32 /* SHA-256 */
@@ -113,5 +122,22 @@ typedef struct {
 /* 0 on success, -1 for anything else than sm_NN[a|f] / compute_NN[a|f]. */
 int jitk__arch_parse(jitk_arch *out, const char *s);
 void jitk__arch_format(char out[JITK_ARCH_STRLEN], jitk_arch a);
+/* Whether the suffix exists for the architecture ('a': sm_90 and sm_100
+ * onward; 'f': sm_100 onward). Which numbers exist is NVRTC's to say
+ * (jitk__nvrtc_archs). */
+int jitk__arch_suffix_ok(jitk_arch a);
+/* NULL when image holds code for target t: for sm_ targets a 64-bit CUDA
+ * ELF (e_machine 190) for t's SM, for compute_ targets one NUL-terminated
+ * PTX text whose .target is t; either way with a symbol or .entry for each
+ * of names. Else a static reason. */
+const char *jitk__image_problem(const void *image, size_t size, int is_ptx,
+				jitk_arch t, const char *const *names, size_t nnames);
+
+/* ------------------------------------------------------- NVRTC options */
+
+/* NULL when a spec may pass opt to NVRTC (an allow list of options that
+ * neither read nor write files, nor change the target, the kind of output
+ * or the numerics), else a static reason. */
+const char *jitk__nvrtc_option_problem(const char *opt);
 
 #endif

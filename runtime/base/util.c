@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -407,6 +408,37 @@ int jitk__env_flag(const char *name)
 		     !strcmp(v, "yes") || !strcmp(v, "on"));
 }
 
+int jitk__parse_size(uint64_t *out, const char *s)
+{
+	static const char units[] = "KMGT";
+	uint64_t v = 0, mul = 1;
+	const char *p = s, *u;
+
+	*out = 0;
+	if (!s || *p < '0' || *p > '9')
+		return -1; /* also refuses "", "-1", "+1", " 1" */
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p && (u = strchr(units, toupper((unsigned char)*p)))) {
+		int i;
+
+		for (i = 0; i <= u - units; i++)
+			mul *= 1024;
+		p++;
+		if (*p == 'i' && p[1] == 'B')
+			p++;
+	}
+	if (*p == 'B')
+		p++;
+	if (*p || v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
 /* -------------------------------------------------------------- hashing */
 
 struct jitk_hasher {
@@ -528,4 +560,306 @@ void jitk__arch_format(char out[JITK_ARCH_STRLEN], jitk_arch a)
 	snprintf(out, JITK_ARCH_STRLEN, "%s_%d%s",
 		 a.kind == 'c' ? "compute" : "sm", a.cc,
 		 a.suffix == 'a' ? "a" : a.suffix == 'f' ? "f" : "");
+}
+
+int jitk__arch_suffix_ok(jitk_arch a)
+{
+	/* NVRTC 13 (tried for every sm_/compute_ it lists): 'a' exists for
+	 * sm_90 and sm_100 onward, 'f' (family) for sm_100 onward. */
+	if (a.suffix == 'a')
+		return a.cc == 90 || a.cc >= 100;
+	if (a.suffix == 'f')
+		return a.cc >= 100;
+	return !a.suffix;
+}
+
+/* Where the SM number sits in a cubin's e_flags: the ELF OS ABI byte says
+ * which encoding (0x33: CUDA toolkits up to 12, SM in bits 0-7; 0x41: the
+ * ABI of CUDA 13, SM in bits 8-15). An ABI we do not know is not judged. */
+static int cubin_sm(const unsigned char *h)
+{
+	uint32_t flags = (uint32_t)h[48] | (uint32_t)h[49] << 8 |
+			 (uint32_t)h[50] << 16 | (uint32_t)h[51] << 24;
+
+	if (h[7] == 0x33)
+		return (int)(flags & 0xff);
+	if (h[7] == 0x41)
+		return (int)((flags >> 8) & 0xff);
+	return -1;
+}
+
+/* Skip blank lines and // comments of PTX text; the next line. */
+static const char *ptx_next(const char *p)
+{
+	for (;;) {
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (p[0] != '/' || p[1] != '/')
+			return p;
+		while (*p && *p != '\n')
+			p++;
+	}
+}
+
+static int has_entry(const char *ptx, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = ptx;
+
+	while ((p = strstr(p, ".entry "))) {
+		p += 7;
+		if (!strncmp(p, name, n) && (p[n] == '(' || isspace((unsigned char)p[n])))
+			return 1;
+	}
+	return 0;
+}
+
+const char *jitk__image_problem(const void *image, size_t size, int is_ptx,
+				jitk_arch t, const char *const *names, size_t nnames)
+{
+	const unsigned char *h = image;
+	size_t i;
+
+	if (!image || !size)
+		return "the image is empty";
+	if (is_ptx != (t.kind == 'c'))
+		return is_ptx ? "the image is PTX, the target needs a cubin"
+			      : "the image is not PTX, the target needs PTX";
+	if (is_ptx) {
+		const char *p = image;
+		char want[JITK_ARCH_STRLEN + 8];
+		size_t n;
+
+		if (memchr(image, '\0', size) != (const char *)image + size - 1)
+			return "the PTX text is not one NUL-terminated string";
+		p = ptx_next(p);
+		if (strncmp(p, ".version ", 9))
+			return "the PTX text does not start with a .version directive";
+		p = ptx_next(p + strcspn(p, "\n"));
+		n = (size_t)snprintf(want, sizeof(want), ".target sm_%d%s", t.cc,
+				     t.suffix == 'a' ? "a" : t.suffix == 'f' ? "f" : "");
+		if (strncmp(p, want, n) || (p[n] && p[n] != ',' && !isspace((unsigned char)p[n])))
+			return "the PTX text is not for the requested target (.target differs)";
+		for (i = 0; i < nnames; i++)
+			if (!has_entry(image, names[i]))
+				return "the PTX text lacks the kernel's .entry";
+		return NULL;
+	}
+	if (size < 64 || memcmp(h, "\177ELF", 4))
+		return "the image is not an ELF file (cubin)";
+	if (h[4] != 2 || h[5] != 1)
+		return "the image is not a 64-bit little-endian ELF file";
+	if ((h[18] | h[19] << 8) != 190)
+		return "the image is an ELF file for another machine than CUDA (e_machine is not 190)";
+	if (cubin_sm(h) >= 0 && cubin_sm(h) != t.cc)
+		return "the cubin is for another SM than the requested target";
+	for (i = 0; i < nnames; i++)
+		if (!memmem(image, size, names[i], strlen(names[i]) + 1))
+			return "the cubin lacks the kernel's symbol";
+	return NULL;
+}
+
+/* ------------------------------------------------------- NVRTC options */
+
+/* Macro names a spec may not define or undefine: the implementation's
+ * (__x, _X), CUDA's, NVRTC's and jitk's own, and C++ keywords (defining
+ * one would rewrite the code jitk generates, e.g. its signature check). */
+static const char *const cxx_keywords[] = {
+	"alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+	"bool", "break", "case", "catch", "char", "char8_t", "char16_t",
+	"char32_t", "class", "compl", "concept", "const", "consteval",
+	"constexpr", "constinit", "const_cast", "continue", "co_await",
+	"co_return", "co_yield", "decltype", "default", "defined", "delete",
+	"do", "double", "dynamic_cast", "else", "enum", "explicit", "export",
+	"extern", "false", "float", "for", "friend", "goto", "if", "inline",
+	"int", "long", "mutable", "namespace", "new", "noexcept", "not",
+	"not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
+	"public", "register", "reinterpret_cast", "requires", "return", "short",
+	"signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+	"switch", "template", "this", "thread_local", "throw", "true", "try",
+	"typedef", "typeid", "typename", "union", "unsigned", "using",
+	"virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+	NULL
+};
+
+static const char *macro_problem(const char *s, int value_allowed)
+{
+	static const char *const prefixes[] = { "cuda", "nvrtc", "jitk", NULL };
+	const char *p = s;
+	size_t n, i;
+
+	if (!isalpha((unsigned char)*p) && *p != '_')
+		return "the macro name is not an identifier";
+	while (isalnum((unsigned char)*p) || *p == '_')
+		p++;
+	n = (size_t)(p - s);
+	if (*p && !(value_allowed && *p == '='))
+		return value_allowed ? "the macro name is not an identifier (no function-like macros)"
+				     : "the macro name is not an identifier";
+	if (s[0] == '_' && (s[1] == '_' || isupper((unsigned char)s[1])))
+		return "the macro name is reserved (__ or _ and a capital letter)";
+	for (i = 0; prefixes[i]; i++)
+		if (n >= strlen(prefixes[i]) && !strncasecmp(s, prefixes[i], strlen(prefixes[i])))
+			return "the macro name is reserved (CUDA*, NVRTC* and JITK* belong to the toolchain and jitk)";
+	for (i = 0; cxx_keywords[i]; i++)
+		if (strlen(cxx_keywords[i]) == n && !strncmp(s, cxx_keywords[i], n))
+			return "the macro name is a C++ keyword";
+	return NULL;
+}
+
+static const char *number_problem(const char *s, long lo, long hi, int list)
+{
+	for (;;) {
+		long v = 0;
+		int digits = 0;
+
+		if (*s == '0' && isdigit((unsigned char)s[1]))
+			return "the value has a leading zero";
+		while (isdigit((unsigned char)*s) && digits < 6) {
+			v = v * 10 + (*s++ - '0');
+			digits++;
+		}
+		if (!digits || isdigit((unsigned char)*s))
+			return "the value is not a number";
+		if (v < lo || v > hi)
+			return "the value is out of range";
+		if (list && *s == ',') {
+			s++;
+			continue;
+		}
+		return *s ? "the value is not a number" : NULL;
+	}
+}
+
+enum { OPT_FLAG, OPT_STD, OPT_REGS, OPT_DIAG, OPT_DEFINE, OPT_UNDEF };
+
+/* The allow list: nothing here reads or writes a file, changes the target
+ * or what NVRTC produces (a cubin or PTX), passes text on to ptxas, or
+ * changes jitk's numerics. docs/spec-format.md lists it with reasons. */
+static const struct {
+	const char *name; /* OPT_FLAG: the whole option; else its prefix */
+	int kind;
+} allowed_options[] = {
+	{ "--restrict", OPT_FLAG },
+	{ "-restrict", OPT_FLAG },
+	{ "--extra-device-vectorization", OPT_FLAG },
+	{ "-extra-device-vectorization", OPT_FLAG },
+	{ "--generate-line-info", OPT_FLAG },
+	{ "-lineinfo", OPT_FLAG },
+	{ "--device-as-default-execution-space", OPT_FLAG },
+	{ "-default-device", OPT_FLAG },
+	{ "--device-int128", OPT_FLAG },
+	{ "-device-int128", OPT_FLAG },
+	{ "--disable-warnings", OPT_FLAG },
+	{ "-w", OPT_FLAG },
+	{ "--display-error-number", OPT_FLAG },
+	{ "-err-no", OPT_FLAG },
+	{ "--no-display-error-number", OPT_FLAG },
+	{ "-no-err-no", OPT_FLAG },
+	{ "--std=", OPT_STD },
+	{ "-std=", OPT_STD },
+	{ "--maxrregcount=", OPT_REGS },
+	{ "-maxrregcount=", OPT_REGS },
+	{ "--diag-suppress=", OPT_DIAG },
+	{ "-diag-suppress=", OPT_DIAG },
+	{ "--diag-warn=", OPT_DIAG },
+	{ "-diag-warn=", OPT_DIAG },
+	{ "--diag-error=", OPT_DIAG },
+	{ "-diag-error=", OPT_DIAG },
+	{ "--define-macro=", OPT_DEFINE },
+	{ "-D", OPT_DEFINE },
+	{ "--undefine-macro=", OPT_UNDEF },
+	{ "-U", OPT_UNDEF },
+};
+
+/* Options refused with a specific reason (prefixes, long and short). */
+static const struct {
+	const char *prefix, *why;
+} refused_options[] = {
+	{ "--time", "it writes a file" },
+	{ "-time", "it writes a file" },
+	{ "--fdevice-time-trace", "it writes a file" },
+	{ "-fdevice-time-trace", "it writes a file" },
+	{ "--create-pch", "it writes a file" },
+	{ "--pch-dir", "it writes files" },
+	{ "-pch", "it reads and writes precompiled headers" },
+	{ "--pch", "it reads and writes precompiled headers" },
+	{ "--use-pch", "it reads a file" },
+	{ "--include-path", "it reads files outside the template" },
+	{ "-I", "it reads files outside the template" },
+	{ "--pre-include", "it reads a file outside the template" },
+	{ "-include", "it reads a file outside the template" },
+	{ "--dlink-time-opt", "it makes LTO IR instead of a cubin" },
+	{ "-dlto", "it makes LTO IR instead of a cubin" },
+	{ "--gen-opt-lto", "it makes LTO IR instead of a cubin" },
+	{ "--optix-ir", "it makes OptiX IR instead of a cubin" },
+	{ "--device-c", "it makes relocatable code that needs a link step" },
+	{ "-dc", "it makes relocatable code that needs a link step" },
+	{ "--device-w", "it makes relocatable code that needs a link step" },
+	{ "-dw", "it makes relocatable code that needs a link step" },
+	{ "--relocatable-device-code", "it makes relocatable code that needs a link step" },
+	{ "-rdc", "it makes relocatable code that needs a link step" },
+	{ "--extensible-whole-program", "it changes the kind of code NVRTC makes" },
+	{ "-ewp", "it changes the kind of code NVRTC makes" },
+	{ "--fdevice-syntax-only", "it makes a cubin without the kernel" },
+	{ "-fdevice-syntax-only", "it makes a cubin without the kernel" },
+	{ "--device-debug", "a debug build (no optimization) would be cached as the kernel; "
+			    "use --generate-line-info for profiling" },
+	{ "-G", "a debug build (no optimization) would be cached as the kernel; "
+		"use --generate-line-info for profiling" },
+	{ "--ptxas-options", "jitk does not check what it passes on to ptxas" },
+	{ "-Xptxas", "jitk does not check what it passes on to ptxas" },
+	{ "--gpu-architecture", "jitk sets the target" },
+	{ "-arch", "jitk sets the target" },
+	{ "--use_fast_math", "jitk fixes the numerics" },
+	{ "-use_fast_math", "jitk fixes the numerics" },
+	{ "--ftz", "jitk fixes the numerics" },
+	{ "-ftz", "jitk fixes the numerics" },
+	{ "--prec-div", "jitk fixes the numerics" },
+	{ "-prec-div", "jitk fixes the numerics" },
+	{ "--prec-sqrt", "jitk fixes the numerics" },
+	{ "-prec-sqrt", "jitk fixes the numerics" },
+	{ "--fmad", "jitk fixes the numerics" },
+	{ "-fmad", "jitk fixes the numerics" },
+};
+
+const char *jitk__nvrtc_option_problem(const char *opt)
+{
+	const char *p;
+	size_t i;
+
+	for (p = opt; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			return "it contains a control character or a non-ASCII byte";
+	for (i = 0; i < JITK_ARRAY_SIZE(allowed_options); i++) {
+		size_t n = strlen(allowed_options[i].name);
+		const char *v = opt + n;
+
+		if (allowed_options[i].kind == OPT_FLAG) {
+			if (!strcmp(opt, allowed_options[i].name))
+				return NULL;
+			continue;
+		}
+		if (strncmp(opt, allowed_options[i].name, n))
+			continue;
+		switch (allowed_options[i].kind) {
+		case OPT_STD:
+			return !strcmp(v, "c++17") || !strcmp(v, "c++20")
+				       ? NULL
+				       : "the templates need c++17 or c++20";
+		case OPT_REGS:
+			return number_problem(v, 1, 255, 0);
+		case OPT_DIAG:
+			return number_problem(v, 1, 99999, 1);
+		case OPT_DEFINE:
+			return macro_problem(v, 1);
+		default:
+			return macro_problem(v, 0);
+		}
+	}
+	for (i = 0; i < JITK_ARRAY_SIZE(refused_options); i++)
+		if (!strncmp(opt, refused_options[i].prefix, strlen(refused_options[i].prefix)))
+			return refused_options[i].why;
+	return opt[0] == '-' ? "it is not one of the options jitk allows (docs/spec-format.md lists them)"
+			     : "it is not an option";
 }

@@ -4,7 +4,12 @@
  * being written (published by rename), v1/locks/<64 hex>.lock for the
  * per-key flock. An entry is a 128-byte header (magic, format, key,
  * target, sizes, SHA-256 of everything else), the lowered names, the
- * image. Anything that does not verify is a miss. */
+ * image. Anything that does not verify is a miss.
+ *
+ * Below the directory the user names, nothing is reached through a
+ * symbolic link: every directory is opened with O_NOFOLLOW relative to
+ * its parent's descriptor, and files are created, renamed, stamped and
+ * removed with the *at calls on those descriptors. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +25,11 @@
 
 static const char entry_magic[8] = { 'J', 'I', 'T', 'K', 'C', 'B', 'N', '1' };
 
+#ifdef JITK_TEST_HOOKS
 unsigned jitk__test_write_delay_us;
 const char *jitk__test_fail_step;
 int jitk__test_fail_errno;
+long jitk__test_assume_uid = -1;
 
 /* A step of jitk__cache_put fails here when a test asks for it. */
 static int fault(const char *step)
@@ -34,7 +41,27 @@ static int fault(const char *step)
 	return 0;
 }
 
+static void write_delay(void)
+{
+	if (jitk__test_write_delay_us)
+		usleep(jitk__test_write_delay_us);
+}
+#else
+static int fault(const char *step)
+{
+	(void)step;
+	return 0;
+}
+
+static void write_delay(void)
+{
+}
+#endif
+
 #define LOCK_WAIT_MS 120000 /* compile anyway after two minutes */
+#define LOCK_SAY_MS 1000     /* then say who holds it */
+#define HEXLEN (2 * JITK_HASH_SIZE)
+#define ENTRY_NAME_MAX (HEXLEN + sizeof(".jitk"))
 
 struct jitk_cache {
 	char *root; /* writable root (.../v1), or NULL */
@@ -79,15 +106,23 @@ static uint64_t get64(const uint8_t *p)
  *   0 magic[8]  8 format u32  12 header size u32  16 key[32]
  *  48 target[16]  64 names size u64  72 names count u32  76 flags u32
  *  80 image size u64  88 checksum[32]  120 reserved u64
- * The checksum covers bytes 0..87, the names and the image. */
+ * The checksum covers the whole header (with the checksum field itself
+ * read as zeros), the names and the image; reserved must be 0. Format 1
+ * left bytes 88..127 out. */
+#define SUM_AT 88
+#define RESERVED_AT 120
+
 static int checksum(uint8_t out[JITK_HASH_SIZE], const uint8_t *head,
 		    const uint8_t *rest, size_t rest_len)
 {
 	jitk_hasher *h = jitk__hasher_new();
+	uint8_t copy[JITK_ENTRY_HEADER];
 
 	if (!h)
 		return -1;
-	jitk__hasher_update(h, head, 88);
+	memcpy(copy, head, sizeof(copy));
+	memset(copy + SUM_AT, 0, JITK_HASH_SIZE);
+	jitk__hasher_update(h, copy, sizeof(copy));
 	jitk__hasher_update(h, rest, rest_len);
 	return jitk__hasher_final(h, out);
 }
@@ -125,7 +160,7 @@ int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 	}
 	if (e->size)
 		memcpy(p, e->image, e->size);
-	if (checksum(buf + 88, buf, buf + JITK_ENTRY_HEADER, names + e->size)) {
+	if (checksum(buf + SUM_AT, buf, buf + JITK_ENTRY_HEADER, names + e->size)) {
 		free(buf);
 		return jitk__error(JITK_ENOMEM, "SHA-256 failed");
 	}
@@ -170,12 +205,12 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 								     : "trailing bytes";
 		return -1;
 	}
-	if (buf[48 + 15] != 0 || (get32(buf + 76) & ~1u)) {
+	if (buf[48 + 15] != 0 || (get32(buf + 76) & ~1u) || get64(buf + RESERVED_AT)) {
 		*problem = "bad header fields";
 		return -1;
 	}
 	if (checksum(sum, buf, buf + JITK_ENTRY_HEADER, (size_t)(names + image)) ||
-	    memcmp(sum, buf + 88, JITK_HASH_SIZE)) {
+	    memcmp(sum, buf + SUM_AT, JITK_HASH_SIZE)) {
 		*problem = "checksum mismatch";
 		return -1;
 	}
@@ -231,42 +266,230 @@ void jitk__cache_entry_free(jitk_cache_entry *e)
 
 unsigned jitk__trusted_uid(void)
 {
-	const char *v = jitk__env("JITK_TEST_ASSUME_UID");
-
-	if (v) {
-		char *end;
-		unsigned long u = strtoul(v, &end, 10);
-
-		if (!*end)
-			return (unsigned)u;
-	}
+#ifdef JITK_TEST_HOOKS
+	if (jitk__test_assume_uid >= 0)
+		return (unsigned)jitk__test_assume_uid;
+#endif
 	return (unsigned)geteuid();
 }
 
-/* A directory we may write into and load code from: ours, and nobody
- * else's to write (world-writable only with the sticky bit). */
-static const char *dir_untrusted(const char *path, char *why, size_t n)
+/* Why the directory st (path, for the message) is not one we may load
+ * code from or write into, or NULL: it is ours (or, with root_ok, root's,
+ * as read-only layers may be) and nobody else's to write (world-writable
+ * only with the sticky bit). */
+static const char *st_untrusted(const struct stat *st, const char *path, int root_ok,
+				char *why, size_t n)
 {
-	struct stat st;
+	unsigned uid = jitk__trusted_uid();
 
-	if (lstat(path, &st))
-		return NULL; /* does not exist yet: we create it */
-	if (S_ISLNK(st.st_mode) && stat(path, &st))
-		return NULL;
-	if (!S_ISDIR(st.st_mode)) {
+	if (!S_ISDIR(st->st_mode)) {
 		snprintf(why, n, "%s is not a directory", path);
 		return why;
 	}
-	if (st.st_uid != jitk__trusted_uid()) {
-		snprintf(why, n, "%s is owned by uid %u, not by this user (uid %u)",
-			 path, (unsigned)st.st_uid, jitk__trusted_uid());
+	if (st->st_uid != uid && !(root_ok && st->st_uid == 0)) {
+		snprintf(why, n, "%s is owned by uid %u, not by this user (uid %u)", path,
+			 (unsigned)st->st_uid, uid);
 		return why;
 	}
-	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+	if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX)) {
 		snprintf(why, n, "%s is world-writable without the sticky bit", path);
 		return why;
 	}
 	return NULL;
+}
+
+/* The same for a path that may not exist yet (then NULL: we create it). A
+ * symbolic link is followed only where the user named the directory
+ * (may_link), and only when the link is ours or root's; below that jitk
+ * makes real directories, and a link there was planted. */
+static const char *dir_untrusted(const char *path, int may_link, int root_ok, char *why,
+				 size_t n)
+{
+	struct stat st;
+	unsigned uid = jitk__trusted_uid();
+
+	if (lstat(path, &st))
+		return NULL;
+	if (S_ISLNK(st.st_mode)) {
+		if (!may_link) {
+			snprintf(why, n, "%s is a symbolic link", path);
+			return why;
+		}
+		if (st.st_uid != uid && st.st_uid != 0) {
+			snprintf(why, n, "%s is a symbolic link owned by uid %u, not by this user (uid %u)",
+				 path, (unsigned)st.st_uid, uid);
+			return why;
+		}
+		if (stat(path, &st))
+			return NULL;
+	}
+	return st_untrusted(&st, path, root_ok, why, n);
+}
+
+/* The writable cache's directories: checked before they are created and
+ * again after (what did not exist before proves nothing). */
+static const char *cache_untrusted(const char *dir, const char *root, char *why, size_t n)
+{
+	static const char *const subs[] = { "tmp", "locks" };
+	const char *bad = dir_untrusted(dir, 1, 0, why, n);
+	size_t i;
+
+	if (!bad)
+		bad = dir_untrusted(root, 0, 0, why, n);
+	for (i = 0; !bad && i < JITK_ARRAY_SIZE(subs); i++) {
+		char *p = jitk__asprintf("%s/%s", root, subs[i]);
+
+		bad = p ? dir_untrusted(p, 0, 0, why, n) : NULL;
+		free(p);
+	}
+	return bad;
+}
+
+/* ------------------------------------------------------ names and dirs */
+
+static int open_dir(const char *path)
+{
+	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int open_subdir(int dfd, const char *name)
+{
+	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+static int is_dot(const char *n)
+{
+	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));
+}
+
+static int is_hex(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static int is_digits(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return n > 0;
+}
+
+static int is_key_dot(const char *name, const char *suffix)
+{
+	return strlen(name) == HEXLEN + strlen(suffix) && is_hex(name, HEXLEN) &&
+	       !strcmp(name + HEXLEN, suffix);
+}
+
+/* <64 hex>.jitk; in shard (when given), the directory its first two
+ * digits name. */
+static int is_entry_name(const char *name, const char *shard)
+{
+	return is_key_dot(name, ".jitk") && (!shard || !strncmp(name, shard, 2));
+}
+
+/* <64 hex>.<pid>.<n>: what jitk__cache_put writes in tmp/. */
+static int is_temp_name(const char *name)
+{
+	const char *a, *b;
+
+	if (strlen(name) < HEXLEN + 4 || !is_hex(name, HEXLEN) || name[HEXLEN] != '.')
+		return 0;
+	a = name + HEXLEN + 1;
+	b = strchr(a, '.');
+	return b && is_digits(a, (size_t)(b - a)) && is_digits(b + 1, strlen(b + 1));
+}
+
+static int is_lock_name(const char *name)
+{
+	return is_key_dot(name, ".lock");
+}
+
+static int is_jitk_name(const char *name)
+{
+	return is_entry_name(name, NULL) || is_temp_name(name) || is_lock_name(name);
+}
+
+/* A directory at a name where jitk keeps a file is jitk's debris when it
+ * is empty or holds only files (no directories) named like jitk's;
+ * anything else in it is someone's data. With remove, the files go (the
+ * caller has checked first) and -1 means one could not. */
+static int debris_pass(int dfd, const char *name, int remove)
+{
+	int fd = open_subdir(dfd, name), ok = 1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		close_fd(fd);
+		return 0;
+	}
+	while (ok && (e = readdir(d))) {
+		struct stat st;
+
+		if (is_dot(e->d_name))
+			continue;
+		if (!is_jitk_name(e->d_name) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode))
+			ok = 0;
+		else if (remove && unlinkat(dirfd(d), e->d_name, 0) && errno != ENOENT)
+			ok = 0;
+	}
+	closedir(d);
+	return ok;
+}
+
+static int is_debris(int dfd, const char *name)
+{
+	return debris_pass(dfd, name, 0);
+}
+
+/* 0 when the debris directory is gone, -1 (errno) when it is not debris
+ * or could not be removed. */
+static int remove_debris(int dfd, const char *name)
+{
+	if (!is_debris(dfd, name) || !debris_pass(dfd, name, 1)) {
+		errno = ENOTEMPTY;
+		return -1;
+	}
+	return unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* Clear what is in the way of a file jitk keeps at name in dfd (path: for
+ * the log): debris, or a link, FIFO or device (unlinking one loses no
+ * data), with one warning. 0 when the name is free or a regular file; -1
+ * with *why when what is there is not ours to remove. */
+static int clear_in_way(int dfd, const char *name, const char *path, const jitk_logger *log,
+			const char **why)
+{
+	struct stat st;
+	int dir;
+
+	*why = NULL;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || S_ISREG(st.st_mode))
+		return 0;
+	dir = S_ISDIR(st.st_mode);
+	if (dir ? remove_debris(dfd, name) : unlinkat(dfd, name, 0)) {
+		*why = dir ? "a directory holding other files is in the way (remove it by hand)"
+			   : "something that cannot be removed is in the way";
+		return -1;
+	}
+	jitk__log(log, JITK_LOG_WARN, "removed %s: %s where a cache file belongs", path,
+		  dir ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link" : "a special file");
+	return 0;
 }
 
 /* ---------------------------------------------------------------- open */
@@ -289,32 +512,86 @@ static int make_dirs(const char *root)
  * writers that were killed. Young ones may belong to a live writer. */
 static void sweep_temp(const char *root)
 {
-	char *tmp = jitk__asprintf("%s/tmp", root);
-	DIR *d = tmp ? opendir(tmp) : NULL;
+	int rootfd = open_dir(root), fd = rootfd >= 0 ? open_subdir(rootfd, "tmp") : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 	time_t now = time(NULL);
 
+	if (!d)
+		close_fd(fd);
 	while (d && (e = readdir(d))) {
 		struct stat st;
-		char *p;
 
-		if (e->d_name[0] == '.')
-			continue;
-		p = jitk__asprintf("%s/%s", tmp, e->d_name);
-		if (p && !lstat(p, &st) && S_ISREG(st.st_mode) &&
+		if (is_temp_name(e->d_name) &&
+		    !fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
 		    st.st_mtime + JITK_TEMP_MAX_AGE_S < now)
-			(void)unlink(p);
-		free(p);
+			(void)unlinkat(dirfd(d), e->d_name, 0);
 	}
 	if (d)
 		closedir(d);
-	free(tmp);
+	close_fd(rootfd);
+}
+
+/* Why a read-only layer (the directory holding v1/) cannot serve, or NULL. */
+static const char *layer_unusable(const char *top, char *why, size_t n)
+{
+	struct stat st;
+	char *v1;
+	int e;
+
+	if (stat(top, &st)) {
+		snprintf(why, n, "%s", strerror(errno));
+		return why;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return "not a directory";
+	v1 = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR);
+	e = v1 ? lstat(v1, &st) : -1;
+	free(v1);
+	if (e)
+		return "it holds no cache (no " JITK_CACHE_SUBDIR " directory)";
+	if (!S_ISDIR(st.st_mode))
+		return "its " JITK_CACHE_SUBDIR " is not a directory (a symbolic link?)";
+	return NULL;
+}
+
+static int add_layers(jitk_cache *c, const char *layers)
+{
+	char why[256];
+
+	while (layers && *layers) {
+		const char *colon = strchr(layers, ':');
+		size_t n = colon ? (size_t)(colon - layers) : strlen(layers);
+		char *top = n ? jitk__strndup(layers, n) : NULL;
+		const char *bad;
+
+		if (n && !top)
+			return -1;
+		if (top && (bad = layer_unusable(top, why, sizeof(why)))) {
+			/* Once here, not once per lookup. */
+			jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: %s", top, bad);
+		} else if (top) {
+			char **p = realloc(c->layers, (c->nlayers + 1) * sizeof(*p));
+
+			if (p)
+				c->layers = p;
+			if (!p || !(p[c->nlayers] = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR))) {
+				free(top);
+				return -1;
+			}
+			c->nlayers++;
+		}
+		free(top);
+		layers = colon ? colon + 1 : layers + n;
+	}
+	return 0;
 }
 
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		     const jitk_logger *log)
 {
 	jitk_cache *c = calloc(1, sizeof(*c));
+	const char *mb = jitk__env("JITK_CACHE_MAX_BYTES");
 	char why[512];
 
 	*out = NULL;
@@ -322,28 +599,29 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	if (log)
 		c->log = *log;
-	if (jitk__env("JITK_CACHE_MAX_BYTES"))
-		c->max_bytes = strtoull(jitk__env("JITK_CACHE_MAX_BYTES"), NULL, 10);
+	if (mb && (jitk__parse_size(&c->max_bytes, mb) || !c->max_bytes)) {
+		jitk__log(&c->log, JITK_LOG_WARN,
+			  "JITK_CACHE_MAX_BYTES='%.64s' is not a size (" JITK_SIZE_SYNTAX
+			  "); the cache is not bounded",
+			  mb);
+		c->max_bytes = 0;
+	}
 	if (dir && *dir) {
-		const char *bad = dir_untrusted(dir, why, sizeof(why));
+		const char *bad;
 
 		c->root = jitk__asprintf("%s/%s", dir, JITK_CACHE_SUBDIR);
 		if (!c->root) {
 			free(c);
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		}
-		if (!bad)
-			bad = dir_untrusted(c->root, why, sizeof(why));
-		/* Checked again once the directories exist: what did not exist
-		 * before proves nothing. */
+		bad = cache_untrusted(dir, c->root, why, sizeof(why));
 		if (!bad && make_dirs(c->root)) {
 			jitk__log(&c->log, JITK_LOG_WARN,
 				  "cache directory %s is not usable (%s); compiling in memory",
 				  dir, strerror(errno));
 			free(c->root);
 			c->root = NULL;
-		} else if (bad || (bad = dir_untrusted(dir, why, sizeof(why))) ||
-			   (bad = dir_untrusted(c->root, why, sizeof(why)))) {
+		} else if (bad || (bad = cache_untrusted(dir, c->root, why, sizeof(why)))) {
 			jitk__log(&c->log, JITK_LOG_WARN,
 				  "not using cache directory: %s; compiling in memory", bad);
 			free(c->root);
@@ -355,24 +633,9 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 			sweep_temp(c->root);
 		}
 	}
-	while (layers && *layers) {
-		const char *colon = strchr(layers, ':');
-		size_t n = colon ? (size_t)(colon - layers) : strlen(layers);
-
-		if (n) {
-			char **p = realloc(c->layers, (c->nlayers + 1) * sizeof(*p));
-
-			if (!p || !(p[c->nlayers] = jitk__asprintf("%.*s/%s", (int)n, layers,
-								   JITK_CACHE_SUBDIR))) {
-				if (p)
-					c->layers = p;
-				jitk__cache_close(c);
-				return jitk__error(JITK_ENOMEM, "out of memory");
-			}
-			c->layers = p;
-			c->nlayers++;
-		}
-		layers = colon ? colon + 1 : layers + n;
+	if (add_layers(c, layers)) {
+		jitk__cache_close(c);
+		return jitk__error(JITK_ENOMEM, "out of memory");
 	}
 	*out = c;
 	return 0;
@@ -397,6 +660,11 @@ const char *jitk__cache_root(const jitk_cache *c)
 	return c ? c->root : NULL;
 }
 
+uint64_t jitk__cache_max_bytes(const jitk_cache *c)
+{
+	return c->max_bytes;
+}
+
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
 {
 	return &c->n;
@@ -404,22 +672,19 @@ const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
 
 /* -------------------------------------------------------------- lookup */
 
-static char *entry_path(const char *root, const uint8_t key[JITK_HASH_SIZE])
+/* The names of key's entry: its shard directory and its file. */
+static void entry_names(char hex[HEXLEN + 1], char shard[3], char name[ENTRY_NAME_MAX],
+			const uint8_t key[JITK_HASH_SIZE])
 {
-	char hex[2 * JITK_HASH_SIZE + 1];
-
 	jitk__hex(hex, key, JITK_HASH_SIZE);
-	return jitk__asprintf("%s/%.2s/%s.jitk", root, hex, hex);
+	snprintf(shard, 3, "%.2s", hex);
+	snprintf(name, ENTRY_NAME_MAX, "%s.jitk", hex);
 }
 
-int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
-		     const char **problem)
-{
-	return jitk__entry_read_at(out, path, allow_root, problem, NULL, NULL);
-}
-
-int jitk__entry_read_at(jitk_cache_entry *out, const char *path, int allow_root,
-			const char **problem, uint64_t *dev, uint64_t *ino)
+/* Read and verify the entry name in the directory dfd. *seen: the file
+ * that was examined (device and inode, for the caller's unlink check). */
+static int entry_read_in(jitk_cache_entry *out, int dfd, const char *name, int allow_root,
+			 const char **problem, struct stat *seen)
 {
 	struct stat st;
 	uint8_t *buf = NULL;
@@ -428,9 +693,21 @@ int jitk__entry_read_at(jitk_cache_entry *out, const char *path, int allow_root,
 
 	memset(out, 0, sizeof(*out));
 	*problem = NULL;
-	/* O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: a FIFO
-	 * does not hang the open. */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	/* Examined before it is opened: a link is never followed, and a FIFO
+	 * or a device is never opened (opening some devices does things). */
+	if (fstatat(dfd, name, seen, AT_SYMLINK_NOFOLLOW)) {
+		*problem = errno == ENOENT ? NULL : "cannot be examined";
+		return -1;
+	}
+	if (!S_ISREG(seen->st_mode)) {
+		*problem = S_ISLNK(seen->st_mode)  ? "is a symbolic link"
+			   : S_ISDIR(seen->st_mode) ? "is a directory"
+						    : "not a regular file";
+		return -1;
+	}
+	/* O_NOFOLLOW | O_NONBLOCK: what was swapped in since is refused, not
+	 * followed or waited on. */
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		*problem = errno == ENOENT ? NULL : errno == ELOOP ? "is a symbolic link"
 							: "cannot be opened";
@@ -440,10 +717,7 @@ int jitk__entry_read_at(jitk_cache_entry *out, const char *path, int allow_root,
 		*problem = "cannot be examined";
 		goto done;
 	}
-	if (dev)
-		*dev = (uint64_t)st.st_dev;
-	if (ino)
-		*ino = (uint64_t)st.st_ino;
+	*seen = st;
 	if (!S_ISREG(st.st_mode)) {
 		*problem = "not a regular file";
 		goto done;
@@ -488,44 +762,72 @@ done:
 	return rc;
 }
 
-static int lookup_in(jitk_cache *c, const char *root, int allow_root,
+int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
+		     const char **problem)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? jitk__strndup(path, slash == path ? 1 : (size_t)(slash - path)) : NULL;
+	int dfd = slash ? -1 : AT_FDCWD, rc = -1;
+	struct stat st;
+
+	memset(out, 0, sizeof(*out));
+	*problem = NULL;
+	if (slash && (!dir || (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0))
+		*problem = dir && errno == ENOENT ? NULL : "cannot be opened";
+	else
+		rc = entry_read_in(out, dfd, slash ? slash + 1 : path, allow_root, problem, &st);
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	return rc;
+}
+
+static int lookup_in(jitk_cache *c, const char *root, int layer,
 		     const uint8_t key[JITK_HASH_SIZE], const char *target,
 		     jitk_cache_entry *out)
 {
-	char *path = entry_path(root, key);
+	char hex[HEXLEN + 1], shard[3], name[ENTRY_NAME_MAX];
 	const char *problem = NULL;
-	uint64_t dev = 0, ino = 0;
-	int rc;
+	struct stat seen, now;
+	int rootfd, dfd = -1, rc = -1;
 
-	if (!path)
-		return -1;
-	rc = jitk__entry_read_at(out, path, allow_root, &problem, &dev, &ino);
+	memset(out, 0, sizeof(*out));
+	memset(&seen, 0, sizeof(seen));
+	entry_names(hex, shard, name, key);
+	rootfd = open_dir(root);
+	if (rootfd >= 0 && (dfd = open_subdir(rootfd, shard)) < 0 && errno != ENOENT && layer)
+		problem = "its directory is not a directory (a symbolic link?)";
+	/* In the writable cache, the write that follows a miss replaces a
+	 * link at the shard and clears a directory at the entry, or says why
+	 * it cannot: one message, not one here and one there. */
+	if (dfd >= 0)
+		rc = entry_read_in(out, dfd, name, layer, &problem, &seen);
 	if (!rc && (memcmp(out->key, key, JITK_HASH_SIZE) || strcmp(out->target, target))) {
 		problem = memcmp(out->key, key, JITK_HASH_SIZE) ? "key mismatch"
 								 : "target mismatch";
 		jitk__cache_entry_free(out);
 		rc = -1;
 	}
+	if (rc && problem && !layer && S_ISDIR(seen.st_mode))
+		problem = NULL;
 	if (rc && problem) {
 		atomic_fetch_add(&c->n.rejects, 1);
-		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s rejected: %s", path, problem);
+		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s/%s/%s rejected: %s", root, shard,
+			  name, problem);
 		/* A bad entry in our own cache is garbage: remove it so that it
 		 * is reported once and replaced - but only the file we read: a
 		 * writer may have renamed a good entry over the name since.
 		 * Layers are read-only. */
-		if (!allow_root) {
-			struct stat now;
-
-			if (!lstat(path, &now) && (uint64_t)now.st_dev == dev &&
-			    (uint64_t)now.st_ino == ino)
-				(void)unlink(path);
-		}
+		if (!layer && dfd >= 0 && !fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) &&
+		    now.st_dev == seen.st_dev && now.st_ino == seen.st_ino)
+			(void)unlinkat(dfd, name, 0);
 	}
 	/* The recency stamp of LRU pruning: the entry's mtime, set to now on
 	 * every hit in the writable cache (layers are read-only). */
-	if (!rc && !allow_root)
-		(void)utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
-	free(path);
+	if (!rc && !layer)
+		(void)utimensat(dfd, name, NULL, AT_SYMLINK_NOFOLLOW);
+	close_fd(dfd);
+	close_fd(rootfd);
 	return rc;
 }
 
@@ -569,48 +871,58 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static void fsync_dir(const char *path)
+/* The shard directory of an entry, made when missing. A symbolic link at
+ * its name (planted: jitk makes real directories) is replaced; anything
+ * else there is refused. */
+static int shard_open(jitk_cache *c, int rootfd, const char *shard)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	int fd;
 
-	if (fd >= 0) {
-		(void)fsync(fd);
-		close(fd);
+	if (mkdirat(rootfd, shard, 0755) && errno != EEXIST)
+		return -1;
+	fd = open_subdir(rootfd, shard);
+	if (fd >= 0 || fstatat(rootfd, shard, &st, AT_SYMLINK_NOFOLLOW) || !S_ISLNK(st.st_mode)) {
+		if (fd < 0)
+			errno = ENOTDIR;
+		return fd;
 	}
+	if (unlinkat(rootfd, shard, 0) || (mkdirat(rootfd, shard, 0755) && errno != EEXIST))
+		return -1;
+	jitk__log(&c->log, JITK_LOG_WARN,
+		  "removed %s/%s: a symbolic link where a cache directory belongs", c->root, shard);
+	return open_subdir(rootfd, shard);
 }
 
 int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e)
 {
-	char hex[2 * JITK_HASH_SIZE + 1];
-	char *tmp = NULL, *shard = NULL, *final = NULL;
+	char hex[HEXLEN + 1], shard[3], final[ENTRY_NAME_MAX], tmp[HEXLEN + 48];
 	uint8_t *bytes = NULL;
 	size_t len = 0;
-	const char *step = "encode";
-	int fd = -1, rc = 0;
+	const char *step = "encode", *why = NULL;
+	int rootfd = -1, tmpfd = -1, dfd = -1, fd = -1, rc = 0, made = 0;
 	static atomic_uint seq;
 
 	if (!c->root)
 		return JITK_OK;
-	jitk__hex(hex, e->key, JITK_HASH_SIZE);
-	if (jitk__entry_encode(&bytes, &len, e))
-		goto fail;
-	tmp = jitk__asprintf("%s/tmp/%s.%ld.%u", c->root, hex, (long)getpid(),
-			     atomic_fetch_add(&seq, 1));
-	shard = jitk__asprintf("%s/%.2s", c->root, hex);
-	final = jitk__asprintf("%s/%s.jitk", shard ? shard : "", hex);
-	if (!tmp || !shard || !final) {
-		errno = ENOMEM;
+	entry_names(hex, shard, final, e->key);
+	snprintf(tmp, sizeof(tmp), "%s.%ld.%u", hex, (long)getpid(), atomic_fetch_add(&seq, 1));
+	if ((rc = jitk__entry_encode(&bytes, &len, e))) {
+		errno = rc == JITK_ENOMEM ? ENOMEM : EFBIG;
 		goto fail;
 	}
 	step = "create";
-	fd = fault(step) ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if ((rootfd = open_dir(c->root)) < 0 || (tmpfd = open_subdir(rootfd, "tmp")) < 0)
+		goto fail;
+	fd = fault(step) ? -1
+			 : openat(tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto fail;
+	made = 1;
 	step = "write";
 	if (write_all(fd, bytes, len / 2))
 		goto fail;
-	if (jitk__test_write_delay_us)
-		usleep(jitk__test_write_delay_us);
+	write_delay();
 	if (fault(step) || write_all(fd, bytes + len / 2, len - len / 2))
 		goto fail;
 	step = "chmod";
@@ -625,69 +937,137 @@ int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e)
 	if (rc)
 		goto fail;
 	step = "mkdir";
-	if (mkdir(shard, 0755) && errno != EEXIST)
+	if ((dfd = shard_open(c, rootfd, shard)) < 0)
 		goto fail;
 	step = "rename";
-	if (fault(step) || rename(tmp, final))
+	if (fault(step))
 		goto fail;
-	fsync_dir(shard);
+	if (renameat(tmpfd, tmp, dfd, final)) {
+		char *path;
+
+		/* A directory at the entry's name: cleared when it is debris. */
+		if (errno != EISDIR && errno != ENOTEMPTY && errno != EEXIST)
+			goto fail;
+		path = jitk__asprintf("%s/%s/%s", c->root, shard, final);
+		rc = clear_in_way(dfd, final, path ? path : final, &c->log, &why);
+		free(path);
+		if (rc || renameat(tmpfd, tmp, dfd, final))
+			goto fail;
+	}
+	made = 0;
+	(void)fsync(dfd);
 	atomic_fetch_add(&c->n.writes, 1);
 	rc = JITK_OK;
 	if (c->max_bytes && c->top) {
 		jitk_prune_result pr;
 
-		(void)jitk__cache_prune(&pr, c->top, c->max_bytes, JITK_TEMP_MAX_AGE_S);
+		(void)jitk__cache_prune(&pr, c->top, c->max_bytes, JITK_TEMP_MAX_AGE_S, 0);
 	}
 	goto done;
 fail:
 	rc = errno;
 	if (fd >= 0)
 		close(fd);
-	if (tmp)
-		unlink(tmp);
+	if (made)
+		(void)unlinkat(tmpfd, tmp, 0);
 	atomic_fetch_add(&c->n.write_failures, 1);
-	jitk__log(&c->log, JITK_LOG_WARN, "cannot write cache entry %s (%s: %s); using it from memory",
-		  hex, step, strerror(rc));
-	rc = jitk__error(JITK_EIO, "cache write failed at %s: %s", step, strerror(rc));
+	jitk__log(&c->log, JITK_LOG_WARN,
+		  "cannot write cache entry %s/%s/%s (%s: %s); using it from memory", c->root, shard,
+		  final, step, why ? why : strerror(rc));
+	rc = jitk__error(JITK_EIO, "cache write failed at %s: %s", step, why ? why : strerror(rc));
 done:
 	free(bytes);
-	free(tmp);
-	free(shard);
-	free(final);
+	close_fd(dfd);
+	close_fd(tmpfd);
+	close_fd(rootfd);
 	return rc;
+}
+
+/* The holder of a lock writes its pid into the lock file, so that those
+ * waiting can say whom they wait for. */
+static void say_holder(jitk_cache *c, int fd, const char *hex)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	long pid = 0;
+
+	if (n > 0) {
+		buf[n] = '\0';
+		pid = strtol(buf, NULL, 10);
+	}
+	if (pid > 0)
+		jitk__log(&c->log, JITK_LOG_WARN, "waiting for the lock on %s held by pid %ld", hex,
+			  pid);
+	else
+		jitk__log(&c->log, JITK_LOG_WARN, "waiting for the lock on %s (held by another process)",
+			  hex);
+}
+
+static void write_pid(int fd)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (pwrite(fd, buf, (size_t)n, 0) == n && ftruncate(fd, n))
+		return; /* only a message is at stake */
 }
 
 void jitk__cache_lock(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE], int *fd)
 {
-	char hex[2 * JITK_HASH_SIZE + 1], *path;
+	char hex[HEXLEN + 1], name[HEXLEN + sizeof(".lock")], *path;
+	const char *why = NULL;
 	double start;
+	int rootfd, dfd = -1, said = 0, err;
+	struct stat st;
 
 	*fd = -1;
 	if (!c->root)
 		return;
 	jitk__hex(hex, key, JITK_HASH_SIZE);
-	path = jitk__asprintf("%s/locks/%s.lock", c->root, hex);
-	if (!path)
-		return;
-	*fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	free(path);
-	if (*fd < 0)
-		return;
+	snprintf(name, sizeof(name), "%s.lock", hex);
+	path = jitk__asprintf("%s/locks/%s", c->root, name);
+	rootfd = open_dir(c->root);
+	if (rootfd >= 0)
+		dfd = open_subdir(rootfd, "locks");
+	if (dfd >= 0 && !clear_in_way(dfd, name, path ? path : name, &c->log, &why))
+		*fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	err = errno;
+	if (*fd >= 0 && (fstat(*fd, &st) || !S_ISREG(st.st_mode))) {
+		close(*fd);
+		*fd = -1;
+		why = "not a regular file";
+	}
+	if (*fd < 0) {
+		jitk__log(&c->log, JITK_LOG_WARN, "cache lock %s not taken (%s); compiling without it",
+			  path ? path : name, why ? why : strerror(err));
+		goto done;
+	}
 	start = jitk__now_ms();
 	while (flock(*fd, LOCK_EX | LOCK_NB)) {
 		struct timespec ts = { 0, 2000000 }; /* 2 ms */
+		double waited;
 
-		if ((errno != EWOULDBLOCK && errno != EINTR) ||
-		    jitk__now_ms() - start > LOCK_WAIT_MS) {
+		err = errno;
+		waited = jitk__now_ms() - start;
+		if ((err != EWOULDBLOCK && err != EINTR) || waited > LOCK_WAIT_MS) {
 			jitk__log(&c->log, JITK_LOG_WARN,
 				  "cache lock for %s not taken (%s); compiling without it", hex,
-				  errno == EWOULDBLOCK ? "timed out" : strerror(errno));
+				  err == EWOULDBLOCK ? "timed out" : strerror(err));
 			close(*fd);
 			*fd = -1;
-			return;
+			goto done;
+		}
+		if (!said && waited >= LOCK_SAY_MS) {
+			said = 1;
+			say_holder(c, *fd, hex);
 		}
 		nanosleep(&ts, NULL);
 	}
+	write_pid(*fd);
+done:
+	free(path);
+	close_fd(dfd);
+	close_fd(rootfd);
 }
 
 void jitk__cache_unlock(int fd)
@@ -698,171 +1078,325 @@ void jitk__cache_unlock(int fd)
 
 void jitk__cache_evict(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE])
 {
-	char *path;
+	char hex[HEXLEN + 1], shard[3], name[ENTRY_NAME_MAX];
+	int rootfd, dfd = -1;
 
 	if (!c->root)
 		return;
-	path = entry_path(c->root, key);
-	if (path && unlink(path) == 0)
-		jitk__log(&c->log, JITK_LOG_INFO, "evicted cache entry %s", path);
-	free(path);
+	entry_names(hex, shard, name, key);
+	rootfd = open_dir(c->root);
+	if (rootfd >= 0)
+		dfd = open_subdir(rootfd, shard);
+	if (dfd >= 0 && unlinkat(dfd, name, 0) == 0)
+		jitk__log(&c->log, JITK_LOG_INFO, "evicted cache entry %s/%s/%s", c->root, shard, name);
+	close_fd(dfd);
+	close_fd(rootfd);
 }
 
 /* -------------------------------------------------------------- admin */
 
-static int is_hex_name(const char *s, size_t n)
-{
-	size_t i;
+/* What the walk finds: an entry, temporary or lock file (a regular file of
+ * the scheme of its directory), a bad entry (a non-regular file or debris
+ * at such a name, or one that fails verification), or something foreign. */
+enum { ITEM_ENTRY, ITEM_TEMP, ITEM_LOCK, ITEM_BAD, ITEM_FOREIGN };
 
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
+typedef struct {
+	int kind;
+	int dfd;          /* the directory that holds it */
+	const char *dir;  /* that directory's name in v1 (NULL: v1) */
+	const char *name;
+	const char *path; /* for messages */
+	const char *why;  /* ITEM_BAD and ITEM_FOREIGN */
+	struct stat st;   /* as found, not followed */
+} cache_item;
+
+typedef int (*item_fn)(void *ctx, const cache_item *it);
+
+/* Why root/v1 (path v1) is no cache: 0, or the status (error set). */
+static int admin_missing(const char *root, const char *v1)
+{
+	struct stat st;
+
+	if (stat(root, &st))
+		return errno == ENOENT || errno == ENOTDIR
+			       ? jitk__error(JITK_ENOENT, "no cache at %s", root)
+			       : jitk__error(JITK_EIO, "%s: %s", root, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return jitk__error(JITK_ENOENT, "no cache at %s (not a directory)", root);
+	if (lstat(v1, &st))
+		return jitk__error(JITK_ENOENT, "no cache at %s (no %s directory)", root,
+				   JITK_CACHE_SUBDIR);
+	if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+		return jitk__error(JITK_ENOENT, "no cache at %s (%s is not a directory)", root, v1);
+	return 0;
 }
 
-/* dir: the subdirectory of v1 (a shard, "tmp" or "locks"). */
-typedef int (*entry_fn)(void *ctx, const char *path, const char *dir,
-			const char *name);
-
-/* Call fn for every file of every directory under v1 (shards, tmp,
- * locks). */
-static int walk(const char *root, entry_fn fn, void *ctx)
+/* Open root/v1 for administration, with the refusals cache.h lists. */
+static int admin_open(const char *root, int root_ok, int *v1fd, char **v1path)
 {
-	DIR *top = opendir(root);
-	struct dirent *d;
-	int rc = 0;
+	char why[512];
+	const char *bad;
+	struct stat st;
+	char *v1 = jitk__asprintf("%s/%s", root, JITK_CACHE_SUBDIR);
+	int fd = -1, rc;
 
-	if (!top)
+	*v1fd = -1;
+	*v1path = NULL;
+	if (!v1)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	if ((rc = admin_missing(root, v1)))
+		goto done;
+	/* The checks of lookups; v1/ is opened without following a link. */
+	bad = dir_untrusted(root, 1, root_ok, why, sizeof(why));
+	if (!bad)
+		bad = dir_untrusted(v1, 0, root_ok, why, sizeof(why));
+	if (!bad && ((fd = open_dir(v1)) < 0 || fstat(fd, &st))) {
+		rc = jitk__error(JITK_EIO, "%s: %s", v1, strerror(errno));
+		goto done;
+	}
+	if (!bad)
+		bad = st_untrusted(&st, v1, root_ok, why, sizeof(why));
+	if (bad) {
+		rc = jitk__error(JITK_EIO, "refusing to use the cache at %s: %s", root, bad);
+		goto done;
+	}
+	*v1fd = fd;
+	*v1path = v1;
+	return 0;
+done:
+	close_fd(fd);
+	free(v1);
+	return rc;
+}
+
+/* it is in a directory holding kind (entries, temporary or lock files). */
+static void classify(cache_item *it, int kind)
+{
+	int named = kind == ITEM_ENTRY  ? is_entry_name(it->name, it->dir)
+		    : kind == ITEM_TEMP ? is_temp_name(it->name)
+					: is_lock_name(it->name);
+
+	it->kind = kind;
+	it->why = NULL;
+	if (!named) {
+		it->kind = ITEM_FOREIGN;
+		it->why = "not a cache file";
+	} else if (S_ISDIR(it->st.st_mode)) {
+		it->kind = is_debris(it->dfd, it->name) ? ITEM_BAD : ITEM_FOREIGN;
+		it->why = it->kind == ITEM_BAD ? "is a directory" : "a directory holding other files";
+	} else if (!S_ISREG(it->st.st_mode)) {
+		it->kind = ITEM_BAD;
+		it->why = S_ISLNK(it->st.st_mode) ? "is a symbolic link" : "not a regular file";
+	}
+}
+
+static int walk_dir(int dfd, const char *dname, const char *dpath, int kind, int root_ok,
+		    item_fn fn, void *ctx);
+
+/* A name in v1: tmp/, locks/ and the shards are walked when they are real
+ * directories that pass the trust checks; a symbolic link at one of those
+ * names is bad (never followed); everything else is foreign. */
+static int walk_v1_item(cache_item *it, int root_ok, item_fn fn, void *ctx)
+{
+	const char *n = it->name;
+	int kind = !strcmp(n, "tmp")			 ? ITEM_TEMP
+		   : !strcmp(n, "locks")		 ? ITEM_LOCK
+		   : strlen(n) == 2 && is_hex(n, 2) ? ITEM_ENTRY
+						   : -1;
+	char why[512];
+	struct stat st;
+	int fd, rc;
+
+	it->kind = ITEM_FOREIGN;
+	it->why = "not a cache file";
+	if (kind >= 0 && S_ISLNK(it->st.st_mode)) {
+		it->kind = ITEM_BAD;
+		it->why = "is a symbolic link (not followed)";
+	} else if (kind >= 0 && !S_ISDIR(it->st.st_mode)) {
+		it->why = "not a directory";
+	}
+	if (kind < 0 || !S_ISDIR(it->st.st_mode))
+		return fn(ctx, it);
+	fd = open_subdir(it->dfd, n);
+	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
-	while (!rc && (d = readdir(top))) {
-		char *sub;
-		DIR *dd;
-		struct dirent *e;
+	if (fstat(fd, &st) || (it->why = st_untrusted(&st, it->path, root_ok, why, sizeof(why)))) {
+		if (!it->why)
+			it->why = "cannot be examined";
+		close(fd);
+		return fn(ctx, it); /* foreign: not walked */
+	}
+	rc = walk_dir(fd, n, it->path, kind, root_ok, fn, ctx);
+	close(fd);
+	return rc;
+}
 
-		if (d->d_name[0] == '.')
+/* Call fn for everything in the directory dfd (path dpath) of kind, or
+ * walk v1 (kind < 0). Nothing is followed: every name is lstat'ed. */
+static int walk_dir(int dfd, const char *dname, const char *dpath, int kind, int root_ok,
+		    item_fn fn, void *ctx)
+{
+	int fd = dup(dfd), rc = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		close_fd(fd);
+		return -1;
+	}
+	while (!rc && (e = readdir(d))) {
+		cache_item it;
+		char *path;
+
+		if (is_dot(e->d_name))
 			continue;
-		sub = jitk__asprintf("%s/%s", root, d->d_name);
-		if (!sub) {
+		memset(&it, 0, sizeof(it));
+		it.dfd = dfd;
+		it.dir = dname;
+		it.name = e->d_name;
+		if (fstatat(dfd, e->d_name, &it.st, AT_SYMLINK_NOFOLLOW))
+			continue; /* removed meanwhile */
+		if (!(path = jitk__asprintf("%s/%s", dpath, e->d_name))) {
+			errno = ENOMEM;
 			rc = -1;
 			break;
 		}
-		dd = opendir(sub);
-		while (dd && !rc && (e = readdir(dd))) {
-			char *path;
-
-			if (e->d_name[0] == '.' && (!e->d_name[1] ||
-						    (e->d_name[1] == '.' && !e->d_name[2])))
-				continue;
-			path = jitk__asprintf("%s/%s", sub, e->d_name);
-			rc = path ? fn(ctx, path, d->d_name, e->d_name) : -1;
-			free(path);
+		it.path = path;
+		if (kind < 0) {
+			rc = walk_v1_item(&it, root_ok, fn, ctx);
+		} else {
+			classify(&it, kind);
+			rc = fn(ctx, &it);
 		}
-		if (dd)
-			closedir(dd);
-		free(sub);
+		free(path);
 	}
-	closedir(top);
+	closedir(d);
 	return rc;
+}
+
+/* Walk the cache at root; op names it in the error. */
+static int walk(const char *root, int root_ok, const char *op, item_fn fn, void *ctx)
+{
+	char *v1;
+	int fd, rc = admin_open(root, root_ok, &fd, &v1), err;
+
+	if (rc)
+		return rc;
+	rc = walk_dir(fd, NULL, v1, -1, root_ok, fn, ctx);
+	err = errno;
+	close(fd);
+	free(v1);
+	return rc ? jitk__error(err == ENOMEM ? JITK_ENOMEM : JITK_EIO, "%s: cannot %s: %s", root,
+				op, strerror(err))
+		  : 0;
+}
+
+/* Remove it: 1 removed, 0 gone meanwhile, -1 could not. */
+static int remove_item(const cache_item *it)
+{
+	if (S_ISDIR(it->st.st_mode) ? !remove_debris(it->dfd, it->name)
+				    : !unlinkat(it->dfd, it->name, 0))
+		return 1;
+	return errno == ENOENT ? 0 : -1;
+}
+
+/* Check an entry's contents as a lookup does (root's entries are fine,
+ * as in a layer) and that its key is its name: 0 good, 1 bad (*problem),
+ * -1 removed meanwhile. */
+static int entry_check(const cache_item *it, const char **problem, struct stat *seen)
+{
+	jitk_cache_entry e;
+	char hex[HEXLEN + 1];
+
+	if (entry_read_in(&e, it->dfd, it->name, 1, problem, seen))
+		return *problem ? 1 : -1;
+	jitk__hex(hex, e.key, JITK_HASH_SIZE);
+	if (strncmp(hex, it->name, HEXLEN))
+		*problem = "key does not match the file name";
+	jitk__cache_entry_free(&e);
+	return *problem ? 1 : 0;
 }
 
 typedef struct {
 	jitk_cache_summary *s;
 	int verify;
-	void (*report)(void *, const char *, const char *);
+	void (*report)(void *, const char *, const char *, int);
 	void *ctx;
 } scan_ctx;
 
-static int scan_one(void *p, const char *path, const char *dir, const char *name)
+static int scan_one(void *p, const cache_item *it)
 {
 	scan_ctx *sc = p;
-	size_t n = strlen(name);
-	struct stat st;
+	const char *problem = it->why;
+	struct stat seen;
 
-	if (!strcmp(dir, "tmp")) {
+	switch (it->kind) {
+	case ITEM_TEMP:
 		sc->s->temp_files++;
 		return 0;
-	}
-	if (n > 5 && !strcmp(name + n - 5, ".lock")) {
+	case ITEM_LOCK:
 		sc->s->lock_files++;
 		return 0;
-	}
-	if (lstat(path, &st))
+	case ITEM_FOREIGN:
+		sc->s->foreign++;
+		if (sc->verify && sc->report)
+			sc->report(sc->ctx, it->path, it->why, 1);
 		return 0;
-	sc->s->entries++;
-	sc->s->bytes += (uint64_t)st.st_size;
-	if (sc->verify) {
-		jitk_cache_entry e;
-		const char *problem = NULL;
-		char hex[2 * JITK_HASH_SIZE + 1];
-
-		if (n != 2 * JITK_HASH_SIZE + 5 || strcmp(name + n - 5, ".jitk") ||
-		    !is_hex_name(name, 2 * JITK_HASH_SIZE)) {
-			problem = "unexpected file name";
-		} else if (!jitk__entry_read(&e, path, 1, &problem)) {
-			jitk__hex(hex, e.key, JITK_HASH_SIZE);
-			if (strncmp(hex, name, 2 * JITK_HASH_SIZE))
-				problem = "key does not match the file name";
-			jitk__cache_entry_free(&e);
-		} else if (!problem) {
-			problem = "vanished while reading";
+	case ITEM_ENTRY:
+		if (sc->verify && entry_check(it, &problem, &seen) < 0)
+			return 0;
+		if (!problem) {
+			sc->s->entries++;
+			sc->s->bytes += (uint64_t)it->st.st_size;
+			return 0;
 		}
-		if (problem) {
-			sc->s->bad++;
-			if (sc->report)
-				sc->report(sc->ctx, path, problem);
-		}
+		break;
 	}
+	sc->s->bad++;
+	if (sc->verify && sc->report)
+		sc->report(sc->ctx, it->path, problem, 0);
 	return 0;
 }
 
 int jitk__cache_scan(jitk_cache_summary *out, const char *root, int verify,
 		     void (*report)(void *ctx, const char *path,
-				    const char *problem),
+				    const char *problem, int foreign),
 		     void *ctx)
 {
 	scan_ctx sc = { out, verify, report, ctx };
-	char *v1 = jitk__asprintf("%s/%s", root, JITK_CACHE_SUBDIR);
-	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!v1)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	rc = walk(v1, scan_one, &sc);
-	free(v1);
-	return rc ? jitk__error(JITK_EIO, "%s: cannot read: %s", root, strerror(errno)) : 0;
+	return walk(root, 1, "read", scan_one, &sc);
 }
 
-static int clear_one(void *p, const char *path, const char *dir, const char *name)
+static int clear_one(void *p, const cache_item *it)
 {
-	uint64_t *removed = p;
-	size_t n = strlen(name);
+	jitk_clear_result *r = p;
+	int k;
 
-	(void)dir;
-	/* Lock files stay: a process may hold one right now. */
-	if (n > 5 && !strcmp(name + n - 5, ".lock"))
+	if (it->kind == ITEM_LOCK)
+		return 0; /* a process may hold one right now */
+	if (it->kind == ITEM_FOREIGN) {
+		r->foreign++;
 		return 0;
-	if (!unlink(path))
-		++*removed;
+	}
+	k = remove_item(it);
+	r->removed += k > 0;
+	r->failed += k < 0;
 	return 0;
 }
 
-int jitk__cache_clear(uint64_t *removed, const char *root)
+int jitk__cache_clear(jitk_clear_result *out, const char *root)
 {
-	char *v1 = jitk__asprintf("%s/%s", root, JITK_CACHE_SUBDIR);
-	int rc;
-
-	*removed = 0;
-	if (!v1)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	rc = walk(v1, clear_one, removed);
-	free(v1);
-	return rc ? jitk__error(JITK_EIO, "%s: cannot clear: %s", root, strerror(errno)) : 0;
+	memset(out, 0, sizeof(*out));
+	return walk(root, 0, "clear", clear_one, out);
 }
 
 /* --------------------------------------------------------------- prune */
 
 typedef struct {
-	char *path;
+	char dir[3];
+	char name[ENTRY_NAME_MAX];
 	uint64_t size;
 	struct timespec mtime;
 } prune_item;
@@ -873,48 +1407,63 @@ typedef struct {
 	size_t n, cap;
 	time_t now;
 	unsigned temp_age;
-	int failed;
+	int verify;
 } prune_ctx;
 
-static int prune_one(void *p, const char *path, const char *dir, const char *name)
+/* Remove a bad entry - but only the file that was examined: a writer may
+ * have renamed a good entry over the name since. */
+static int prune_bad(prune_ctx *pc, const cache_item *it, const struct stat *seen)
+{
+	struct stat now;
+	int k = 0;
+
+	if (!fstatat(it->dfd, it->name, &now, AT_SYMLINK_NOFOLLOW) && now.st_dev == seen->st_dev &&
+	    now.st_ino == seen->st_ino)
+		k = remove_item(it);
+	pc->r->bad += k > 0;
+	pc->r->failed += k < 0;
+	return 0;
+}
+
+static int prune_one(void *p, const cache_item *it)
 {
 	prune_ctx *pc = p;
-	size_t n = strlen(name);
-	struct stat st;
+	const char *problem = NULL;
+	struct stat seen = it->st;
+	int k;
 
-	if (lstat(path, &st))
+	switch (it->kind) {
+	case ITEM_LOCK:
 		return 0;
-	if (!strcmp(dir, "tmp")) {
-		if (st.st_mtime + (time_t)pc->temp_age < pc->now && !unlink(path))
+	case ITEM_FOREIGN:
+		pc->r->foreign++;
+		return 0;
+	case ITEM_TEMP:
+		if (it->st.st_mtime + (time_t)pc->temp_age < pc->now && remove_item(it) > 0)
 			pc->r->temp++;
 		return 0;
-	}
-	if (n > 5 && !strcmp(name + n - 5, ".lock"))
-		return 0;
-	if (n != 2 * JITK_HASH_SIZE + 5 || strcmp(name + n - 5, ".jitk") ||
-	    !S_ISREG(st.st_mode)) {
-		if (!unlink(path))
-			pc->r->bad++;
-		return 0;
+	case ITEM_ENTRY:
+		if (pc->verify && (k = entry_check(it, &problem, &seen)))
+			return k < 0 ? 0 : prune_bad(pc, it, &seen);
+		break;
+	default:
+		return prune_bad(pc, it, &seen);
 	}
 	if (pc->n == pc->cap) {
 		size_t cap = pc->cap ? 2 * pc->cap : 64;
-		prune_item *it = realloc(pc->items, cap * sizeof(*it));
+		prune_item *items = realloc(pc->items, cap * sizeof(*items));
 
-		if (!it) {
-			pc->failed = 1;
+		if (!items) {
+			errno = ENOMEM;
 			return -1;
 		}
-		pc->items = it;
+		pc->items = items;
 		pc->cap = cap;
 	}
-	pc->items[pc->n].path = jitk__strdup(path);
-	if (!pc->items[pc->n].path) {
-		pc->failed = 1;
-		return -1;
-	}
-	pc->items[pc->n].size = (uint64_t)st.st_size;
-	pc->items[pc->n].mtime = st.st_mtim;
+	snprintf(pc->items[pc->n].dir, sizeof(pc->items[pc->n].dir), "%s", it->dir);
+	snprintf(pc->items[pc->n].name, sizeof(pc->items[pc->n].name), "%s", it->name);
+	pc->items[pc->n].size = (uint64_t)it->st.st_size;
+	pc->items[pc->n].mtime = it->st.st_mtim;
 	pc->n++;
 	return 0;
 }
@@ -927,46 +1476,50 @@ static int older_first(const void *a, const void *b)
 		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
 	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
 		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
-	return strcmp(x->path, y->path);
+	return strcmp(x->name, y->name);
 }
 
 int jitk__cache_prune(jitk_prune_result *out, const char *root,
-		      uint64_t max_bytes, unsigned temp_age_s)
+		      uint64_t max_bytes, unsigned temp_age_s, unsigned flags)
 {
 	prune_ctx pc;
-	char *v1 = jitk__asprintf("%s/%s", root, JITK_CACHE_SUBDIR);
 	uint64_t total = 0;
 	size_t i;
-	int rc;
+	char *v1;
+	int rc, fd, err;
 
 	memset(out, 0, sizeof(*out));
 	memset(&pc, 0, sizeof(pc));
 	pc.r = out;
 	pc.now = time(NULL);
 	pc.temp_age = temp_age_s;
-	if (!v1)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	rc = walk(v1, prune_one, &pc);
+	pc.verify = !!(flags & JITK_PRUNE_VERIFY);
+	if ((rc = admin_open(root, 0, &fd, &v1)))
+		return rc;
+	rc = walk_dir(fd, NULL, v1, -1, 0, prune_one, &pc);
+	err = errno;
 	free(v1);
-	if (rc || pc.failed) {
-		for (i = 0; i < pc.n; i++)
-			free(pc.items[i].path);
+	if (rc) {
+		close(fd);
 		free(pc.items);
-		return jitk__error(pc.failed ? JITK_ENOMEM : JITK_EIO, "%s: cannot prune: %s",
-				   root, pc.failed ? "out of memory" : strerror(errno));
+		return jitk__error(err == ENOMEM ? JITK_ENOMEM : JITK_EIO, "%s: cannot prune: %s",
+				   root, strerror(err));
 	}
 	for (i = 0; i < pc.n; i++)
 		total += pc.items[i].size;
 	if (pc.n)
 		qsort(pc.items, pc.n, sizeof(*pc.items), older_first);
-	for (i = 0; i < pc.n; i++) {
-		if (max_bytes && total > max_bytes && !unlink(pc.items[i].path)) {
+	for (i = 0; i < pc.n && max_bytes && total > max_bytes; i++) {
+		int dfd = open_subdir(fd, pc.items[i].dir);
+
+		if (dfd >= 0 && !unlinkat(dfd, pc.items[i].name, 0)) {
 			total -= pc.items[i].size;
 			out->evicted++;
 			out->evicted_bytes += pc.items[i].size;
 		}
-		free(pc.items[i].path);
+		close_fd(dfd);
 	}
+	close(fd);
 	free(pc.items);
 	out->bytes_left = total;
 	return 0;

@@ -8,8 +8,8 @@
 
 #include "base/internal.h"
 
-#define JITK_CACHE_FORMAT 1
-#define JITK_CACHE_SUBDIR "v1"
+#define JITK_CACHE_FORMAT 2 /* entry bytes; 2: the checksum covers the whole header */
+#define JITK_CACHE_SUBDIR "v1" /* the directory layout (unchanged by format 2) */
 #define JITK_ENTRY_HEADER 128
 #define JITK_ENTRY_MAX_IMAGE (256u << 20) /* 256 MiB */
 #define JITK_ENTRY_MAX_NAMES (64u << 10)
@@ -28,8 +28,11 @@ typedef struct jitk_cache jitk_cache;
 
 /* dir: the writable cache (NULL or "" = none); layers: colon-separated
  * read-only caches. A writable directory that cannot be created or is not
- * trusted (owned by someone else, world-writable without the sticky bit)
- * is dropped with one warning: the cache never fails its caller. */
+ * trusted (owned by someone else, world-writable without the sticky bit,
+ * v1/, v1/tmp or v1/locks a symbolic link) is dropped with one warning: the
+ * cache never fails its caller. A layer that does not exist or is not a
+ * directory is dropped with one warning too, and a bad
+ * $JITK_CACHE_MAX_BYTES is warned about once and means no bound. */
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		     const jitk_logger *log);
 void jitk__cache_close(jitk_cache *c);
@@ -44,8 +47,10 @@ int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
 /* Publish atomically (temporary file, fsync, rename, fsync of the
  * directory). Failure is logged and returned, never fatal. */
 int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e);
-/* Take the per-key lock (flock; dies with its holder). *fd is -1 when
- * there is no writable cache or the lock could not be had in time. */
+/* Take the per-key lock (flock; dies with its holder, who writes its pid
+ * into the lock file). A wait longer than a second is logged once, naming
+ * the holder's pid. *fd is -1 when there is no writable cache or the lock
+ * could not be had in time. */
 void jitk__cache_lock(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE], int *fd);
 void jitk__cache_unlock(int fd);
 /* Remove key's entry from the writable cache (after the driver rejected
@@ -67,45 +72,72 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
  * file, owner, mode, single link, sizes, checksum). */
 int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
 		     const char **problem);
-/* The same, also giving the device and inode of the file that was read. */
-int jitk__entry_read_at(jitk_cache_entry *out, const char *path, int allow_root,
-			const char **problem, uint64_t *dev, uint64_t *ino);
+/* The largest size $JITK_CACHE_MAX_BYTES allowed (0: no bound). */
+uint64_t jitk__cache_max_bytes(const jitk_cache *c);
 
-/* Administration (jitk cache ...). report gets each bad entry. */
+/* Administration (jitk cache ...) of the cache at root (the directory
+ * holding v1/). Each refuses, with one message, a root that does not exist
+ * (JITK_ENOENT, "no cache at ROOT") or whose directories fail the trust
+ * checks of lookups (JITK_EIO): scan accepts root-owned directories as
+ * read-only layers do; clear and prune want this user's. The walk never
+ * follows a symbolic link and only touches names of jitk's schemes in the
+ * directories jitk creates:
+ *   v1/<2 hex>/<64 hex>.jitk  (the 2 hex digits are the name's first two)
+ *   v1/tmp/<64 hex>.<pid>.<n> and v1/locks/<64 hex>.lock.
+ * Anything else is foreign: counted, never removed. A non-regular file
+ * (symbolic link, FIFO, device), or a directory that is empty or holds
+ * only jitk-named files, at one of those names is a bad entry. */
 typedef struct {
-	uint64_t entries, bytes, bad, temp_files, lock_files;
+	uint64_t entries, bytes, bad, temp_files, lock_files, foreign;
 } jitk_cache_summary;
+/* report gets each bad entry (foreign == 0) and, when verifying, each
+ * foreign file (foreign == 1). verify: read and check every entry as a
+ * lookup does. */
 int jitk__cache_scan(jitk_cache_summary *out, const char *root, int verify,
 		     void (*report)(void *ctx, const char *path,
-				    const char *problem),
+				    const char *problem, int foreign),
 		     void *ctx);
-int jitk__cache_clear(uint64_t *removed, const char *root);
 
-/* Remove entries that fail verification, temporary files older than
- * temp_age_s seconds and, when max_bytes > 0, the least recently used
- * entries until the rest fit. Recency is the entry's mtime, which jitk
- * sets on every hit (never atime). An entry being read stays readable:
- * unlinking does not disturb an open file. */
+/* Remove every entry, temporary file and bad entry; lock files stay (a
+ * process may hold one). failed: what could not be removed. */
 typedef struct {
-	uint64_t bad, temp, evicted, evicted_bytes, bytes_left;
-} jitk_prune_result;
-int jitk__cache_prune(jitk_prune_result *out, const char *root,
-		      uint64_t max_bytes, unsigned temp_age_s);
+	uint64_t removed, foreign, failed;
+} jitk_clear_result;
+int jitk__cache_clear(jitk_clear_result *out, const char *root);
 
-/* Test hooks (never set by the library): a delay between the two halves
- * of an entry's write, to widen the window that crash tests aim at, and a
- * step of jitk__cache_put to fail with errno ("create", "write", "fsync",
- * "rename"), to simulate a full disk or an I/O error. */
+/* Remove bad entries (with JITK_PRUNE_VERIFY also those whose contents
+ * fail verification: exactly what scan with verify reports), temporary
+ * files older than temp_age_s seconds and, when max_bytes > 0, the least
+ * recently used entries until the rest fit. Recency is the entry's mtime,
+ * which jitk sets on every hit (never atime). An entry being read stays
+ * readable: unlinking does not disturb an open file. */
+typedef struct {
+	uint64_t bad, temp, evicted, evicted_bytes, bytes_left, foreign, failed;
+} jitk_prune_result;
+#define JITK_PRUNE_VERIFY 1u
+int jitk__cache_prune(jitk_prune_result *out, const char *root,
+		      uint64_t max_bytes, unsigned temp_age_s, unsigned flags);
+
+#ifdef JITK_TEST_HOOKS
+/* Test hooks, compiled only into the test build (tests/tests.ninja builds
+ * cache.c again with -DJITK_TEST_HOOKS; the shipped libraries have none):
+ * a delay between the two halves of an entry's write, to widen the window
+ * that crash tests aim at; a step of jitk__cache_put to fail with errno
+ * ("create", "write", "fsync", "rename"), to simulate a full disk or an
+ * I/O error; and the uid the trust checks compare owners with (-1: the
+ * effective uid), for tests that pretend to be someone else. */
 extern unsigned jitk__test_write_delay_us;
 extern const char *jitk__test_fail_step;
 extern int jitk__test_fail_errno;
+extern long jitk__test_assume_uid;
+#endif
 
 /* Temporary files older than this are orphans of killed writers; opening
  * a writable cache removes them. */
 #define JITK_TEMP_MAX_AGE_S 3600
 
-/* The user id the trust checks compare owners with: geteuid(), or
- * $JITK_TEST_ASSUME_UID for tests that pretend to be someone else. */
+/* The user id the trust checks compare owners with: geteuid() (in the
+ * test build, jitk__test_assume_uid when it is set). */
 unsigned jitk__trusted_uid(void);
 
 #endif

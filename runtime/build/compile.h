@@ -23,6 +23,9 @@ typedef struct {
 } jitk_compiled;
 
 int jitk__nvrtc_version(int *major, int *minor);
+/* The SM numbers NVRTC can compile for (nvrtcGetSupportedArchs); *out is
+ * the caller's to free. */
+int jitk__nvrtc_archs(int **out, size_t *n);
 /* JITK_ECOMPILE with out->log set when the source does not compile. */
 int jitk__nvrtc_compile(jitk_compiled *out, const char *source,
 			const char *source_name, const char *const *options,
@@ -41,6 +44,8 @@ struct jitk_compiler {
 	int force_compile;
 	char *dump_dir;
 	int nvrtc_major, nvrtc_minor;
+	int *archs; /* the SM numbers this NVRTC compiles for, ascending */
+	size_t narchs;
 	/* counters of this compiler (all symbols) */
 	atomic_ullong compiles;
 	atomic_ullong compile_us;
@@ -64,8 +69,11 @@ int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_op
 #define JITK_BUILD_PTXAS_INFO 2u /* add --ptxas-options=-v; never cached */
 
 /* Get the image of instance inst for arch: cache layers, else NVRTC (under
- * the per-key lock), then publish. JITK_EARCH (reason in the message) when
- * a gate or constraint forbids it; JITK_ECOMPILE (log in the detail);
+ * the per-key lock), then publish. Only an image that is code for the
+ * target (jitk__image_problem) is published or returned: a cache hit that
+ * is not is a reject (logged, evicted, compiled again). JITK_EARCH (reason
+ * in the message) when a gate or constraint forbids it; JITK_EINVAL when
+ * NVRTC has no such target; JITK_ECOMPILE (log in the detail);
  * JITK_ENOCOMPILE. */
 int jitk__build(jitk_build *out, jitk_compiler *c, size_t inst, jitk_arch arch,
 		unsigned flags);
@@ -75,6 +83,10 @@ void jitk__build_free(jitk_build *b);
  * build would make them (for jitk source and the tests). */
 int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
 		  jitk_compiler *c, size_t inst, jitk_arch arch);
+
+/* JITK_EINVAL naming a and listing the targets this NVRTC supports when
+ * it cannot compile for a (sm_99, sm_89a, sm_90f...). */
+int jitk__check_target(const jitk_compiler *c, jitk_arch a);
 
 /* The cache key of a translation unit. */
 int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,

@@ -2,6 +2,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr */
 #endif
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -165,7 +166,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	if (o.dump_dir || jitk__env("JITK_DUMP_DIR"))
 		c->dump_dir = jitk__strdup(o.dump_dir ? o.dump_dir : jitk__env("JITK_DUMP_DIR"));
 
-	if ((rc = jitk__nvrtc_version(&c->nvrtc_major, &c->nvrtc_minor)))
+	if ((rc = jitk__nvrtc_version(&c->nvrtc_major, &c->nvrtc_minor)) ||
+	    (rc = jitk__nvrtc_archs(&c->archs, &c->narchs)))
 		goto fail;
 	specs = o.specs ? jitk__strdup(o.specs)
 			: jitk__env("JITK_SPECS") ? jitk__strdup(jitk__env("JITK_SPECS"))
@@ -240,6 +242,7 @@ void jitk_compiler_free(jitk_compiler *c)
 	jitk__spec_set_free(c->specs);
 	jitk__cache_close(c->cache);
 	free(c->dump_dir);
+	free(c->archs);
 	free(c);
 }
 
@@ -279,6 +282,54 @@ int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,
 	return 0;
 }
 
+static int nvrtc_knows(const jitk_compiler *c, int cc)
+{
+	size_t i;
+
+	for (i = 0; i < c->narchs; i++)
+		if (c->archs[i] == cc)
+			return 1;
+	return 0;
+}
+
+int jitk__check_target(const jitk_compiler *c, jitk_arch a)
+{
+	static const char suffixes[] = { 'a', 'f' };
+	char name[JITK_ARCH_STRLEN];
+	jbuf b;
+	size_t i, k;
+	int rc;
+
+	if (nvrtc_knows(c, a.cc) && jitk__arch_suffix_ok(a))
+		return 0;
+	jitk__arch_format(name, a);
+	jitk__jbuf_init(&b);
+	for (i = 0; i < c->narchs; i++)
+		jitk__jbuf_printf(&b, "%s%d", i ? " " : "", c->archs[i]);
+	for (k = 0; k < sizeof(suffixes); k++) {
+		int any = 0;
+
+		for (i = 0; i < c->narchs; i++) {
+			jitk_arch s = { c->archs[i], 's', suffixes[k] };
+
+			if (jitk__arch_suffix_ok(s))
+				jitk__jbuf_printf(&b, "%s%d", any++ ? " " : (k ? "; with 'f': " : "; with 'a': "),
+						  c->archs[i]);
+		}
+	}
+	if (nvrtc_knows(c, a.cc))
+		rc = jitk__error(JITK_EINVAL, "%s is not a target NVRTC %d.%d can compile for: "
+				 "%s_%d has no '%c' variant (sm_NN and compute_NN for NN in %s)",
+				 name, c->nvrtc_major, c->nvrtc_minor, a.kind == 'c' ? "compute" : "sm",
+				 a.cc, a.suffix, b.data ? b.data : "?");
+	else
+		rc = jitk__error(JITK_EINVAL, "%s is not a target NVRTC %d.%d can compile for "
+				 "(sm_NN and compute_NN for NN in %s)", name, c->nvrtc_major,
+				 c->nvrtc_minor, b.data ? b.data : "?");
+	jitk__jbuf_free(&b);
+	return rc;
+}
+
 static int not_available(const jitk_variant *v)
 {
 	char arch[JITK_ARCH_STRLEN];
@@ -297,10 +348,15 @@ int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
 	memset(tu, 0, sizeof(*tu));
 	if (inst >= c->specs->ninsts)
 		return jitk__error(JITK_ENOENT, "no symbol #%zu", inst);
+	if ((rc = jitk__check_target(c, arch)))
+		return rc;
 	if ((rc = jitk__specialize(v, c->specs, inst, arch)))
 		return rc;
 	if (!v->available)
 		return not_available(v);
+	/* The tuning may have asked for an arch-specific target. */
+	if ((rc = jitk__check_target(c, v->target)))
+		return rc;
 	if ((rc = jitk__tu_make(tu, v, c->templates[family_index(c, c->specs->insts[inst].sym->fam)])))
 		return rc;
 	jitk__arch_format(target, v->target);
@@ -356,34 +412,85 @@ static void first_error(char *out, size_t n, const char *log)
 	snprintf(out, n, "%.*s", (int)(eol ? eol - start : (long)strlen(start)), start);
 }
 
+#define WARNINGS_SHOWN 8
+
+/* "x.cuh(12): warning #177-D: ...", "nvrtc: warning: ...", "ptxas warning :
+ * ..."; not the excerpts (indented) nor the "Remark: The warnings can be
+ * suppressed..." line. */
+static int is_warning_line(const char *p, size_t len)
+{
+	return len && !isspace((unsigned char)*p) &&
+	       (memmem(p, len, ": warning", 9) || memmem(p, len, "ptxas warning", 13) ||
+		(len >= 7 && !strncmp(p, "warning", 7)));
+}
+
+/* NVRTC warnings of a compile that succeeded: each warning line at warn
+ * level (the first WARNINGS_SHOWN, then a count), the whole log at debug. */
+static void log_compile_log(const jitk_compiler *c, const char *what, const char *log)
+{
+	const char *p = log;
+	size_t warnings = 0;
+
+	while (p && *p) {
+		const char *eol = strchr(p, '\n');
+		int len = (int)(eol ? eol - p : (long)strlen(p));
+
+		if (is_warning_line(p, (size_t)len) && ++warnings <= WARNINGS_SHOWN)
+			jitk__log(&c->log, JITK_LOG_WARN, "%s: %.*s", what, len, p);
+		if (len)
+			jitk__log(&c->log, JITK_LOG_DEBUG, "%s: nvrtc: %.*s", what, len, p);
+		p = eol ? eol + 1 : NULL;
+	}
+	if (warnings > WARNINGS_SHOWN)
+		jitk__log(&c->log, JITK_LOG_WARN, "%s: %zu more NVRTC warnings (JITK_LOG=debug shows the log)",
+			  what, warnings - WARNINGS_SHOWN);
+}
+
 static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 		       unsigned flags)
 {
-	const char *opts[40];
+	const char **opts = calloc(tu->noptions + 1, sizeof(*opts));
 	const char *exprs[1] = { tu->name_expr };
+	const char *name = c->specs->insts[b->variant.inst].name, *why;
 	jitk_compiled out;
-	char arch[JITK_ARCH_STRLEN], params[256], first[400];
+	char arch[JITK_ARCH_STRLEN], params[256], first[400], *what;
 	size_t n = 0, i;
 	int rc;
 
-	for (i = 0; i < tu->noptions && n < 38; i++)
+	if (!opts)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < tu->noptions; i++)
 		opts[n++] = tu->options[i];
 	if (flags & JITK_BUILD_PTXAS_INFO)
 		opts[n++] = "--ptxas-options=-v";
 	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", opts, n, exprs, 1,
 				 b->variant.target.kind == 'c');
+	free(opts);
 	jitk__arch_format(arch, b->variant.target);
+	jitk__variant_params(&b->variant, params, sizeof(params));
 	if (rc) {
 		first_error(first, sizeof(first), out.log);
 		if (rc == JITK_ECOMPILE)
 			rc = jitk__error_detail(JITK_ECOMPILE, out.log ? out.log : "",
-						"compiling %s (%s) for %s failed%s%s",
-						c->specs->insts[b->variant.inst].name,
-						jitk__variant_params(&b->variant, params, sizeof(params)),
+						"compiling %s (%s) for %s failed%s%s", name, params,
 						arch, *first ? ": " : "", first);
 		jitk__compiled_free(&out);
 		return rc;
 	}
+	/* Whatever the options did, only a cubin (or PTX) for this target with
+	 * the kernel in it is published or returned. */
+	if ((why = jitk__image_problem(out.image, out.size, out.is_ptx, b->variant.target,
+				       (const char *const *)out.lowered, out.nlowered))) {
+		rc = jitk__error_detail(JITK_ECOMPILE, out.log ? out.log : "",
+					"compiling %s (%s) for %s made no usable %s: %s", name, params,
+					arch, b->variant.target.kind == 'c' ? "PTX" : "cubin", why);
+		jitk__compiled_free(&out);
+		return rc;
+	}
+	what = jitk__asprintf("compiling %s (%s) for %s", name, params, arch);
+	if (what && out.log)
+		log_compile_log(c, what, out.log);
+	free(what);
 	atomic_fetch_add(&c->compiles, 1);
 	atomic_fetch_add(&c->compile_us, (unsigned long long)(out.ms * 1000.0));
 	b->compile_ms = out.ms;
@@ -399,8 +506,33 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	out.lowered = NULL;
 	out.nlowered = 0;
 	jitk__compiled_free(&out);
-	jitk__log(&c->log, JITK_LOG_INFO, "compiled %s for %s in %.1f ms",
-		  c->specs->insts[b->variant.inst].name, arch, b->compile_ms);
+	jitk__log(&c->log, JITK_LOG_INFO, "compiled %s for %s in %.1f ms", name, arch,
+		  b->compile_ms);
+	return 0;
+}
+
+/* A verified cache entry can still hold the wrong thing for this build (an
+ * empty image or LTO IR that an older jitk published for a spec with
+ * --dlink-time-opt, a cubin for another SM, a hand-made entry): that is a
+ * reject, not a hit. 1 when e may be used; else e is freed. */
+static int usable_hit(jitk_compiler *c, const jitk_build *b, jitk_cache_entry *e,
+		      int origin)
+{
+	char arch[JITK_ARCH_STRLEN];
+	const char *why = e->nnames != 1 ? "it does not hold exactly one kernel name"
+					 : jitk__image_problem(e->image, e->size, e->is_ptx,
+							       b->variant.target,
+							       (const char *const *)e->names,
+							       e->nnames);
+
+	if (!why)
+		return 1;
+	jitk__arch_format(arch, b->variant.target);
+	jitk__log(&c->log, JITK_LOG_WARN, "cache entry %.16s... for %s on %s rejected: %s; compiling it again",
+		  b->key_hex, c->specs->insts[b->variant.inst].name, arch, why);
+	if (origin == JITK_ORIGIN_CACHE)
+		jitk__cache_evict(c->cache, b->entry.key);
+	jitk__cache_entry_free(e);
 	return 0;
 }
 
@@ -409,7 +541,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 {
 	jitk_tu tu;
 	char target[JITK_ARCH_STRLEN];
-	int rc, lock = -1, origin = 0;
+	int rc, lock = -1, origin = 0, rejected = 0;
 	int use_cache = !(flags & JITK_BUILD_PTXAS_INFO);
 
 	memset(b, 0, sizeof(*b));
@@ -423,10 +555,13 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		jitk_cache_entry e;
 
 		if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
-			memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
-			b->entry = e;
-			b->origin = (jitk_origin)origin;
-			goto done;
+			if (usable_hit(c, b, &e, origin)) {
+				memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
+				b->entry = e;
+				b->origin = (jitk_origin)origin;
+				goto done;
+			}
+			rejected = 1;
 		}
 	}
 	if (c->no_compile && use_cache) {
@@ -438,10 +573,11 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	if (use_cache) {
 		jitk__cache_lock(c->cache, b->entry.key, &lock);
 		/* Someone may have published while we waited for the lock. */
-		if (lock >= 0 && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
+		if (lock >= 0 && !rejected && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
 			jitk_cache_entry e;
 
-			if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
+			if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin) &&
+			    usable_hit(c, b, &e, origin)) {
 				b->entry = e;
 				b->origin = (jitk_origin)origin;
 				goto done;
@@ -452,7 +588,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		goto done;
 	b->origin = JITK_ORIGIN_COMPILED;
 	/* A failure to publish is warned about; the image stays in memory. */
-	if (use_cache && (!jitk__cache_root(c->cache) || jitk__cache_put(c->cache, &b->entry)))
+	if (use_cache && jitk__cache_put(c->cache, &b->entry))
 		b->origin = JITK_ORIGIN_MEMORY;
 	jitk__error_clear();
 done:

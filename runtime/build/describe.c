@@ -65,12 +65,12 @@ int jitk_select(size_t **out, size_t *n, const jitk_compiler *c, const char *sel
 	return JITK_OK;
 }
 
-static int check_arch(jitk_arch *a, const char *arch)
+static int check_arch(const jitk_compiler *c, jitk_arch *a, const char *arch)
 {
 	if (jitk__arch_parse(a, arch))
 		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
 				   arch);
-	return 0;
+	return jitk__check_target(c, *a);
 }
 
 /* ------------------------------------------------------------- explain */
@@ -186,6 +186,8 @@ static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int 
 
 	if ((rc = jitk__specialize(&v, c->specs, inst, a)))
 		return rc;
+	if (v.available && (rc = jitk__check_target(c, v.target)))
+		return rc;
 	jitk__arch_format(archs, a);
 	if (!v.available) {
 		for (i = 0; i < in->nfallback; i++) {
@@ -235,7 +237,7 @@ int jitk_explain(char **out, jitk_compiler *c, const char *name, const char *arc
 	if (!out || !c || !name || !arch)
 		return jitk__error(JITK_EINVAL, "jitk_explain: NULL argument");
 	*out = NULL;
-	if ((rc = check_arch(&a, arch)) || (rc = jitk_select(&insts, &n, c, name)))
+	if ((rc = check_arch(c, &a, arch)) || (rc = jitk_select(&insts, &n, c, name)))
 		return rc;
 	jitk__jbuf_init(&b);
 	for (i = 0; i < n && !rc; i++) {
@@ -275,7 +277,7 @@ int jitk_source(char **out, char **out_options, jitk_compiler *c, const char *na
 	*out = NULL;
 	if (out_options)
 		*out_options = NULL;
-	if ((rc = check_arch(&a, arch)) || (rc = jitk__spec_find(c->specs, name, &inst)) ||
+	if ((rc = check_arch(c, &a, arch)) || (rc = jitk__spec_find(c->specs, name, &inst)) ||
 	    (rc = jitk__prepare(&tu, key, &v, c, inst, a)))
 		return rc;
 	jitk__jbuf_init(&o);

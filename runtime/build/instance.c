@@ -188,6 +188,24 @@ const char *jitk__variant_params(const jitk_variant *v, char *buf, size_t n)
 
 /* ------------------------------------------------------------ sources */
 
+/* Every file NVRTC reads must be in the cache key, so jitk inlines each
+ * "quoted" include into the translation unit and NVRTC is given nothing to
+ * look up: no -I, --no-source-include (quoted names are not searched next
+ * to the source, i.e. in the working directory) and no directive that names
+ * a file through another route. A small lexer (line splices, comments,
+ * string, character and raw string literals, digraphs) finds every
+ * directive, so `/ * c * / #include`, `#inc\<newline>lude` and `%:include`
+ * are seen too; what it refuses, with file:line:col:
+ *  - #include <...>: NVRTC would read it from the file system (an absolute
+ *    path) or fail (it has no search directories);
+ *  - #include MACRO (a computed include), #include_next, #import, #embed;
+ *  - __has_include / __has_include_next anywhere outside comments (they
+ *    probe the file system: the answer is not in the key);
+ *  - an absolute or unusual quoted include: written other than
+ *    `#include "name"` alone on one line (a comment after it is fine).
+ * Conditionals are not evaluated: a refused directive inside `#if 0` is
+ * refused too. */
+
 #define INLINE_MAX_FILES 64
 #define INLINE_MAX_DEPTH 16
 
@@ -196,122 +214,432 @@ typedef struct {
 	size_t n;
 } seen_set;
 
+/* A plain directive the inliner acts on, by physical line. */
+typedef struct {
+	int line;
+	int col;        /* of the file name's opening quote */
+	char *include;  /* the quoted name; NULL for #pragma once */
+} tdirective;
+
+typedef struct {
+	const char *path; /* for messages */
+	char *text; /* the file as read */
+	size_t len;
+	char *s; /* spliced (phase 2) text ... */
+	int *line, *col; /* ... and where each of its bytes came from */
+	size_t n;
+	tdirective *dirs;
+	size_t ndirs, capdirs;
+} tscan;
+
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
 	return s ? s + 1 : p;
 }
 
-/* `#include "name"` on this line? Then name and len locate the name. */
-static int quoted_include(const char *line, const char *end, const char **name,
-			  size_t *len)
+static void tscan_free(tscan *t)
 {
-	const char *p = line, *q;
+	size_t i;
 
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if (p == end || *p != '#')
+	for (i = 0; i < t->ndirs; i++)
+		free(t->dirs[i].include);
+	free(t->dirs);
+	free(t->s);
+	free(t->line);
+	free(t->col);
+}
+
+static int tscan_error(const tscan *t, size_t at, const char *fmt, ...) JITK_PRINTF(3, 4);
+
+static int tscan_error(const tscan *t, size_t at, const char *fmt, ...)
+{
+	va_list ap;
+	jbuf b;
+	int rc;
+
+	jitk__jbuf_init(&b);
+	va_start(ap, fmt);
+	jitk__jbuf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	rc = jitk__error(JITK_ESPEC, "%s:%d:%d: error: %s", t->path,
+			 at < t->n ? t->line[at] : t->n ? t->line[t->n - 1] : 1,
+			 at < t->n ? t->col[at] : 1, b.data ? b.data : "out of memory");
+	jitk__jbuf_free(&b);
+	return rc;
+}
+
+/* Phase 2: drop backslash-newline pairs, remembering each byte's origin. */
+static int splice(tscan *t)
+{
+	size_t i, k = 0;
+	int line = 1, col = 1;
+
+	t->s = malloc(t->len + 1);
+	t->line = malloc((t->len + 1) * sizeof(*t->line));
+	t->col = malloc((t->len + 1) * sizeof(*t->col));
+	if (!t->s || !t->line || !t->col)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < t->len; i++) {
+		if (t->text[i] == '\\' && (t->text[i + 1] == '\n' ||
+					   (t->text[i + 1] == '\r' && t->text[i + 2] == '\n'))) {
+			i += t->text[i + 1] == '\r' ? 2 : 1;
+			line++;
+			col = 1;
+			continue;
+		}
+		t->s[k] = t->text[i];
+		t->line[k] = line;
+		t->col[k++] = col;
+		if (t->text[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+	}
+	t->s[k] = '\0';
+	t->line[k] = line;
+	t->col[k] = col;
+	t->n = k;
+	return 0;
+}
+
+static int is_ident(int c)
+{
+	return isalnum(c) || c == '_';
+}
+
+/* Past whitespace (not newlines) and comments; i at a newline or token. */
+static size_t skip_blank(const tscan *t, size_t i)
+{
+	for (;;) {
+		while (i < t->n && (t->s[i] == ' ' || t->s[i] == '\t' || t->s[i] == '\r' ||
+				    t->s[i] == '\f' || t->s[i] == '\v'))
+			i++;
+		if (i + 1 < t->n && t->s[i] == '/' && t->s[i + 1] == '/') {
+			while (i < t->n && t->s[i] != '\n')
+				i++;
+		} else if (i + 1 < t->n && t->s[i] == '/' && t->s[i + 1] == '*') {
+			const char *e = strstr(t->s + i + 2, "*/");
+
+			i = e ? (size_t)(e - t->s) + 2 : t->n;
+		} else {
+			return i;
+		}
+	}
+}
+
+/* A string or character literal from its opening quote at i; the index
+ * past it (an unterminated one ends at the end of the line). */
+static size_t skip_quoted(const tscan *t, size_t i)
+{
+	char q = t->s[i++];
+
+	while (i < t->n && t->s[i] != q && t->s[i] != '\n')
+		i += t->s[i] == '\\' && i + 1 < t->n && t->s[i + 1] != '\n' ? 2 : 1;
+	return i < t->n && t->s[i] == q ? i + 1 : i;
+}
+
+/* A raw string R"d( ... )d" with i at its opening quote. */
+static size_t skip_raw(const tscan *t, size_t i)
+{
+	size_t d = i + 1, n;
+	char close[20];
+	const char *e;
+
+	while (d < t->n && d - i - 1 < 16 && t->s[d] != '(' && t->s[d] != ')' &&
+	       t->s[d] != '\\' && !isspace((unsigned char)t->s[d]) && t->s[d] != '"')
+		d++;
+	if (d >= t->n || t->s[d] != '(')
+		return skip_quoted(t, i); /* not a raw string after all */
+	n = d - i - 1;
+	close[0] = ')';
+	memcpy(close + 1, t->s + i + 1, n);
+	close[n + 1] = '"';
+	close[n + 2] = '\0';
+	e = strstr(t->s + d + 1, close);
+	return e ? (size_t)(e - t->s) + n + 2 : t->n;
+}
+
+static int add_directive(tscan *t, int line, int col, char *include)
+{
+	if (t->ndirs == t->capdirs) {
+		size_t cap = t->capdirs ? 2 * t->capdirs : 16;
+		tdirective *d = realloc(t->dirs, cap * sizeof(*d));
+
+		if (!d) {
+			free(include);
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		}
+		t->dirs = d;
+		t->capdirs = cap;
+	}
+	t->dirs[t->ndirs].line = line;
+	t->dirs[t->ndirs].col = col;
+	t->dirs[t->ndirs++].include = include;
+	return 0;
+}
+
+/* Whether the directive whose '#' is at hash and whose last byte is at last
+ * sits alone on one physical line, '#' first. */
+static int plain_line(const tscan *t, size_t hash, size_t last)
+{
+	const char *p, *start = t->s + hash - (t->col[hash] - 1);
+
+	if (t->s[hash] != '#' || t->line[last] != t->line[hash])
 		return 0;
-	p++;
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if ((size_t)(end - p) < 7 || strncmp(p, "include", 7))
-		return 0;
-	p += 7;
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if (p == end || *p != '"')
-		return 0;
-	q = memchr(p + 1, '"', (size_t)(end - p - 1));
-	if (!q)
-		return 0;
-	*name = p + 1;
-	*len = (size_t)(q - p - 1);
+	if (start > t->s && start[-1] != '\n')
+		return 0; /* the line continues another one */
+	for (p = start; p < t->s + hash; p++)
+		if (*p != ' ' && *p != '\t')
+			return 0;
 	return 1;
 }
 
-static int is_pragma_once(const char *line, const char *end)
+/* The include-like directive named name, whose '#' is at hash; i just past
+ * the name. Records a plain quoted include, refuses everything else. */
+static int scan_include(tscan *t, size_t hash, const char *name, size_t i, size_t *end)
 {
-	const char *p = line;
+	size_t op = skip_blank(t, i), close, rest, last;
+	char *inc;
 
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if (p == end || *p++ != '#')
-		return 0;
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if ((size_t)(end - p) < 6 || strncmp(p, "pragma", 6))
-		return 0;
-	p += 6;
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if ((size_t)(end - p) < 4 || strncmp(p, "once", 4))
-		return 0;
-	p += 4;
-	while (p < end && isspace((unsigned char)*p))
-		p++;
-	return p == end;
+	if (strcmp(name, "include"))
+		return tscan_error(t, hash, "#%s is not supported in a template (jitk inlines "
+				   "\"quoted\" #includes only)", name);
+	if (op < t->n && t->s[op] == '<') {
+		close = op + 1;
+		while (close < t->n && t->s[close] != '>' && t->s[close] != '\n')
+			close++;
+		return tscan_error(t, hash, "#include <%.*s>: angle-bracket includes are refused "
+				   "(NVRTC would read the file outside the cache key); include "
+				   "templates with \"quoted\" relative names, which jitk inlines",
+				   (int)(close - op - 1 > 200 ? 200 : close - op - 1), t->s + op + 1);
+	}
+	if (op >= t->n || t->s[op] != '"')
+		return tscan_error(t, hash, "#include of a macro or other computed name is refused "
+				   "(jitk can only inline #include \"name\")");
+	close = op + 1;
+	while (close < t->n && t->s[close] != '"' && t->s[close] != '\n')
+		close++;
+	if (close >= t->n || t->s[close] != '"')
+		return tscan_error(t, op, "unterminated file name in #include");
+	if (close == op + 1)
+		return tscan_error(t, op, "empty file name in #include");
+	if (t->s[op + 1] == '/')
+		return tscan_error(t, op, "#include \"%.*s\": absolute include paths are refused "
+				   "(name the file relative to the including one)",
+				   (int)(close - op - 1 > 200 ? 200 : close - op - 1), t->s + op + 1);
+	if (memchr(t->s + op + 1, '\0', close - op - 1))
+		return tscan_error(t, op, "NUL byte in an #include file name");
+	rest = skip_blank(t, close + 1);
+	if (rest < t->n && t->s[rest] != '\n')
+		return tscan_error(t, rest, "unexpected text after the #include file name");
+	/* The line is replaced whole: a comment after the name that runs
+	 * onto the next line would lose its start. */
+	last = rest < t->n ? rest : t->n - 1;
+	if (!plain_line(t, hash, last))
+		return tscan_error(t, hash, "write the include as #include \"%.*s\" alone on "
+				   "one line (jitk inlines only that form)",
+				   (int)(close - op - 1 > 200 ? 200 : close - op - 1), t->s + op + 1);
+	if (!(inc = jitk__strndup(t->s + op + 1, close - op - 1)))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	*end = rest;
+	return add_directive(t, t->line[hash], t->col[op], inc);
+}
+
+/* Lex the file: directives and the tokens that matter (see above). */
+static int scan_template(tscan *t)
+{
+	size_t i = 0;
+	int first = 1, rc;
+
+	if (memchr(t->text, '\0', t->len)) {
+		const char *z = memchr(t->text, '\0', t->len), *q;
+		int line = 1;
+
+		for (q = t->text; q < z; q++)
+			line += *q == '\n';
+		return jitk__error(JITK_ESPEC, "%s:%d: error: NUL byte in a template", t->path, line);
+	}
+	if ((rc = splice(t)))
+		return rc;
+	while (i < t->n) {
+		char c = t->s[i];
+		size_t start = i;
+
+		if (c == '\n') {
+			first = 1;
+			i++;
+			continue;
+		}
+		if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' ||
+		    (c == '/' && (t->s[i + 1] == '/' || t->s[i + 1] == '*'))) {
+			i = skip_blank(t, i);
+			continue;
+		}
+		if (c == '#' || (c == '%' && t->s[i + 1] == ':')) {
+			size_t name, e;
+			char dname[16];
+
+			i += c == '#' ? 1 : 2;
+			if (t->s[i] == '#' || (t->s[i] == '%' && t->s[i + 1] == ':')) {
+				i += t->s[i] == '#' ? 1 : 2; /* ## or %:%: */
+				first = 0;
+				continue;
+			}
+			if (!first)
+				continue;
+			first = 0;
+			name = skip_blank(t, i);
+			for (e = name; e < t->n && is_ident((unsigned char)t->s[e]); e++)
+				;
+			if (e == name || e - name >= sizeof(dname))
+				continue;
+			memcpy(dname, t->s + name, e - name);
+			dname[e - name] = '\0';
+			if (!strcmp(dname, "include") || !strcmp(dname, "include_next") ||
+			    !strcmp(dname, "import") || !strcmp(dname, "embed")) {
+				if ((rc = scan_include(t, start, dname, e, &i)))
+					return rc;
+				continue;
+			}
+			if (!strcmp(dname, "pragma")) {
+				size_t w = skip_blank(t, e), we = w, after;
+
+				while (we < t->n && is_ident((unsigned char)t->s[we]))
+					we++;
+				after = skip_blank(t, we);
+				if (we - w == 4 && !strncmp(t->s + w, "once", 4) &&
+				    (after >= t->n || t->s[after] == '\n') &&
+				    plain_line(t, start, after < t->n ? after : t->n - 1) &&
+				    (rc = add_directive(t, t->line[start], t->col[start], NULL)))
+					return rc;
+			}
+			i = e;
+			continue;
+		}
+		first = 0;
+		if (isalpha((unsigned char)c) || c == '_') {
+			size_t n;
+
+			while (i < t->n && is_ident((unsigned char)t->s[i]))
+				i++;
+			n = i - start;
+			if ((n == 13 && !strncmp(t->s + start, "__has_include", 13)) ||
+			    (n == 18 && !strncmp(t->s + start, "__has_include_next", 18)))
+				return tscan_error(t, start, "%.*s is refused in a template (it asks the "
+						   "file system, whose answer is not in the cache key)",
+						   (int)n, t->s + start);
+			if (i < t->n && t->s[i] == '"' && t->s[i - 1] == 'R' &&
+			    (n == 1 || (n == 2 && strchr("uUL", t->s[start])) ||
+			     (n == 3 && !strncmp(t->s + start, "u8", 2))))
+				i = skip_raw(t, i);
+			else if (i < t->n && (t->s[i] == '"' || t->s[i] == '\'') &&
+				 ((n == 1 && strchr("uUL", t->s[start])) ||
+				  (n == 2 && !strncmp(t->s + start, "u8", 2))))
+				i = skip_quoted(t, i);
+			continue;
+		}
+		if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)t->s[i + 1]))) {
+			/* A pp-number, digit separators and exponent signs included. */
+			for (i++; i < t->n; i++) {
+				char d = t->s[i];
+
+				if ((d == '+' || d == '-') && strchr("eEpP", t->s[i - 1]))
+					continue;
+				if (d == '\'' && i + 1 < t->n && is_ident((unsigned char)t->s[i + 1]))
+					continue;
+				if (!is_ident((unsigned char)d) && d != '.')
+					break;
+			}
+			continue;
+		}
+		if (c == '"' || c == '\'') {
+			i = skip_quoted(t, i);
+			continue;
+		}
+		i++;
+	}
+	return 0;
 }
 
 static int inline_file(jbuf *out, const char *path, seen_set *seen, int depth,
-		       const char *from, int from_line)
+		       const char *from, int from_line, int from_col)
 {
-	char *text = NULL, *real = realpath(path, NULL);
+	char *real = realpath(path, NULL);
 	const char *p, *end;
-	size_t i, len;
+	tscan t;
+	size_t i, d = 0;
 	int line = 1, rc = 0;
 
 	if (!real) {
 		if (from)
-			return jitk__error(JITK_ESPEC, "%s:%d:1: error: included file '%s' not found",
-					   from, from_line, path);
+			return jitk__error(JITK_ESPEC, "%s:%d:%d: error: included file '%s' not found",
+					   from, from_line, from_col, path);
 		return jitk__error(JITK_ESPEC, "%s: template not found", path);
 	}
 	for (i = 0; i < seen->n; i++)
 		if (!strcmp(seen->paths[i], real)) {
 			free(real);
-			return 0;
+			return 0; /* every file once: as if each had #pragma once */
 		}
-	if (depth > INLINE_MAX_DEPTH || seen->n == INLINE_MAX_FILES) {
+	if (depth > INLINE_MAX_DEPTH) {
 		free(real);
-		return jitk__error(JITK_ESPEC, "%s:%d:1: error: includes nested too deeply or too many files",
-				   from ? from : path, from_line);
+		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: includes nested more than %d deep",
+				   from, from_line, from_col, INLINE_MAX_DEPTH);
+	}
+	if (seen->n == INLINE_MAX_FILES) {
+		free(real);
+		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: a template may include at most %d files",
+				   from, from_line, from_col, INLINE_MAX_FILES - 1);
 	}
 	seen->paths[seen->n++] = real;
-	if ((rc = jitk__read_file(&text, &len, path, 1u << 20)))
+	memset(&t, 0, sizeof(t));
+	t.path = path;
+	if ((rc = jitk__read_file(&t.text, &t.len, path, 1u << 20))) {
+		if (from)
+			return jitk__error(JITK_ESPEC, "%s:%d:%d: error: included file %s: %s", from,
+					   from_line, from_col, path, jitk_error_last()->message);
 		return jitk__error(JITK_ESPEC, "template %s: %s", path,
 				   jitk_error_last()->message);
+	}
+	if ((rc = scan_template(&t)))
+		goto done;
 	jitk__jbuf_printf(out, "#line 1 \"%s\"\n", base_name(path));
-	for (p = text, end = text + len; p < end; line++) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p)), *name;
-		size_t nlen;
+	for (p = t.text, end = t.text + t.len; p < end; line++) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
 
 		if (!eol)
 			eol = end;
-		if (quoted_include(p, eol, &name, &nlen)) {
+		if (d < t.ndirs && t.dirs[d].line == line && t.dirs[d].include) {
 			const char *slash = strrchr(path, '/');
-			char *inc = slash ? jitk__asprintf("%.*s/%.*s", (int)(slash - path), path,
-							   (int)nlen, name)
-					  : jitk__strndup(name, nlen);
+			char *inc = slash ? jitk__asprintf("%.*s/%s", (int)(slash - path), path,
+							   t.dirs[d].include)
+					  : jitk__strdup(t.dirs[d].include);
 
 			if (!inc) {
 				rc = jitk__error(JITK_ENOMEM, "out of memory");
 				break;
 			}
-			rc = inline_file(out, inc, seen, depth + 1, path, line);
+			rc = inline_file(out, inc, seen, depth + 1, path, line, t.dirs[d].col);
 			free(inc);
 			if (rc)
 				break;
 			jitk__jbuf_printf(out, "#line %d \"%s\"\n", line + 1, base_name(path));
-		} else if (is_pragma_once(p, eol)) {
-			jitk__jbuf_puts(out, "\n");
+		} else if (d < t.ndirs && t.dirs[d].line == line) {
+			jitk__jbuf_puts(out, "\n"); /* #pragma once */
 		} else {
 			jitk__jbuf_put(out, p, (size_t)(eol - p));
 			jitk__jbuf_puts(out, "\n");
 		}
+		if (d < t.ndirs && t.dirs[d].line == line)
+			d++;
 		p = eol < end ? eol + 1 : end;
 	}
-	free(text);
+done:
+	free(t.text);
+	tscan_free(&t);
 	return rc;
 }
 
@@ -325,7 +653,7 @@ int jitk__inline_template(char **out, const char *path)
 	*out = NULL;
 	seen.n = 0;
 	jitk__jbuf_init(&b);
-	rc = inline_file(&b, path, &seen, 0, NULL, 0);
+	rc = inline_file(&b, path, &seen, 0, NULL, 0, 0);
 	for (i = 0; i < seen.n; i++)
 		free(seen.paths[i]);
 	if (rc) {
@@ -375,10 +703,19 @@ static void render_struct_name(jbuf *b, const char *inst)
 	}
 }
 
+/* After --gpu-architecture. --no-source-include: NVRTC searches no
+ * directory at all (not even the working directory for "quoted" names),
+ * so the translation unit alone is what it compiles. A spec's --std
+ * replaces the first. */
 static const char *const base_options[] = {
 	"--std=c++17", "--fmad=true", "--ftz=false", "--prec-div=true",
-	"--prec-sqrt=true",
+	"--prec-sqrt=true", "--no-source-include",
 };
+
+static int is_std_option(const char *o)
+{
+	return !strncmp(o, "--std=", 6) || !strncmp(o, "-std=", 5);
+}
 
 int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 {
@@ -429,8 +766,25 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	tu->options[n++] = jitk__asprintf("--gpu-architecture=%s", target);
 	for (i = 0; i < JITK_ARRAY_SIZE(base_options); i++)
 		tu->options[n++] = jitk__strdup(base_options[i]);
-	for (i = 0; i < f->noptions; i++)
+	for (i = 0; i < f->noptions; i++) {
+		/* The loader refused these already; whatever made this spec
+		 * set, nothing else reaches NVRTC. */
+		const char *why = jitk__nvrtc_option_problem(f->options[i]);
+
+		if (why) {
+			tu->noptions = n;
+			rc = jitk__error(JITK_ESPEC, "%s:%d:%d: error: family %s: NVRTC option #%zu "
+					 "is not allowed: %s", f->loc.file, f->loc.line, f->loc.col,
+					 f->name, i + 1, why);
+			goto fail;
+		}
+		if (is_std_option(f->options[i])) {
+			free(tu->options[1]);
+			tu->options[1] = jitk__strdup(f->options[i]);
+			continue;
+		}
 		tu->options[n++] = jitk__strdup(f->options[i]);
+	}
 	tu->noptions = n;
 	for (i = 0; i < n; i++)
 		if (!tu->options[i])
@@ -438,6 +792,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	return 0;
 oom:
 	rc = jitk__error(JITK_ENOMEM, "out of memory");
+fail:
 	jitk__jbuf_free(&src);
 	jitk__jbuf_free(&ex);
 	jitk__tu_free(tu);

@@ -14,6 +14,25 @@ int jitk__nvrtc_version(int *major, int *minor)
 	return 0;
 }
 
+int jitk__nvrtc_archs(int **out, size_t *n)
+{
+	int count = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0)
+		return jitk__error(JITK_ECOMPILE, "nvrtcGetNumSupportedArchs failed");
+	if (!(*out = calloc((size_t)count, sizeof(**out))))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	if (nvrtcGetSupportedArchs(*out) != NVRTC_SUCCESS) {
+		free(*out);
+		*out = NULL;
+		return jitk__error(JITK_ECOMPILE, "nvrtcGetSupportedArchs failed");
+	}
+	*n = (size_t)count;
+	return 0;
+}
+
 #define NVRTC_TRY(call)                                                       \
 	do {                                                                  \
 		nvrtcResult r_ = (call);                                      \

@@ -187,7 +187,8 @@ JITK_API int jitk_describe(char **out, const jitk_compiler *compiler, const char
  * their shapes, or the fallback and the reason. *out is jitk_free'd.
  * Returns JITK_OK when the symbol or its fallback can run, JITK_EARCH when
  * neither can (text still written), JITK_ENOENT, JITK_EINVAL for a
- * malformed or unsupported architecture. Needs no GPU. */
+ * malformed architecture or one NVRTC cannot compile for (the message lists
+ * those it can). Needs no GPU. */
 JITK_API int jitk_explain(char **out, jitk_compiler *compiler, const char *name,
 			  const char *arch);
 
@@ -202,13 +203,14 @@ typedef enum {
 	JITK_ORIGIN_COMPILED = 0, /* NVRTC ran now */
 	JITK_ORIGIN_CACHE = 1,    /* the writable cache */
 	JITK_ORIGIN_LAYER = 2,    /* a read-only layer */
-	JITK_ORIGIN_MEMORY = 3    /* compiled, but no cache could take it */
+	JITK_ORIGIN_MEMORY = 3    /* compiled, but writing the cache failed */
 } jitk_origin;
 
 /* Make sure the cubin of the one instance NAME selects, for ARCH, is in
  * the cache (compiling it if needed). *out (NULL allowed) says where it
  * came from. JITK_EARCH when a gate forbids the symbol there,
- * JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_ESPEC. */
+ * JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_ESPEC, JITK_EINVAL as for
+ * jitk_explain. */
 JITK_API int jitk_precompile(jitk_origin *out, jitk_compiler *compiler, const char *name,
 			     const char *arch);
 

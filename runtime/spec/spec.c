@@ -1206,30 +1206,23 @@ static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
 	return 0;
 }
 
-/* NVRTC options a spec may add: nothing that reads outside files, changes
- * the target (jitk sets it) or breaks the numeric contract. */
+/* NVRTC options a spec may add: an allow list (base/util.c) of options that
+ * neither read nor write files, change the target or the kind of output,
+ * nor break the numeric contract. jitk__tu_make checks again. */
 static int check_option(const sctx *c, const ynode *n)
 {
-	static const char *const banned[] = {
-		"-I", "--include-path", "-include", "--pre-include", "-arch",
-		"--gpu-architecture", "-pch", "--pch", "--create-pch",
-		"--use-pch", "--pch-dir", "-use_fast_math", "--use_fast_math",
-		"-ftz=true", "--ftz=true", "-prec-div=false", "--prec-div=false",
-		"-prec-sqrt=false", "--prec-sqrt=false", "-fmad=false",
-		"--fmad=false", "-std", "--std", "-dlto", "-dc", "--relocatable-device-code",
-		"-rdc", NULL
-	};
+	const char *why = jitk__nvrtc_option_problem(n->str);
+	char shown[80];
 	size_t i;
 
-	if (n->str[0] != '-')
-		return ERR(c, n, "nvrtc_options", "'%s' is not an option", n->str);
-	for (i = 0; banned[i]; i++)
-		if (!strncmp(n->str, banned[i], strlen(banned[i])))
-			return ERR(c, n, "nvrtc_options",
-				   "option '%s' is not allowed in a spec (jitk sets the target, "
-				   "includes and numerics itself)",
-				   n->str);
-	return 0;
+	if (!why)
+		return 0;
+	for (i = 0; n->str[i] && i + 1 < sizeof(shown); i++)
+		shown[i] = (unsigned char)n->str[i] < 0x20 || (unsigned char)n->str[i] >= 0x7f
+				   ? '?' : n->str[i];
+	shown[i] = '\0';
+	return ERR(c, n, "nvrtc_options", "option '%s%s' is not allowed in a spec: %s", shown,
+		   n->str[i] ? "..." : "", why);
 }
 
 /* ----------------------------------------------------------- symbols */
