@@ -1311,8 +1311,21 @@ static int entry_check(const cache_item *it, const char **problem, struct stat *
 	if (entry_read_in(&e, it->dfd, it->name, 1, problem, seen))
 		return *problem ? 1 : -1;
 	jitk__hex(hex, e.key, JITK_HASH_SIZE);
-	if (strncmp(hex, it->name, HEXLEN))
+	if (strncmp(hex, it->name, HEXLEN)) {
 		*problem = "key does not match the file name";
+	} else {
+		/* What a lookup would refuse to load, verify refuses too: an
+		 * image that is not code for the target it names. */
+		jitk_arch t;
+
+		if (jitk__arch_parse(&t, e.target))
+			*problem = "the target it names is not an architecture";
+		else if (e.nnames != 1)
+			*problem = "it does not hold exactly one kernel name";
+		else
+			*problem = jitk__image_problem(e.image, e.size, e.is_ptx, t,
+						       (const char *const *)e.names, e.nnames);
+	}
 	jitk__cache_entry_free(&e);
 	return *problem ? 1 : 0;
 }
