@@ -397,6 +397,13 @@ const char *jitk__cache_root(const jitk_cache *c)
 	return c ? c->root : NULL;
 }
 
+static _Thread_local unsigned long long thread_rejects;
+
+unsigned long long jitk__cache_thread_rejects(void)
+{
+	return thread_rejects;
+}
+
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
 {
 	return &c->n;
@@ -508,6 +515,7 @@ static int lookup_in(jitk_cache *c, const char *root, int allow_root,
 	}
 	if (rc && problem) {
 		atomic_fetch_add(&c->n.rejects, 1);
+		thread_rejects++;
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s rejected: %s", path, problem);
 		/* A bad entry in our own cache is garbage: remove it so that it
 		 * is reported once and replaced - but only the file we read: a
