@@ -114,7 +114,8 @@ static void log_stderr(void *payload, jitk_log_level level, const char *msg)
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
 	(void)payload;
-	fprintf(stderr, "%s: %s: %s\n", prog, names[level], msg);
+	fprintf(stderr, "%s: %s: %s\n", prog,
+		(unsigned)level < JITK_ARRAY_SIZE(names) ? names[level] : "log", msg);
 }
 
 static int fail_last(void)

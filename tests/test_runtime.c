@@ -282,6 +282,27 @@ static void test_guards(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* The table of validated input scales is fixed: the one past it is
+ * refused with a clear error, and those in it keep working. */
+static void test_input_scales_table_full(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	jitk_norm_args a = norm_args(8, 3072);
+	jitk_devptr p;
+
+	for (p = 0; p < JITK_MAX_SCALES; p++)
+		assert_int_equal(jitk_configure_input_scale(rt, 0x10000000 + 4 * p), 0);
+	assert_int_equal(jitk_configure_input_scale(rt, 0x10000000 + 4 * p), JITK_ENOMEM);
+	assert_string_equal(jitk_error_last()->message, "more than 1024 input scales configured");
+	assert_int_equal(jitk_configure_input_scale(rt, 0x10000000), 0); /* already there */
+	a.input_scale = 0x10000000 + 4 * (JITK_MAX_SCALES - 1);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	jitk_runtime_free(rt);
+}
+
 /* The generic launch checks count, types, names, pointers, alignment and
  * the spec's launch checks before launching anything. */
 static void test_generic_launch_checks(void **state)
@@ -757,6 +778,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads_one_compile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_programmatic_launch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_input_scales_table_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_create_closes_the_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_tables_fail_loudly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rejects_counted_per_build, setup, teardown),
