@@ -147,8 +147,9 @@ typedef struct {
 	int npos;
 } cli_opts;
 
-/* The option of allowed (space-separated words) that is name, else the
- * nearest one for a "did you mean" (NULL if none is near). */
+/* 1 when the first n bytes of name are one of the words of allowed
+ * (space-separated); else 0, with the nearest word in near for a "did you
+ * mean" ("" when none is near). */
 static int option_allowed(const char *allowed, const char *name, size_t n, char *near,
 			  size_t near_size)
 {
