@@ -282,6 +282,27 @@ static void test_guards(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* The table of validated input scales is fixed: the one past it is
+ * refused with a clear error, and those in it keep working. */
+static void test_input_scales_table_full(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	jitk_norm_args a = norm_args(8, 3072);
+	jitk_devptr p;
+
+	for (p = 0; p < JITK_MAX_SCALES; p++)
+		assert_int_equal(jitk_configure_input_scale(rt, 0x10000000 + 4 * p), 0);
+	assert_int_equal(jitk_configure_input_scale(rt, 0x10000000 + 4 * p), JITK_ENOMEM);
+	assert_string_equal(jitk_error_last()->message, "more than 1024 input scales configured");
+	assert_int_equal(jitk_configure_input_scale(rt, 0x10000000), 0); /* already there */
+	a.input_scale = 0x10000000 + 4 * (JITK_MAX_SCALES - 1);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(rt, &a, NULL, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	jitk_runtime_free(rt);
+}
+
 /* The generic launch checks count, types, names, pointers, alignment and
  * the spec's launch checks before launching anything. */
 static void test_generic_launch_checks(void **state)
@@ -330,6 +351,16 @@ static void test_generic_launch_checks(void **state)
 	assert_int_equal(fake.nlaunches, 1);
 	assert_int_equal(fake.launches[0].grid[0], 1);
 	assert_int_equal(jitk_launch(rt, "no_such_kernel", args, 4, NULL), JITK_ENOENT);
+	assert_string_equal(jitk_error_last()->message, "no symbol named 'no_such_kernel' (see jitk list)");
+	/* a near miss names the nearest symbol */
+	assert_int_equal(jitk_launch(rt, "static_quant_fp9", args, 4, NULL), JITK_ENOENT);
+	assert_string_equal(jitk_error_last()->message,
+			    "no symbol named 'static_quant_fp9' (did you mean 'static_quant_fp8'? see jitk list)");
+	assert_int_equal(jitk_kernel_get(&k, rt, "fused_norm_scale_shift[hidden=1563]"), JITK_ENOENT);
+	assert_string_equal(jitk_error_last()->message,
+			    "no symbol named 'fused_norm_scale_shift[hidden=1563]' (did you mean "
+			    "'fused_norm_scale_shift[hidden=1536]'? see jitk list)");
+	assert_int_equal(fake.nlaunches, 1);
 	jitk_runtime_free(rt);
 }
 
@@ -350,6 +381,12 @@ static void test_capture(void **state)
 	assert_int_equal(fake.nlaunches, 0);
 	assert_int_equal(fake.loads, 0);
 	fake.capturing = 0;
+	{
+		const char *holes[2] = { "static_quant_fp8", NULL };
+
+		assert_int_equal(jitk_preload(rt, holes, 2), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message, "jitk_preload: names[1] is NULL");
+	}
 	assert_int_equal(jitk_preload(rt, names, 1), 0);
 	fake.capturing = 1;
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
@@ -412,6 +449,159 @@ static void test_driver_rejects(void **state)
 	assert_int_equal(fake.closed, 1);
 }
 
+/* A runtime that cannot be made owns its device all the same: the fake is
+ * closed once on every early failure (bad options version, NULL out). */
+static void test_failed_create_closes_the_device(void **state)
+{
+	fixture *f = *state;
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	fake_device fake;
+	jitk_runtime *rt = (jitk_runtime *)&fake;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	o.version = 99;
+	assert_int_equal(t_fake_runtime_with(&rt, &fake, f->specs, f->cache, &o), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_runtime_options version 99 is not 1 or 2");
+	assert_null(rt);
+	assert_int_equal(fake.closed, 1);
+	o.version = 0;
+	assert_int_equal(t_fake_runtime_with(&rt, &fake, f->specs, f->cache, &o), JITK_EINVAL);
+	assert_int_equal(fake.closed, 2);
+	assert_int_equal(jitk__runtime_new_with(NULL, NULL, &fake_ops, &fake), JITK_EINVAL);
+	assert_int_equal(fake.closed, 3);
+	/* a spec set that does not load: closed too */
+	assert_int_equal(t_fake_runtime(&rt, &fake, "/nonexistent/specs", f->cache, JITK_CAPTURE_ERROR),
+			 JITK_ESPEC);
+	assert_int_equal(fake.closed, 4);
+	assert_int_equal(fake.loads, 0);
+}
+
+/* In the spec at path, n more i32 arguments after the line after. */
+static void pad_args(const char *path, const char *after, int n)
+{
+	char pad[4096];
+	size_t used = (size_t)snprintf(pad, sizeof(pad), "%s", after);
+	int i;
+
+	for (i = 0; i < n; i++)
+		used += (size_t)snprintf(pad + used, sizeof(pad) - used, "  - { name: pad%d, type: i32 }\n", i);
+	assert_true(used < sizeof(pad));
+	t_edit(path, after, pad);
+}
+
+/* Tables of a fixed size fail loudly when full, before anything is
+ * compiled: a family with more arguments or launch checks than a kernel
+ * object holds, and a typed family whose roles sit past them. A typed
+ * symbol with more instances than any fixed table held launches its last
+ * one. */
+static void test_full_tables_fail_loudly(void **state)
+{
+	fixture *f = *state;
+	char *dir = t_path(f->dir, "wide"), *specs = t_path(dir, "specs");
+	char *quant = t_path(specs, "static_quant_fp8.yaml"), *norm = t_path(specs, "norm_scale_shift.yaml");
+	char hidden[1024];
+	size_t used = 0;
+	jitk_norm_args a = norm_args(4, 16384);
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_kernel *k;
+	int i;
+
+	/* static_quant_fp8 with 33 arguments */
+	t_copy_tree(dir, NULL, NULL);
+	pad_args(quant, "  - { name: n, type: i64 }\n", 29);
+	rt = runtime(f, &fake, 90, specs);
+	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), JITK_ESPEC);
+	assert_string_equal(jitk_error_last()->message,
+			    "family static_quant_fp8 has 33 arguments: a kernel takes at most 32 here");
+	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.x, a.input_scale, 64, NULL), JITK_ESPEC);
+	assert_int_equal(fake.loads, 0);
+	jitk_runtime_free(rt);
+	t_rmtree(dir);
+
+	/* ... with 9 launch checks */
+	t_copy_tree(dir, NULL, NULL);
+	t_edit(quant, "      message: n must not be negative\n",
+	       "      message: n must not be negative\n"
+	       "    - { check: n >= 0, message: a }\n    - { check: n >= 0, message: b }\n"
+	       "    - { check: n >= 0, message: c }\n    - { check: n >= 0, message: d }\n"
+	       "    - { check: n >= 0, message: e }\n    - { check: n >= 0, message: f }\n"
+	       "    - { check: n >= 0, message: g }\n    - { check: n >= 0, message: h }\n");
+	rt = runtime(f, &fake, 90, specs);
+	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), JITK_ESPEC);
+	assert_string_equal(jitk_error_last()->message,
+			    "family static_quant_fp8 has 9 launch checks: a kernel takes at most 8 here");
+	assert_int_equal(fake.loads, 0);
+	jitk_runtime_free(rt);
+	t_rmtree(dir);
+
+	/* the norm family with 30 arguments before its own: the typed entry
+	 * points refuse it instead of writing past their value table */
+	t_copy_tree(dir, NULL, NULL);
+	pad_args(norm, "args:\n", 30);
+	rt = runtime(f, &fake, 90, specs);
+	a.hidden = 3072;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_ESPEC);
+	assert_string_equal(jitk_error_last()->message,
+			    "family norm_scale_shift has 41 arguments: a kernel takes at most 32 here");
+	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_auto_norm_scale_shift_fp8(rt, &a, NULL, NULL), JITK_ESPEC);
+	assert_int_equal(fake.loads, 0);
+	assert_int_equal(fake.nlaunches, 0);
+	jitk_runtime_free(rt);
+	t_rmtree(dir);
+
+	/* fused_norm_scale_shift with 39 hidden sizes: the last one runs */
+	t_copy_tree(dir, NULL, NULL);
+	used = (size_t)snprintf(hidden, sizeof(hidden), "hidden: [3072, 1536, 5120");
+	for (i = 1; i <= 35; i++)
+		used += (size_t)snprintf(hidden + used, sizeof(hidden) - used, ", %d", 8 * i);
+	snprintf(hidden + used, sizeof(hidden) - used, ", 16384] }\n  fused_scale_residual_norm_scale_shift:");
+	t_edit(norm, "hidden: [3072, 1536, 5120] }\n  fused_scale_residual_norm_scale_shift:", hidden);
+	rt = runtime(f, &fake, 90, specs);
+	a.hidden = 16384;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	assert_int_equal(fake.launches[0].values[P_ROWS], 4);
+	a.hidden = 8 * 35;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_EARCH); /* a constraint */
+	a.hidden = 4096;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "jitk_fused_norm_scale_shift: no instance for hidden=4096 (see jitk list)");
+	jitk_runtime_free(rt);
+	free(quant);
+	free(norm);
+	free(specs);
+	free(dir);
+}
+
+/* Cache rejects are counted per build: a resolve that finds a bad entry
+ * while another one (of another symbol) is compiling is credited alone. */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int a_compiled, b_done;
+} rejects_sync;
+
+static void rejects_log(void *payload, jitk_log_level level, const char *msg)
+{
+	rejects_sync *y = payload;
+
+	(void)level;
+	/* A's compile is done and its build not yet counted: hold it there
+	 * until B has met (and counted) its bad entry. */
+	if (strncmp(msg, "compiled fused_norm_scale_shift[hidden=1536] ", 45))
+		return;
+	pthread_mutex_lock(&y->mu);
+	y->a_compiled = 1;
+	pthread_cond_broadcast(&y->cv);
+	while (!y->b_done)
+		pthread_cond_wait(&y->cv, &y->mu);
+	pthread_mutex_unlock(&y->mu);
+}
+
 typedef struct {
 	jitk_runtime *rt;
 	jitk_kernel *k;
@@ -424,6 +614,61 @@ static void *race(void *p)
 
 	a->rc = jitk_kernel_get(&a->k, a->rt, "fused_norm_scale_shift[hidden=1536]");
 	return NULL;
+}
+
+static void test_rejects_counted_per_build(void **state)
+{
+	fixture *f = *state;
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	rejects_sync y = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	jitk_kernel *k;
+	jitk_stats s;
+	race_arg a;
+	pthread_t th;
+	char *dir, *path = NULL, *bytes;
+	size_t len;
+
+	/* B's entry in the cache, then one byte of it flipped */
+	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0);
+	memset(&a, 0, sizeof(a));
+	dir = jitk__asprintf("%s/v1/%.2s", f->cache, k->key_hex);
+	path = jitk__asprintf("%s/%s.jitk", dir, k->key_hex);
+	jitk_runtime_free(rt);
+	bytes = t_read(path, &len);
+	bytes[len / 2] ^= 0x55;
+	t_write(path, bytes, len);
+	free(bytes);
+
+	o.compiler.log = rejects_log;
+	o.compiler.log_payload = &y;
+	o.compiler.log_level = JITK_LOG_INFO;
+	rt = runtime_with(f, &fake, 90, f->specs, &o);
+	a.rt = rt;
+	assert_int_equal(pthread_create(&th, NULL, race, &a), 0);
+	pthread_mutex_lock(&y.mu);
+	while (!y.a_compiled)
+		pthread_cond_wait(&y.cv, &y.mu);
+	pthread_mutex_unlock(&y.mu);
+	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0); /* B: reject, compile */
+	pthread_mutex_lock(&y.mu);
+	y.b_done = 1;
+	pthread_cond_broadcast(&y.cv);
+	pthread_mutex_unlock(&y.mu);
+	pthread_join(th, NULL);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(jitk_stats_get(&s, rt, "static_quant_fp8"), 0);
+	assert_int_equal(s.cache_rejects, 1);
+	assert_int_equal(s.compiles, 1);
+	assert_int_equal(jitk_stats_get(&s, rt, "fused_norm_scale_shift[hidden=1536]"), 0);
+	assert_int_equal(s.cache_rejects, 0);
+	assert_int_equal(s.compiles, 1);
+	assert_int_equal(jitk_stats_get(&s, rt, NULL), 0);
+	assert_int_equal(s.cache_rejects, 1);
+	jitk_runtime_free(rt);
+	free(path);
+	free(dir);
 }
 
 /* 8 threads ask for one cold symbol: one compile, one load, one kernel. */
@@ -533,6 +778,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads_one_compile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_programmatic_launch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_input_scales_table_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_create_closes_the_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_tables_fail_loudly, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rejects_counted_per_build, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,6 +62,7 @@ typedef struct {
 	double compile_ms; /* NVRTC time when compiled now */
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	char *log; /* NVRTC log when compiled now (warnings), else NULL */
+	unsigned rejects; /* cache entries this build found bad (also on failure) */
 } jitk_build;
 
 /* Flags of jitk__build. */

@@ -7,6 +7,7 @@
  * Arguments are mapped by name, so the spec may reorder them freely. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/runtime.h"
@@ -36,7 +37,7 @@ static int family_arg(const spec_family *f, const char *name)
 	return -1;
 }
 
-void jitk__typed_init(jitk_runtime *rt)
+int jitk__typed_init(jitk_runtime *rt)
 {
 	const spec_set *set = rt->comp->specs;
 	const spec_family *norm = NULL, *quant = NULL;
@@ -44,8 +45,15 @@ void jitk__typed_init(jitk_runtime *rt)
 
 	for (t = 0; t < TYPED_COUNT; t++) {
 		jitk_typed *ty = &rt->typed[t];
+		size_t n = 0;
 
-		for (i = 0; i < set->ninsts && ty->n < JITK_ARRAY_SIZE(ty->hidden); i++) {
+		for (i = 0; i < set->ninsts; i++)
+			n += !strcmp(set->insts[i].sym->name, typed_names[t]);
+		ty->hidden = calloc(n + 1, sizeof(*ty->hidden));
+		ty->inst = calloc(n + 1, sizeof(*ty->inst));
+		if (!ty->hidden || !ty->inst)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		for (i = 0; i < set->ninsts; i++) {
 			const spec_instance *in = &set->insts[i];
 			int p;
 
@@ -60,10 +68,23 @@ void jitk__typed_init(jitk_runtime *rt)
 				norm = in->sym->fam;
 		}
 	}
+	rt->norm_fam = norm;
+	rt->quant_fam = quant;
 	for (i = 0; i < JITK_ARRAY_SIZE(norm_arg_names); i++)
 		rt->norm_arg[i] = norm ? family_arg(norm, norm_arg_names[i]) : -1;
 	for (i = 0; i < JITK_ARRAY_SIZE(quant_arg_names); i++)
 		rt->quant_arg[i] = quant ? family_arg(quant, quant_arg_names[i]) : -1;
+	return 0;
+}
+
+void jitk__typed_free(jitk_runtime *rt)
+{
+	size_t t;
+
+	for (t = 0; t < TYPED_COUNT; t++) {
+		free(rt->typed[t].hidden);
+		free(rt->typed[t].inst);
+	}
 }
 
 static int typed_instance(jitk_runtime *rt, int which, int64_t hidden, size_t *inst)
@@ -87,7 +108,11 @@ static int norm_values(jitk_runtime *rt, const jitk_norm_args *a, uint64_t *v)
 		a->shift, a->input_scale, (uint64_t)a->rows, 0,
 	};
 	size_t i;
+	int rc;
 
+	/* the roles index v: the family must fit it */
+	if (rt->norm_fam && (rc = jitk__family_fits(rt->norm_fam)))
+		return rc;
 	memset(v, 0, sizeof(uint64_t) * JITK_MAX_ARGS);
 	for (i = 0; i < JITK_ARRAY_SIZE(src); i++) {
 		if (rt->norm_arg[i] < 0)
@@ -174,6 +199,8 @@ int jitk_static_quant_fp8(jitk_runtime *rt, jitk_devptr q, jitk_devptr x,
 		return jitk__error(JITK_EINVAL, "jitk_static_quant_fp8: n is negative");
 	if (typed_instance(rt, TYPED_QUANT, 0, &inst))
 		return jitk__error(JITK_ENOENT, "no symbol static_quant_fp8 in the specs");
+	if ((rc = jitk__family_fits(rt->quant_fam)))
+		return rc;
 	for (i = 0; i < JITK_ARRAY_SIZE(quant_arg_names); i++)
 		if (rt->quant_arg[i] < 0)
 			return jitk__error(JITK_ESPEC, "static_quant_fp8's spec has no argument '%s'",

@@ -60,24 +60,28 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	size_t i;
 	int rc;
 
-	if (!out)
-		return jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
+	/* The device is ours from here on: every early return closes it. */
+	if (!out) {
+		rc = jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
+		goto fail_early;
+	}
 	*out = NULL;
 	if (opts) {
-		if (opts->version == 1) /* without the fields of version 2 */
+		if (opts->version == 1) { /* without the fields of version 2 */
 			memcpy(&o, opts, offsetof(jitk_runtime_options, programmatic));
-		else if (opts->version == JITK_RUNTIME_OPTIONS_VERSION)
+		} else if (opts->version == JITK_RUNTIME_OPTIONS_VERSION) {
 			o = *opts;
-		else
-			return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 or %u",
-					   opts->version, JITK_RUNTIME_OPTIONS_VERSION);
+		} else {
+			rc = jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 or %u",
+					 opts->version, JITK_RUNTIME_OPTIONS_VERSION);
+			goto fail_early;
+		}
 		o.version = JITK_RUNTIME_OPTIONS_VERSION;
 	}
 	rt = calloc(1, sizeof(*rt));
 	if (!rt) {
-		if (ops && ops->close)
-			ops->close(impl);
-		return jitk__error(JITK_ENOMEM, "out of memory");
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto fail_early;
 	}
 	rt->ops = ops;
 	rt->impl = impl;
@@ -102,13 +106,18 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	}
 	for (i = 0; i < rt->nslots; i++)
 		pthread_mutex_init(&rt->slots[i].mu, NULL);
-	jitk__typed_init(rt);
+	if ((rc = jitk__typed_init(rt)))
+		goto fail;
 	jitk__log(&rt->comp->log, JITK_LOG_INFO, "device %d: %s, sm_%d, %d SMs; kernels for %s",
 		  o.device, rt->info.name, rt->info.cc, rt->info.sm_count, rt->arch_str);
 	*out = rt;
 	return JITK_OK;
 fail:
 	jitk_runtime_free(rt);
+	return rc;
+fail_early:
+	if (ops && ops->close)
+		ops->close(impl);
 	return rc;
 }
 
@@ -155,6 +164,7 @@ void jitk_runtime_free(jitk_runtime *rt)
 		pthread_mutex_destroy(&rt->slots[i].mu);
 	}
 	free(rt->slots);
+	jitk__typed_free(rt);
 	jitk_compiler_free(rt->comp);
 	if (rt->ops && rt->ops->close)
 		rt->ops->close(rt->impl);
@@ -208,9 +218,6 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 	int64_t v;
 	size_t i;
 
-	if (f->nargs > JITK_MAX_ARGS || f->nchecks > JITK_MAX_CHECKS)
-		return jitk__error(JITK_ESPEC, "family %s: more than %d arguments or %d checks",
-				   f->name, JITK_MAX_ARGS, JITK_MAX_CHECKS);
 	for (i = 0; i < f->nargs; i++) {
 		const spec_arg *a = &f->args[i];
 
@@ -251,6 +258,18 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 		k->check_src[i] = &f->checks[i];
 		k->nchecks++;
 	}
+	return 0;
+}
+
+int jitk__family_fits(const spec_family *f)
+{
+	if (f->nargs > JITK_MAX_ARGS)
+		return jitk__error(JITK_ESPEC, "family %s has %zu arguments: a kernel takes at most %d here",
+				   f->name, f->nargs, JITK_MAX_ARGS);
+	if (f->nchecks > JITK_MAX_CHECKS)
+		return jitk__error(JITK_ESPEC,
+				   "family %s has %zu launch checks: a kernel takes at most %d here",
+				   f->name, f->nchecks, JITK_MAX_CHECKS);
 	return 0;
 }
 
@@ -296,11 +315,14 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	jitk_slot *s = &rt->slots[inst];
 	jitk_kernel *k = NULL;
 	jitk_build b;
-	unsigned long long rejects0 = atomic_load(&jitk__cache_counters(rt->comp->cache)->rejects);
 	double t0 = jitk__now_ms();
 	int rc;
 
+	/* before compiling anything: the kernel object must hold it */
+	if ((rc = jitk__family_fits(rt->comp->specs->insts[inst].sym->fam)))
+		return rc;
 	rc = jitk__build(&b, rt->comp, inst, rt->arch, 0);
+	atomic_fetch_add(&s->cache_rejects, b.rejects);
 	if (rc == JITK_EARCH) {
 		/* Remember why; later requests answer from the slot. */
 		s->reason = jitk__strdup(jitk_error_last()->message);
@@ -328,13 +350,12 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 		jitk__cache_evict(rt->comp->cache, b.entry.key);
 		jitk__build_free(&b);
 		rc = jitk__build(&b, rt->comp, inst, rt->arch, JITK_BUILD_FORCE);
+		atomic_fetch_add(&s->cache_rejects, b.rejects);
 		if (!rc) {
 			count_build(s, &b);
 			rc = load_build(rt, s, &b, &k->lib, &k->fn);
 		}
 	}
-	atomic_fetch_add(&s->cache_rejects,
-			 atomic_load(&jitk__cache_counters(rt->comp->cache)->rejects) - rejects0);
 	if (!rc)
 		rc = kernel_prepare(k, rt);
 	if (rc) {
@@ -437,6 +458,8 @@ int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 		return JITK_OK;
 	}
 	for (i = 0; i < n; i++) {
+		if (!names[i])
+			return jitk__error(JITK_EINVAL, "jitk_preload: names[%zu] is NULL", i);
 		if ((rc = jitk__spec_find(rt->comp->specs, names[i], &inst)) ||
 		    (rc = jitk__resolve(&k, rt, inst, 0, NULL)))
 			return rc;

@@ -53,11 +53,12 @@ typedef struct {
 		load_failures, launches, compile_us, load_us;
 } jitk_slot;
 
-/* Instances of one typed symbol by hidden size. */
+/* Instances of one typed symbol by hidden size (as many as the specs
+ * have). */
 typedef struct {
 	size_t n;
-	int64_t hidden[32];
-	size_t inst[32];
+	int64_t *hidden;
+	size_t *inst;
 } jitk_typed;
 
 enum {
@@ -77,6 +78,7 @@ struct jitk_runtime {
 	jitk_slot *slots; /* one per instance */
 	size_t nslots;
 	jitk_typed typed[TYPED_COUNT];
+	const spec_family *norm_fam, *quant_fam; /* of the typed symbols, or NULL */
 	/* Family argument indices of the norm family, by role. */
 	int norm_arg[11];
 	int quant_arg[4];
@@ -97,6 +99,12 @@ int jitk__launch_values(jitk_kernel *k, const uint64_t *values,
 			jitk_stream stream);
 /* Why instance inst cannot run here (its slot's reason), or NULL. */
 const char *jitk__unavailable_reason(jitk_runtime *rt, size_t inst);
-void jitk__typed_init(jitk_runtime *rt);
+/* The typed entry points' tables (launch.c); jitk__typed_free(rt) after
+ * a failed init too. */
+int jitk__typed_init(jitk_runtime *rt);
+void jitk__typed_free(jitk_runtime *rt);
+/* JITK_ESPEC naming the family when a jitk_kernel cannot hold its
+ * arguments or launch checks. */
+int jitk__family_fits(const spec_family *f);
 
 #endif

@@ -118,27 +118,6 @@ static int is_null(const ynode *n)
 		!strcmp(n->str, "Null") || !strcmp(n->str, "NULL"));
 }
 
-static int edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j;
-	int d[33][33];
-
-	if (la > 32 || lb > 32)
-		return 99;
-	for (i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (i = 1; i <= la; i++)
-		for (j = 1; j <= lb; j++) {
-			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-
-			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-	return d[la][lb];
-}
-
 /* Every key of map must be in allowed (NULL-terminated); every key in
  * required must be present. */
 static int check_keys(const sctx *c, const ynode *map, const char *path,
@@ -156,7 +135,7 @@ static int check_keys(const sctx *c, const ynode *map, const char *path,
 
 			if (!strcmp(key->str, allowed[k]))
 				break;
-			d = edit_distance(key->str, allowed[k]);
+			d = jitk__edit_distance(key->str, allowed[k]);
 			if (d < bestd) {
 				bestd = d;
 				best = allowed[k];
@@ -1583,6 +1562,23 @@ int jitk__spec_find(const spec_set *s, const char *name, size_t *out)
 				return JITK_OK;
 			}
 		}
+	}
+	{
+		/* The nearest instance name, when it is near enough. */
+		size_t i, best = s->ninsts;
+		int bestd = 3 + (int)(strlen(name) / 5);
+
+		for (i = 0; i < s->ninsts; i++) {
+			int d = jitk__edit_distance(name, s->insts[i].name);
+
+			if (d < bestd) {
+				bestd = d;
+				best = i;
+			}
+		}
+		if (best < s->ninsts)
+			return jitk__error(JITK_ENOENT, "no symbol named '%s' (did you mean '%s'? see jitk list)",
+					   name, s->insts[best].name);
 	}
 	return jitk__error(JITK_ENOENT, "no symbol named '%s' (see jitk list)", name);
 }
