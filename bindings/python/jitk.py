@@ -9,16 +9,23 @@ PyTorch tensors, through plain ctypes (no build step).
 Tensors are checked before anything is launched (device, dtype, shape,
 contiguity); kernels run on PyTorch's current stream of the tensor's
 device. Failures raise jitk.Error with the library's status and message;
-a fused path that does not apply is not an error (see try_ and auto).
+a fused path that does not apply is not an error (see try_ and auto). A bad
+argument raises jitk.ArgumentError (also a ValueError) or
+jitk.ArgumentTypeError (also a TypeError), status EINVAL, before anything
+reaches the library: a string with a NUL character, a number that does not
+fit its C type, a wrong type.
 
 libjitk is found through $JITK_LIBRARY, else next to this file in a
 source tree (build/libjitk.so), else the system's library path.
 """
 import ctypes
 import ctypes.util
+import math
+import operator
 import os
 
-__all__ = ["Error", "Compiler", "Runtime", "version", "i32"]
+__all__ = ["Error", "ArgumentError", "ArgumentTypeError", "Compiler", "Runtime", "version",
+           "i32"]
 
 # ----------------------------------------------------------------- library
 
@@ -144,20 +151,82 @@ class Error(Exception):
         super().__init__(f"{self.status}: {message}")
 
 
+class ArgumentError(Error, ValueError):
+    """A bad argument value (status EINVAL), refused by the binding before the
+    library saw it, or by the library."""
+
+    def __init__(self, message, detail=""):
+        super().__init__(-1, message, detail)
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of the wrong type (status EINVAL)."""
+
+    def __init__(self, message, detail=""):
+        super().__init__(-1, message, detail)
+
+
 def _check(rc):
     if rc < 0:
         e = _error_last().contents
-        raise Error(rc, (e.message or b"").decode(errors="replace"),
-                    (e.detail or b"").decode(errors="replace"))
+        message = (e.message or b"").decode(errors="replace")
+        detail = (e.detail or b"").decode(errors="replace")
+        if rc == -1:  # EINVAL: an argument the library refused
+            raise ArgumentError(message, detail)
+        raise Error(rc, message, detail)
     return rc
 
 
-def _b(s):
-    return None if s is None else os.fsencode(s)
+def _b(s, what):
+    """s (str, bytes or path) as the bytes C receives; None stays None. C
+    strings end at a NUL, so one inside would silently cut the value."""
+    if s is None:
+        return None
+    if not isinstance(s, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"{what} must be a str, not {type(s).__name__}")
+    b = os.fsencode(s)
+    if not isinstance(b, bytes):
+        raise ArgumentTypeError(f"{what} must be a str, not {type(s).__name__}")
+    if b"\0" in b:
+        raise ArgumentError(f"{what} {s!r} contains a NUL character")
+    return b
 
 
-def _tri(v):
-    return -1 if v is None else int(bool(v))
+def _int(v, what, lo, hi):
+    """v as an int from lo to hi (no bool, no float), else an argument error."""
+    if isinstance(v, bool):
+        raise ArgumentTypeError(f"{what} must be an int, not bool")
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise ArgumentTypeError(f"{what} must be an int, not {type(v).__name__}") from None
+    if not lo <= n <= hi:
+        raise ArgumentError(f"{what} {n} is out of range ({lo} to {hi})")
+    return n
+
+
+def _tri(v, what):
+    """None (the environment decides), or a flag."""
+    if v is None:
+        return -1
+    if not isinstance(v, (bool, int)):
+        raise ArgumentTypeError(f"{what} must be True, False or None, not {type(v).__name__}")
+    return int(bool(v))
+
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_F32_MAX = 3.4028234663852886e38
+
+
+def _f32(v, what):
+    """v as a float that fits an fp32 (infinities and NaN pass as they are)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ArgumentTypeError(f"{what} must be a float, not {type(v).__name__}")
+    f = float(v)
+    if math.isfinite(f) and abs(f) > _F32_MAX:
+        raise ArgumentError(f"{what} {f} does not fit in a 32-bit float")
+    return f
 
 
 def version():
@@ -168,11 +237,11 @@ def version():
 def _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile):
     o = _CompilerOptions()
     o.version = 1
-    o.specs = _b(specs)
-    o.cache_dir = _b(cache_dir)
-    o.cache_path = _b(cache_path)
-    o.no_compile = _tri(no_compile)
-    o.force_compile = _tri(force_compile)
+    o.specs = _b(specs, "specs")
+    o.cache_dir = _b(cache_dir, "cache_dir")
+    o.cache_path = _b(cache_path, "cache_path")
+    o.no_compile = _tri(no_compile, "no_compile")
+    o.force_compile = _tri(force_compile, "force_compile")
     o.log_level = -1
     o.cache_read_only = -1
     return o
@@ -221,7 +290,7 @@ class Compiler(_Handle):
     def explain(self, name, arch):
         """(runs, text): whether name or its fallback runs on arch, and why."""
         out = _P()
-        rc = _explain(_c.byref(out), self._h, _b(name), _b(arch))
+        rc = _explain(_c.byref(out), self._h, _b(name, "name"), _b(arch, "arch"))
         text = ""
         if out.value:
             text = _c.cast(out, _c.c_char_p).value.decode()
@@ -232,10 +301,12 @@ class Compiler(_Handle):
         return True, text
 
     def precompile(self, name, arch):
-        """Make sure name's cubin for arch is cached: 'compiled', 'cache' or 'layer'."""
+        """Make sure name's cubin for arch is cached: 'compiled', 'cache', 'layer'
+        (a read-only layer) or 'memory' (compiled, no writable cache)."""
         origin = _c.c_int(-1)
-        _check(_precompile(_c.byref(origin), self._h, _b(name), _b(arch)))
-        return ("compiled", "cache", "layer")[origin.value]
+        _check(_precompile(_c.byref(origin), self._h, _b(name, "name"), _b(arch, "arch")))
+        return {0: "compiled", 1: "cache", 2: "layer", 3: "memory"}.get(origin.value,
+                                                                        str(origin.value))
 
 
 # ----------------------------------------------------------------- runtime
@@ -268,7 +339,9 @@ class Runtime(_Handle):
             import sys
             torch = sys.modules.get("torch")
             device = torch.cuda.current_device() if torch and torch.cuda.is_available() else 0
-        self.device = int(device)
+        self.device = _int(device, "device", 0, _INT32[1])
+        if capture not in ("error", "resolve"):
+            raise ArgumentError(f"capture must be 'error' or 'resolve', not {capture!r}")
         o = _RuntimeOptions()
         o.version = 2
         o.device = self.device
@@ -289,12 +362,17 @@ class Runtime(_Handle):
         if names is None:
             _check(_preload(self._h, None, 0))
             return
-        arr = (_c.c_char_p * len(names))(*[_b(n) for n in names])
+        if isinstance(names, (str, bytes)):
+            raise ArgumentTypeError("names must be a list of symbol names, not one string")
+        names = [_b(n, f"names[{i}]") for i, n in enumerate(names)]
+        if any(n is None for n in names):
+            raise ArgumentTypeError("names must not hold None")
+        arr = (_c.c_char_p * max(1, len(names)))(*names)
         _check(_preload(self._h, arr, len(names)))
 
     def stats(self, name=None):
         s = _Stats()
-        _check(_stats_get(_c.byref(s), self._h, _b(name)))
+        _check(_stats_get(_c.byref(s), self._h, _b(name, "name")))
         return {f: getattr(s, f) for f, _ in _Stats._fields_}
 
     # -- tensor checks
@@ -304,22 +382,24 @@ class Runtime(_Handle):
     def _tensor(self, t, what, dtype, shape):
         torch = _torch()
         if not isinstance(t, torch.Tensor):
-            raise Error(-1, f"{what} must be a torch.Tensor, not {type(t).__name__}")
+            raise ArgumentTypeError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
         if t.device.type != "cuda" or t.device.index != self.device:
-            raise Error(-1, f"{what} is on {t.device}, not cuda:{self.device}")
+            raise ArgumentError(f"{what} is on {t.device}, not cuda:{self.device}")
         if t.dtype != dtype:
-            raise Error(-1, f"{what} is {t.dtype}, not {dtype}")
+            raise ArgumentTypeError(f"{what} is {t.dtype}, not {dtype}")
         if tuple(t.shape) != tuple(shape):
-            raise Error(-1, f"{what} has shape {tuple(t.shape)}, not {tuple(shape)}")
+            raise ArgumentError(f"{what} has shape {tuple(t.shape)}, not {tuple(shape)}")
         if not t.is_contiguous():
-            raise Error(-1, f"{what} must be contiguous")
+            raise ArgumentError(f"{what} must be contiguous")
         return t.data_ptr()
 
     def _norm_args(self, x, scale, shift, input_scale=None, residual=None, gate=None,
                    y=None, q=None, residual_out=None, eps=1e-6, quantize=False):
         torch = _torch()
-        if not isinstance(x, torch.Tensor) or x.dim() != 2:
-            raise Error(-1, "x must be a 2-D [rows, hidden] torch.Tensor")
+        if not isinstance(x, torch.Tensor):
+            raise ArgumentTypeError(f"x must be a torch.Tensor, not {type(x).__name__}")
+        if x.dim() != 2:
+            raise ArgumentError(f"x must be 2-D [rows, hidden], not {x.dim()}-D")
         rows, hidden = x.shape
         bf, f8 = torch.bfloat16, torch.float8_e4m3fn
         a = _NormArgs()
@@ -344,8 +424,8 @@ class Runtime(_Handle):
             a.residual_out = self._tensor(residual_out, "residual_out", bf, (rows, hidden))
             outs.append(residual_out)
         a.rows = rows
-        a.hidden = hidden
-        a.eps = eps
+        a.hidden = _int(hidden, "hidden", 0, _INT32[1])
+        a.eps = _f32(eps, "eps")
         return a, outs
 
     # -- the reference symbols
@@ -386,6 +466,8 @@ class Runtime(_Handle):
 
     def static_quant_fp8(self, x, input_scale, q=None):
         torch = _torch()
+        if not isinstance(x, torch.Tensor):
+            raise ArgumentTypeError(f"x must be a torch.Tensor, not {type(x).__name__}")
         if q is None:
             q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
         _check(_quant(self._h, self._tensor(q, "q", torch.float8_e4m3fn, x.shape),
@@ -426,22 +508,30 @@ class Runtime(_Handle):
         """Generic launch of any symbol, arguments in the spec's order:
         tensors (pointers), ints (64-bit; jitk.i32(v) for 32-bit), floats."""
         torch = None
+        name = _b(name, "name")
+        if name is None:
+            raise ArgumentTypeError("name must be a str, not None")
         arr = (_Arg * max(1, len(args)))()
         for i, v in enumerate(args):
+            what = f"argument {i}"
             if isinstance(v, i32):
-                arr[i].type, arr[i].v.i32 = 2, int(v)
+                arr[i].type, arr[i].v.i32 = 2, _int(int(v), what, *_INT32)
             elif isinstance(v, bool):
-                raise Error(-1, f"argument {i}: bool is not a kernel argument type")
+                raise ArgumentTypeError(f"{what}: bool is not a kernel argument type")
             elif isinstance(v, int):
-                arr[i].type, arr[i].v.i64 = 3, v
+                arr[i].type, arr[i].v.i64 = 3, _int(v, what, *_INT64)
             elif isinstance(v, float):
-                arr[i].type, arr[i].v.f32 = 4, v
+                arr[i].type, arr[i].v.f32 = 4, _f32(v, what)
+            elif v is None or isinstance(v, (str, bytes)):
+                raise ArgumentTypeError(
+                    f"{what} must be a CUDA tensor, an int or a float, not {type(v).__name__}")
             else:
                 torch = torch or _torch()
-                if not isinstance(v, torch.Tensor) or v.device.type != "cuda":
-                    raise Error(-1, f"argument {i} must be a CUDA tensor, an int or a float")
-                if v.device.index != self.device:
-                    raise Error(-1, f"argument {i} is on {v.device}, not cuda:{self.device}")
+                if not isinstance(v, torch.Tensor):
+                    raise ArgumentTypeError(
+                        f"{what} must be a CUDA tensor, an int or a float, not {type(v).__name__}")
+                if v.device.type != "cuda" or v.device.index != self.device:
+                    raise ArgumentError(f"{what} is on {v.device}, not cuda:{self.device}")
                 arr[i].type, arr[i].v.ptr = 1, v.data_ptr()
         stream = self._stream() if torch else None
-        _check(_launch(self._h, _b(name), arr, len(args), stream))
+        _check(_launch(self._h, name, arr, len(args), stream))

@@ -42,6 +42,13 @@ char *jitk__strdup(const char *s);
 char *jitk__strndup(const char *s, size_t n);
 char *jitk__asprintf(const char *fmt, ...) JITK_PRINTF(1, 2);
 
+/* Edit distance (insertions, deletions, substitutions) between two words,
+ * for "did you mean" suggestions; JITK_EDIT_FAR when either is longer than
+ * JITK_EDIT_MAX_LEN. */
+#define JITK_EDIT_MAX_LEN 256
+#define JITK_EDIT_FAR 1000000
+int jitk__edit_distance(const char *a, const char *b);
+
 /* -------------------------------------------------------------- errors */
 
 /* Record status with a formatted one-line message for jitk_error_last();

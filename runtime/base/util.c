@@ -143,6 +143,31 @@ char *jitk__asprintf(const char *fmt, ...)
 	return jitk__jbuf_detach(&b);
 }
 
+/* Levenshtein distance over two rows; words longer than
+ * JITK_EDIT_MAX_LEN are never near anything. */
+int jitk__edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	int row[2][JITK_EDIT_MAX_LEN + 1];
+
+	if (la > JITK_EDIT_MAX_LEN || lb > JITK_EDIT_MAX_LEN)
+		return JITK_EDIT_FAR;
+	for (j = 0; j <= lb; j++)
+		row[0][j] = (int)j;
+	for (i = 1; i <= la; i++) {
+		int *prev = row[(i - 1) & 1], *cur = row[i & 1];
+
+		cur[0] = (int)i;
+		for (j = 1; j <= lb; j++) {
+			int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			int del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+	}
+	return row[la & 1][lb];
+}
+
 /* -------------------------------------------------------------- status */
 
 const char *jitk_strerror(int status)

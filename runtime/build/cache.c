@@ -665,6 +665,13 @@ uint64_t jitk__cache_max_bytes(const jitk_cache *c)
 	return c->max_bytes;
 }
 
+static _Thread_local unsigned long long thread_rejects;
+
+unsigned long long jitk__cache_thread_rejects(void)
+{
+	return thread_rejects;
+}
+
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
 {
 	return &c->n;
@@ -812,6 +819,7 @@ static int lookup_in(jitk_cache *c, const char *root, int layer,
 		problem = NULL;
 	if (rc && problem) {
 		atomic_fetch_add(&c->n.rejects, 1);
+		thread_rejects++;
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s/%s/%s rejected: %s", root, shard,
 			  name, problem);
 		/* A bad entry in our own cache is garbage: remove it so that it

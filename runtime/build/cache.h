@@ -62,6 +62,9 @@ typedef struct {
 	atomic_ullong hits, layer_hits, misses, rejects, writes, write_failures;
 } jitk_cache_counters;
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c);
+/* Rejects counted by the calling thread, in every cache: the difference
+ * over a call is that call's own (other threads' do not count). */
+unsigned long long jitk__cache_thread_rejects(void);
 
 /* Entry bytes <-> entry. decode verifies everything and sets *problem
  * (static text) on failure. */

@@ -543,6 +543,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	char target[JITK_ARCH_STRLEN];
 	int rc, lock = -1, origin = 0, rejected = 0;
 	int use_cache = !(flags & JITK_BUILD_PTXAS_INFO);
+	unsigned long long rejects0 = jitk__cache_thread_rejects();
 
 	memset(b, 0, sizeof(*b));
 	if ((rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, arch)))
@@ -596,6 +597,7 @@ done:
 	jitk__tu_free(&tu);
 	if (rc)
 		jitk__build_free(b);
+	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
 	return rc;
 }
 

@@ -426,11 +426,11 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	jitk_slot *s = &rt->slots[inst];
 	jitk_kernel *k = NULL;
 	jitk_build b;
-	unsigned long long rejects0 = atomic_load(&jitk__cache_counters(rt->comp->cache)->rejects);
 	double t0 = jitk__now_ms();
 	int rc;
 
 	rc = jitk__build(&b, rt->comp, inst, rt->arch, 0);
+	atomic_fetch_add(&s->cache_rejects, b.rejects);
 	if (rc == JITK_EARCH) {
 		/* Remember why; later requests answer from the slot. */
 		s->reason = jitk__strdup(jitk_error_last()->message);
@@ -458,13 +458,12 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 		jitk__cache_evict(rt->comp->cache, b.entry.key);
 		jitk__build_free(&b);
 		rc = jitk__build(&b, rt->comp, inst, rt->arch, JITK_BUILD_FORCE);
+		atomic_fetch_add(&s->cache_rejects, b.rejects);
 		if (!rc) {
 			count_build(s, &b);
 			rc = load_build(rt, s, &b, &k->lib, &k->fn);
 		}
 	}
-	atomic_fetch_add(&s->cache_rejects,
-			 atomic_load(&jitk__cache_counters(rt->comp->cache)->rejects) - rejects0);
 	if (!rc)
 		rc = kernel_prepare(k, rt);
 	if (rc) {
@@ -569,6 +568,8 @@ int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 	for (i = 0; i < n; i++) {
 		spec_selection sel;
 
+		if (!names[i])
+			return jitk__error(JITK_EINVAL, "jitk_preload: names[%zu] is NULL", i);
 		if ((rc = jitk__spec_select(&sel, rt->comp->specs, names[i])))
 			return rc;
 		for (j = 0; j < sel.sym->ninsts && !rc; j++)

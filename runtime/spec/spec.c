@@ -119,27 +119,6 @@ static int is_null(const ynode *n)
 		!strcmp(n->str, "Null") || !strcmp(n->str, "NULL"));
 }
 
-static int edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j;
-	int d[33][33];
-
-	if (la > 32 || lb > 32)
-		return 99;
-	for (i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (i = 1; i <= la; i++)
-		for (j = 1; j <= lb; j++) {
-			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-
-			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-	return d[la][lb];
-}
-
 /* Every key of map must be in allowed (NULL-terminated); every key in
  * required must be present. */
 static int check_keys(const sctx *c, const ynode *map, const char *path,
@@ -157,7 +136,7 @@ static int check_keys(const sctx *c, const ynode *map, const char *path,
 
 			if (!strcmp(key->str, allowed[k]))
 				break;
-			d = edit_distance(key->str, allowed[k]);
+			d = jitk__edit_distance(key->str, allowed[k]);
 			if (d < bestd) {
 				bestd = d;
 				best = allowed[k];
@@ -1791,16 +1770,17 @@ static int link_instances(spec_set *set, const texts_t *tx)
 	return 0;
 }
 
-/* The symbol name nearest to name (edit distance <= 3), or NULL. */
+/* The symbol name nearest to name (within a distance that grows with its
+ * length), or NULL. */
 static const char *nearest_symbol(const spec_set *s, const char *name, size_t len)
 {
 	const char *best = NULL;
 	char *bare = jitk__strndup(name, len);
-	int bestd = 4;
+	int bestd = 3 + (int)(len / 5);
 	size_t i;
 
 	for (i = 0; bare && i < s->nsyms; i++) {
-		int d = edit_distance(bare, s->syms[i]->name);
+		int d = jitk__edit_distance(bare, s->syms[i]->name);
 
 		if (d < bestd) {
 			bestd = d;

@@ -71,6 +71,90 @@ class CompilerTests(unittest.TestCase):
         self.assertIn("^", e.exception.detail)
 
 
+class ArgumentTests(unittest.TestCase):
+    """Hostile arguments: refused with ValueError/TypeError (jitk.Error
+    subclasses with status EINVAL) before C sees them, never truncated or
+    wrapped around."""
+
+    def setUp(self):
+        self.c = jitk.Compiler(specs=SPECS, cache_dir="")
+
+    def tearDown(self):
+        self.c.close()
+
+    def assertArgumentError(self, kind, text, fn, *args, **kw):
+        with self.assertRaises(kind) as e:
+            fn(*args, **kw)
+        self.assertIsInstance(e.exception, jitk.Error)
+        self.assertEqual(e.exception.status, "EINVAL")
+        self.assertIn(text, e.exception.message)
+        return e.exception
+
+    def test_nul_in_strings(self):
+        v, t = ValueError, "contains a NUL character"
+        # 'sm_90\0x' would reach C as 'sm_90' and "run"
+        self.assertArgumentError(v, "arch 'sm_90\\x00x' " + t, self.c.explain,
+                                 "static_quant_fp8", "sm_90\0x")
+        self.assertArgumentError(v, t, self.c.explain, "static_quant_fp8\0junk", "sm_90")
+        self.assertArgumentError(v, t, self.c.explain, "static_quant_fp8", b"sm_90\0")
+        self.assertArgumentError(v, t, self.c.precompile, "static_quant_fp8", "sm_90\0")
+        self.assertArgumentError(v, "specs", jitk.Compiler, specs=SPECS + "\0/elsewhere",
+                                 cache_dir="")
+        self.assertArgumentError(v, "cache_dir", jitk.Compiler, specs=SPECS, cache_dir="\0")
+        self.assertArgumentError(v, "cache_path", jitk.Compiler, specs=SPECS, cache_dir="",
+                                 cache_path="/a\0:/b")
+        self.assertArgumentError(v, "specs", jitk.Runtime, specs="\0", cache_dir="")
+
+    def test_wrong_types(self):
+        t = TypeError
+        self.assertArgumentError(t, "name must be a str, not int", self.c.explain, 123, "sm_90")
+        self.assertArgumentError(t, "arch must be a str, not list", self.c.explain,
+                                 "static_quant_fp8", ["sm_90"])
+        # "no" is truthy: it would have turned compiling off
+        self.assertArgumentError(t, "no_compile must be True, False or None, not str",
+                                 jitk.Compiler, specs=SPECS, no_compile="no")
+        self.assertArgumentError(t, "device must be an int, not str", jitk.Runtime, device="abc")
+        self.assertArgumentError(t, "device must be an int, not float", jitk.Runtime, device=0.5)
+
+    def test_values_out_of_range(self):
+        v = ValueError
+        # 2**40 would wrap to device 0 in a C int
+        self.assertArgumentError(v, "device 1099511627776 is out of range", jitk.Runtime,
+                                 device=2 ** 40)
+        self.assertArgumentError(v, "device -1 is out of range", jitk.Runtime, device=-1)
+        self.assertArgumentError(v, "capture must be 'error' or 'resolve', not 'bogus'",
+                                 jitk.Runtime, capture="bogus")
+
+    def test_library_einval_is_a_value_error(self):
+        e = self.assertArgumentError(ValueError, "'hopper' is not an architecture",
+                                     self.c.explain, "static_quant_fp8", "hopper")
+        self.assertIsInstance(e, jitk.ArgumentError)
+
+    def test_launch_and_preload_arguments(self):
+        # checked before the runtime (or PyTorch) is needed: a handle-less
+        # Runtime shows that nothing reached the library
+        rt = jitk.Runtime.__new__(jitk.Runtime)
+        rt._h, rt.device = None, 0
+        v, t = ValueError, TypeError
+        self.assertArgumentError(v, "argument 0 18446744073709551616 is out of range", rt.launch,
+                                 "static_quant_fp8", 2 ** 64)
+        self.assertArgumentError(v, "argument 1 2147483648 is out of range", rt.launch,
+                                 "static_quant_fp8", 1, jitk.i32(2 ** 31))
+        self.assertArgumentError(v, "argument 0 1e+39 does not fit in a 32-bit float", rt.launch,
+                                 "static_quant_fp8", 1e39)
+        self.assertArgumentError(t, "argument 0: bool is not a kernel argument type", rt.launch,
+                                 "static_quant_fp8", True)
+        self.assertArgumentError(t, "argument 2 must be a CUDA tensor, an int or a float, not str",
+                                 rt.launch, "static_quant_fp8", 1, 2, "3")
+        self.assertArgumentError(v, "name 'static_quant_fp8\\x00' contains a NUL", rt.launch,
+                                 "static_quant_fp8\0")
+        self.assertArgumentError(t, "names must be a list of symbol names, not one string",
+                                 rt.preload, "static_quant_fp8")
+        self.assertArgumentError(v, "names[1] 'b\\x00' contains a NUL", rt.preload, ["a", "b\0"])
+        self.assertArgumentError(t, "names must not hold None", rt.preload, ["a", None])
+        self.assertArgumentError(v, "name 'x\\x00' contains a NUL", rt.stats, "x\0")
+
+
 class RuntimeWithoutGpuTests(unittest.TestCase):
     def test_runtime_needs_a_driver(self):
         if os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl"):
