@@ -660,6 +660,11 @@ const char *jitk__cache_root(const jitk_cache *c)
 	return c ? c->root : NULL;
 }
 
+const char *jitk__cache_top(const jitk_cache *c)
+{
+	return c && c->root ? c->top : NULL;
+}
+
 uint64_t jitk__cache_max_bytes(const jitk_cache *c)
 {
 	return c->max_bytes;

@@ -548,6 +548,19 @@ int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name)
 	return jitk__resolve(out, rt, inst, 0, NULL);
 }
 
+int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k)
+{
+	if (!out || !k)
+		return jitk__error(JITK_EINVAL, "jitk_kernel_info_get: NULL argument");
+	out->instance = k->rt->comp->specs->insts[k->inst].name;
+	out->lowered = k->lowered;
+	out->handle = k->fn;
+	out->block = k->block;
+	out->shared_bytes = k->smem;
+	out->key = k->key_hex;
+	return JITK_OK;
+}
+
 int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 {
 	jitk_kernel *k;
