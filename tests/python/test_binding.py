@@ -23,16 +23,29 @@ class CompilerTests(unittest.TestCase):
     def test_symbols(self):
         with jitk.Compiler(specs=SPECS, cache_dir="") as c:
             names = c.symbols()
-        self.assertEqual(len(names), 19)
+            insts = c.instances()
+            d = c.describe()
+        # the naming rule: symbols by name, instances by selector
         self.assertIn("fused_norm_scale_shift_fp8", names)
-        self.assertIn("fused_norm_scale_shift_fp8[hidden=1536]", names)
         self.assertIn("static_quant_fp8", names)
+        self.assertNotIn("fused_norm_scale_shift_fp8", insts)
+        self.assertIn("fused_norm_scale_shift_fp8[hidden=3072]", insts)
+        self.assertIn("fused_norm_scale_shift_fp8[hidden=1536]", insts)
+        self.assertIn("static_quant_fp8", insts)
+        self.assertEqual(sorted(s["name"] for s in d["symbols"]), sorted(names))
+        self.assertEqual(sum(len(s["instances"]) for s in d["symbols"]), len(insts))
+        sym = next(s for s in d["symbols"] if s["name"] == "fused_norm_scale_shift_fp8")
+        x = next(a for a in sym["args"] if a["name"] == "x")
+        self.assertEqual((x["kind"], x["dtype"], x["io"], x["shape"]),
+                         ("tensor", "bf16", "in", ["rows", "hidden"]))
+        self.assertEqual(sym["fallback"][1]["symbol"], "static_quant_fp8")
+        self.assertEqual(sym["fallback"][1]["map"]["x"], {"arg": "y", "flat": True})
 
     def test_explain(self):
         c = jitk.Compiler(specs=SPECS, cache_dir="")
-        runs, text = c.explain("fused_norm_scale_shift_fp8", "sm_90")
+        runs, text = c.explain("fused_norm_scale_shift_fp8[hidden=3072]", "sm_90")
         self.assertTrue(runs)
-        self.assertTrue(text.startswith("fused_norm_scale_shift_fp8 on sm_90: runs"))
+        self.assertTrue(text.startswith("fused_norm_scale_shift_fp8[hidden=3072] on sm_90: runs"))
         runs, text = c.explain("fused_norm_scale_shift_fp8", "sm_89")
         self.assertTrue(runs)
         self.assertIn("falls back", text)
@@ -130,29 +143,43 @@ class ArgumentTests(unittest.TestCase):
                                      self.c.explain, "static_quant_fp8", "hopper")
         self.assertIsInstance(e, jitk.ArgumentError)
 
-    def test_launch_and_preload_arguments(self):
-        # checked before the runtime (or PyTorch) is needed: a handle-less
-        # Runtime shows that nothing reached the library
+    def test_call_and_preload_arguments(self):
+        # checked before anything reaches the library: the argument kinds
+        # come from the spec (describe), values are checked against them
+        kinds = {a["name"]: a["kind"] for a in
+                 self.c.describe("static_quant_fp8")["symbols"][0]["args"]}
+        self.assertEqual(kinds, {"q": "tensor", "x": "tensor", "input_scale": "tensor",
+                                 "n": "i64"})
+        kinds["m"] = "i32"
+        kinds["eps"] = "f32"
+
+        def no_tensor(v, name):
+            raise jitk.ArgumentTypeError(f"{name} must be a torch.Tensor, not {type(v).__name__}")
+        v, t = ValueError, TypeError
+        make = jitk._make_args
+        self.assertArgumentError(v, "n 18446744073709551616 is out of range", make, kinds,
+                                 {"n": 2 ** 64}, no_tensor)
+        self.assertArgumentError(v, "m 2147483648 is out of range", make, kinds,
+                                 {"m": 2 ** 31}, no_tensor)
+        self.assertArgumentError(v, "eps 1e+39 does not fit in a 32-bit float", make, kinds,
+                                 {"eps": 1e39}, no_tensor)
+        self.assertArgumentError(t, "n must be an int, not bool", make, kinds, {"n": True},
+                                 no_tensor)
+        self.assertArgumentError(t, "x must be a torch.Tensor, not str", make, kinds,
+                                 {"x": "3"}, no_tensor)
+        arr, keep = make(kinds, {"n": 5, "m": 7, "eps": 0.5}, no_tensor)
+        self.assertEqual((arr[0].name, arr[0].v.i64, arr[1].v.i32, arr[2].v.f32),
+                         (b"n", 5, 7, 0.5))
+        self.assertEqual(keep, [])
         rt = jitk.Runtime.__new__(jitk.Runtime)
         rt._h, rt.device = None, 0
-        v, t = ValueError, TypeError
-        self.assertArgumentError(v, "argument 0 18446744073709551616 is out of range", rt.launch,
-                                 "static_quant_fp8", 2 ** 64)
-        self.assertArgumentError(v, "argument 1 2147483648 is out of range", rt.launch,
-                                 "static_quant_fp8", 1, jitk.i32(2 ** 31))
-        self.assertArgumentError(v, "argument 0 1e+39 does not fit in a 32-bit float", rt.launch,
-                                 "static_quant_fp8", 1e39)
-        self.assertArgumentError(t, "argument 0: bool is not a kernel argument type", rt.launch,
-                                 "static_quant_fp8", True)
-        self.assertArgumentError(t, "argument 2 must be a CUDA tensor, an int or a float, not str",
-                                 rt.launch, "static_quant_fp8", 1, 2, "3")
-        self.assertArgumentError(v, "name 'static_quant_fp8\\x00' contains a NUL", rt.launch,
-                                 "static_quant_fp8\0")
-        self.assertArgumentError(t, "names must be a list of symbol names, not one string",
+        self.assertArgumentError(t, "names must be a list of selectors, not one string",
                                  rt.preload, "static_quant_fp8")
         self.assertArgumentError(v, "names[1] 'b\\x00' contains a NUL", rt.preload, ["a", "b\0"])
         self.assertArgumentError(t, "names must not hold None", rt.preload, ["a", None])
         self.assertArgumentError(v, "name 'x\\x00' contains a NUL", rt.stats, "x\0")
+        self.assertArgumentError(v, "mode must be 'strict', 'try' or 'auto', not 'fast'",
+                                 rt.call, "static_quant_fp8", "fast")
 
 
 class RuntimeWithoutGpuTests(unittest.TestCase):
