@@ -215,7 +215,9 @@ JITK_API int jitk_precompile(jitk_origin *out, jitk_compiler *compiler, const ch
 			     const char *arch);
 
 /* Make sure ARCH is a target this NVRTC can compile for: JITK_EINVAL
- * naming it and listing those it can, else JITK_OK. */
+ * naming it and listing those it can, else JITK_OK. With compiler NULL,
+ * only that ARCH is well formed ("sm_90", "sm_100a", "compute_90"...):
+ * JITK_EINVAL saying it is not an architecture, else JITK_OK. */
 JITK_API int jitk_check_target(const jitk_compiler *compiler, const char *arch);
 
 /* A table of every instance the selector selects (NULL: all): name,
@@ -246,6 +248,10 @@ JITK_API int jitk_parse_size(uint64_t *out, const char *text);
  * JITK_ENOENT when none of them is set. */
 JITK_API int jitk_cache_default_dir(char **out);
 
+/* The format number of the cache entries this library reads and writes
+ * (docs/cache-format.md); it is part of every cache key. */
+JITK_API int jitk_cache_format(void);
+
 /* Each function below administers the cache at dir (the directory
  * holding v1/). It refuses, with one message, a dir that does not exist
  * (JITK_ENOENT, "no cache at DIR") or whose directories fail the trust
@@ -271,9 +277,9 @@ typedef struct {
 JITK_API int jitk_cache_clear(jitk_clear_result *out, const char *dir);
 
 /* Remove the bad entries verify names, temporary files older than an
- * hour, and the least recently used entries beyond max_bytes (a size as
- * jitk_parse_size reads it, JITK_EINVAL when it is not one; NULL: no
- * bound). */
+ * hour, and the least recently used entries beyond max_bytes (a positive
+ * size as jitk_parse_size reads it; NULL: no bound). A max_bytes that is
+ * not one is JITK_EINVAL before anything is looked at or removed. */
 typedef struct {
 	uint64_t bad, temp, evicted, evicted_bytes, bytes_left, foreign, failed;
 } jitk_prune_result;
