@@ -27,10 +27,6 @@ mkdir -p "$tmp/specs"
 # (D=16 keeps NVRTC busy for many seconds; the test never waits for it).
 cat >"$tmp/specs/t.cuh" <<'EOF'
 #pragma once
-namespace jitk {
-template <class A, class B> struct same_type { static constexpr bool value = false; };
-template <class A> struct same_type<A, A> { static constexpr bool value = true; };
-}
 namespace clit {
 template <int D> struct tree {
 	__device__ __forceinline__ static float f(float x, float y)
@@ -41,10 +37,10 @@ template <int D> struct tree {
 template <> struct tree<0> {
 	__device__ __forceinline__ static float f(float x, float y) { return __cosf(x * y); }
 };
-template <int D>
+template <class P>
 __global__ void k(float *out, long long n)
 {
-	out[threadIdx.x] = tree<D>::f(out[threadIdx.x], (float)n);
+	out[threadIdx.x] = tree<P::depth>::f(out[threadIdx.x], (float)n);
 }
 }
 EOF
@@ -59,10 +55,9 @@ params: {}
 $gates
 tuning:
   - { depth: $2 }
-template_args: [depth]
 args:
-  - { name: out, type: f32* }
-  - { name: n, type: i64 }
+  out: { type: f32, shape: [32], io: out }
+  n: { type: i64 }
 launch:
   grid: 1
   block: 32
@@ -89,7 +84,7 @@ run() {
 # --- counting: gated, failed (compile error), compiled
 run count --specs "$tmp/broken" --cache "$tmp/c1" --arch sm_80,sm_90 -j 2
 [ "$rc" = 1 ] || fail "a failed compile: exit $rc, not 1"
-has "$tmp/count.out" "1 compiled, 0 cached, 2 failed, 1 gated"
+has "$tmp/count.out" "1 compiled, 0 cached, 0 remote, 2 failed, 1 gated"
 has "$tmp/count.out" "FAILED   broken sm_80"
 has "$tmp/count.out" "FAILED   broken sm_90"
 has "$tmp/count.out" "gated    quick sm_80"
@@ -98,11 +93,11 @@ has "$tmp/count.err" "jitk: compiling broken () for sm_80 failed:"
 # only gates: exit 0
 run gated quick --specs "$tmp/broken" --cache "$tmp/c1" --arch sm_80,sm_89
 [ "$rc" = 0 ] || fail "only gated items: exit $rc, not 0"
-has "$tmp/gated.out" "0 compiled, 0 cached, 0 failed, 2 gated"
+has "$tmp/gated.out" "0 compiled, 0 cached, 0 remote, 0 failed, 2 gated"
 # a miss with compiling disabled is a failure, named
 JITK_NO_COMPILE=1 run nocomp quick --specs "$tmp/broken" --cache "$tmp/c2" --arch sm_90
 [ "$rc" = 1 ] || fail "JITK_NO_COMPILE miss: exit $rc, not 1"
-has "$tmp/nocomp.out" "0 compiled, 0 cached, 1 failed, 0 gated"
+has "$tmp/nocomp.out" "0 compiled, 0 cached, 0 remote, 1 failed, 0 gated"
 has "$tmp/nocomp.err" "quick for sm_90 is not in the cache"
 
 # --- a worker that dies
@@ -128,7 +123,7 @@ kill_worker() {
 	while [ $i -lt 600 ] && kill -0 "$pid" 2>/dev/null; do
 		if ls "$tmp/dump/$1".sm_90.*.cu >/dev/null 2>&1 &&
 			grep -q "compiled quick sm_90" "$2"; then
-			for c in $(children "$pid"); do kill -KILL "$c"; done
+			for c in $(children "$pid"); do kill -KILL "$c" 2>/dev/null; done
 			return 0
 		fi
 		sleep 0.1
@@ -154,7 +149,7 @@ for jobs in 2 1; do
 	[ "$rc" = 1 ] || fail "-j $jobs, a worker killed: exit $rc, not 1"
 	has "$tmp/die$jobs.err" "jitk: worker killed by signal 9 (Killed) while compiling slow for sm_90"
 	has "$tmp/die$jobs.out" "FAILED   slow sm_90"
-	has "$tmp/die$jobs.out" "1 compiled, 0 cached, 1 failed, 0 gated"
+	has "$tmp/die$jobs.out" "1 compiled, 0 cached, 0 remote, 1 failed, 0 gated"
 done
 
 [ "$fails" = 0 ] || { echo "cli_precompile: $fails failed"; exit 1; }
