@@ -300,8 +300,13 @@ static void remove_dir(const char *dir)
 		fprintf(stderr, "jitk bench: could not remove %s\n", dir);
 }
 
-/* The flush buffer, and the read flush's family (compiled in memory: it
- * never enters the user's cache). */
+static void flush_dir_remove(void)
+{
+	remove_dir(flush_dir);
+}
+
+/* The flush buffer, and the read flush's family (compiled in memory, now:
+ * it never enters the user's cache). */
 static void flush_init(void)
 {
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
@@ -317,6 +322,7 @@ static void flush_init(void)
 		perror("mkdtemp");
 		exit(1);
 	}
+	atexit(flush_dir_remove); /* also when a failure exits */
 	write_file(flush_dir, "l2_flush.yaml", flush_yaml);
 	write_file(flush_dir, "l2_flush.cuh", flush_cuh);
 	co.specs = flush_dir;
@@ -325,6 +331,7 @@ static void flush_init(void)
 	o.device = BENCH_DEVICE;
 	o.compiler = &co;
 	JK(jitk_runtime_new(&flush_rt, &o));
+	JK(jitk_preload(flush_rt, NULL, 0));
 	JK(jitk_op_get(&flush_op, flush_rt, "l2_read_flush"));
 	JK(jitk_tensor_contiguous(&flush_tsink, flush_sink, i32, 1, &one));
 	JK(jitk_tensor_contiguous(&flush_tsrc, flush_buf, i32, 1, &nsrc));
@@ -333,7 +340,6 @@ static void flush_init(void)
 static void flush_free(void)
 {
 	jitk_runtime_free(flush_rt);
-	remove_dir(flush_dir);
 	dfree(flush_buf);
 	dfree(flush_sink);
 }
@@ -790,11 +796,11 @@ int jitk_cli_bench(int argc, char **argv)
 	 * (cudart is not touched then); it makes the primary context current,
 	 * which cudart then uses. */
 	rc = jitk_runtime_new(&rt, &o);
-	if (rc == JITK_ENODEV) {
-		fprintf(stderr, "jitk bench: needs a GPU: %s\n", jitk_error_last()->message);
+	if (rc) {
+		fprintf(stderr, "jitk bench: %s%s\n", rc == JITK_ENODEV ? "needs a GPU: " : "",
+			jitk_error_last()->message);
 		return 1;
 	}
-	JK(rc);
 	CK(cudaSetDevice(BENCH_DEVICE));
 	CK(cudaGetDeviceProperties(&prop, BENCH_DEVICE));
 	printf("device: %s (%s, %d SMs), NVRTC via jitk %s%s\n", prop.name, jitk_runtime_arch(rt),
