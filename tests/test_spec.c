@@ -1,13 +1,17 @@
 /* test_spec.c - the spec loader: every bad case names file:line:col and
  * the exact message; hostile inputs fail fast; good specs load. */
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "spec/expr.h"
 #include "base/internal.h"
+#include "build/instance.h"
 #include "spec/spec.h"
 
 static int load_one(const char *path, spec_set **out)
@@ -15,6 +19,62 @@ static int load_one(const char *path, spec_set **out)
 	const char *files[1] = { path };
 
 	return jitk__spec_set_load_files(out, files, 1);
+}
+
+/* Characters (not bytes) of s before position p. */
+static size_t chars_before(const char *s, const char *p)
+{
+	size_t n = 0;
+
+	for (; s < p; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* The character at 1-based character column col of s's line. */
+static const char *char_at(const char *s, int col)
+{
+	for (; *s && *s != '\n'; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80 && --col == 0)
+			return s;
+	return s;
+}
+
+/* The message is one printable line, and the detail quotes line `line` of
+ * text with its caret under the character at col (long lines are cut
+ * around it, with "..."). */
+static void check_message_and_caret(const char *text, int line, int col)
+{
+	const jitk_error *e = jitk_error_last();
+	const char *src = text, *quoted, *caret, *target;
+	const unsigned char *m;
+	char num[16];
+	size_t at;
+	int l;
+
+	for (m = (const unsigned char *)e->message; *m; m++)
+		assert_true(*m >= 0x20 && *m != 0x7f);
+	for (l = 1; l < line; l++) {
+		src = strchr(src, '\n');
+		assert_non_null(src);
+		src++;
+	}
+	target = char_at(src, col);
+	snprintf(num, sizeof(num), "%5d | ", line);
+	quoted = strstr(e->detail, num);
+	assert_non_null(quoted);
+	quoted += strlen(num);
+	caret = strstr(quoted, "\n      | ");
+	assert_non_null(caret);
+	caret += strlen("\n      | ");
+	assert_non_null(strchr(caret, '^'));
+	at = chars_before(caret, strchr(caret, '^'));
+	if (!*target || *target == '\n') {
+		/* past the end of the line: the caret follows the text */
+		assert_int_equal(at, chars_before(quoted, strchr(quoted, '\n')));
+		return;
+	}
+	assert_memory_equal(char_at(quoted, (int)at + 1), target, 1);
 }
 
 /* The corpus: tests/specs/bad/NAME.yaml starts with "# expect: MSG";
@@ -50,8 +110,13 @@ static void test_bad_corpus(void **state)
 		assert_int_equal(rc, JITK_ESPEC);
 		assert_string_equal(jitk_error_last()->message, want);
 		/* The offending line is quoted with a caret in the detail. */
-		assert_non_null(strstr(jitk_error_last()->detail, " | "));
-		assert_non_null(strchr(jitk_error_last()->detail, '^'));
+		{
+			int line = 0, col = 0;
+
+			assert_int_equal(sscanf(text + 10, "%d:%d:", &line, &col), 2);
+			*nl = '\n';
+			check_message_and_caret(text, line, col);
+		}
 		assert_null(set);
 		free(want);
 		free(text);
@@ -110,6 +175,126 @@ static char *absolute_template(const char *text)
 			     p + strlen(rel));
 	free(abs_root);
 	return out;
+}
+
+/* minimal.yaml with its template line replaced by "template: tpl". */
+static char *with_template(const char *tpl)
+{
+	char *base = good_text(), *line = strstr(base, "template: "), *eol, *out;
+
+	assert_non_null(line);
+	eol = strchr(line, '\n');
+	out = jitk__asprintf("%.*stemplate: %s%s", (int)(line - base), base, tpl, eol);
+	free(base);
+	return out;
+}
+
+/* Load path (a file, or a directory when dir is set): JITK_ESPEC with
+ * exactly "PREFIX:WANT" where PREFIX is the path of the file, well under
+ * the test's alarm. */
+static void expect_load(const char *path, int dir, const char *file,
+			const char *want)
+{
+	const char *one[1] = { path };
+	spec_set *set = NULL;
+	double t0 = jitk__now_ms();
+	char *full = jitk__asprintf("%s:%s", file, want);
+	int rc = dir ? jitk__spec_set_load_dirs(&set, one, 1)
+		     : jitk__spec_set_load_files(&set, one, 1);
+
+	if (rc != JITK_ESPEC || strcmp(jitk_error_last()->message, full))
+		fprintf(stderr, "load %s\n  want: %s\n  got:  %s (%d)\n", path, full,
+			jitk_error_last()->message, rc);
+	assert_int_equal(rc, JITK_ESPEC);
+	assert_string_equal(jitk_error_last()->message, full);
+	assert_null(set);
+	assert_true(jitk__now_ms() - t0 < 2000);
+	free(full);
+}
+
+/* Issue 10 #6: a FIFO, a device or a directory where a spec, template or
+ * included header should be is refused at once, naming the path and what
+ * it is - jitk used to block forever in open() on a FIFO. alarm() turns a
+ * hang into a failure. Symbolic links are followed (a spec tree may link
+ * files in), but the target must be a regular file too. */
+static void test_not_regular_files(void **state)
+{
+	char *dir = t_tmpdir(), *specs = t_path(dir, "specs"), *spec, *fifo, *text;
+	char *link, *abs_base = good_text(), *abs = absolute_template(abs_base);
+	char *tpl, *hdr, *inlined = NULL;
+	spec_set *set = NULL;
+	const char *one[1];
+
+	(void)state;
+	alarm(60);
+	assert_int_equal(jitk__mkdirs(specs, 0755), 0);
+	/* A FIFO among the spec files of a directory. */
+	fifo = t_path(specs, "x.yaml");
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	expect_load(specs, 1, fifo, "1:1: error: cannot read the spec file: is a FIFO, not a regular file");
+	/* ... and named as a file, and through a symbolic link. */
+	expect_load(fifo, 0, fifo, "1:1: error: cannot read the spec file: is a FIFO, not a regular file");
+	link = t_path(dir, "link.yaml");
+	assert_int_equal(symlink(fifo, link), 0);
+	expect_load(link, 0, link, "1:1: error: cannot read the spec file: is a FIFO, not a regular file");
+	unlink(link);
+	unlink(fifo);
+	/* A directory named like a spec file. */
+	assert_int_equal(mkdir(fifo, 0755), 0);
+	expect_load(specs, 1, fifo, "1:1: error: cannot read the spec file: is a directory, not a regular file");
+	rmdir(fifo);
+	free(fifo);
+	/* A symbolic link to a good spec is followed. */
+	spec = t_path(dir, "good.yaml");
+	t_write(spec, abs, strlen(abs));
+	assert_int_equal(symlink(spec, link), 0);
+	one[0] = link;
+	assert_int_equal(jitk__spec_set_load_files(&set, one, 1), 0);
+	assert_int_equal(set->ninsts, 1);
+	jitk__spec_set_free(set);
+	set = NULL;
+	unlink(link);
+	free(link);
+
+	/* The template: a FIFO, a character device, a directory. */
+	fifo = t_path(dir, "fifo.cuh");
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	text = with_template("fifo.cuh");
+	t_write(spec, text, strlen(text));
+	expect_load(spec, 0, spec, "2:11: error: template 'fifo.cuh' cannot be read: is a FIFO, not a regular file (at template)");
+	free(text);
+	text = with_template("/dev/zero");
+	t_write(spec, text, strlen(text));
+	expect_load(spec, 0, spec, "2:11: error: template '/dev/zero' cannot be read: is a character device, not a regular file (at template)");
+	free(text);
+	text = with_template(".");
+	t_write(spec, text, strlen(text));
+	expect_load(spec, 0, spec, "2:11: error: template '.' cannot be read: is a directory, not a regular file (at template)");
+	free(text);
+
+	/* An included header that is a FIFO, or a link to /dev/zero: the
+	 * inliner fails at once, naming the header. */
+	tpl = t_path(dir, "t.cuh");
+	t_writef(tpl, "#pragma once\n#include \"fifo.cuh\"\n");
+	assert_int_not_equal(jitk__inline_template(&inlined, tpl), 0);
+	assert_null(inlined);
+	assert_non_null(strstr(jitk_error_last()->message, fifo));
+	assert_non_null(strstr(jitk_error_last()->message, "is a FIFO, not a regular file"));
+	hdr = t_path(dir, "zero.cuh");
+	assert_int_equal(symlink("/dev/zero", hdr), 0);
+	t_writef(tpl, "#pragma once\n#include \"zero.cuh\"\n");
+	assert_int_not_equal(jitk__inline_template(&inlined, tpl), 0);
+	assert_non_null(strstr(jitk_error_last()->message, "is a character device, not a regular file"));
+	alarm(0);
+	free(hdr);
+	free(tpl);
+	free(fifo);
+	free(spec);
+	free(abs);
+	free(abs_base);
+	free(specs);
+	t_rmtree(dir);
+	free(dir);
 }
 
 static void test_hostile_inputs(void **state)
@@ -338,6 +523,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_hostile_inputs),
+		cmocka_unit_test(test_not_regular_files),
 		cmocka_unit_test(test_duplicate_symbol),
 		cmocka_unit_test(test_repo_specs),
 		cmocka_unit_test(test_expressions),

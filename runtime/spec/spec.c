@@ -17,6 +17,7 @@
 #include "spec/ytree.h"
 
 #define SPEC_MAX_FILES 256
+#define SPEC_MAX_TEMPLATE_BYTES (1u << 20) /* what the inliner reads */
 
 typedef struct {
 	const char *file;
@@ -37,10 +38,94 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 
 /* ----------------------------------------------------------- errors */
 
+void jitk__spec_escape(jbuf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (; *p; p++) {
+		if (*p == '\n')
+			jitk__jbuf_puts(b, "\\n");
+		else if (*p == '\r')
+			jitk__jbuf_puts(b, "\\r");
+		else if (*p == '\t')
+			jitk__jbuf_puts(b, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			jitk__jbuf_printf(b, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1 controls */
+			jitk__jbuf_printf(b, "\\u%04x", p[1]);
+			p++;
+		} else
+			jitk__jbuf_put(b, p, 1);
+	}
+}
+
+int jitk__spec_error(int status, const char *detail, const char *fmt, ...)
+{
+	jbuf raw, msg;
+	va_list ap;
+	int rc;
+
+	jitk__jbuf_init(&raw);
+	jitk__jbuf_init(&msg);
+	va_start(ap, fmt);
+	jitk__jbuf_vprintf(&raw, fmt, ap);
+	va_end(ap);
+	jitk__spec_escape(&msg, raw.data ? raw.data : "");
+	if (raw.oom || msg.oom)
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+	else
+		rc = jitk__error_detail(status, detail, "%s", msg.data ? msg.data : "");
+	jitk__jbuf_free(&raw);
+	jitk__jbuf_free(&msg);
+	return rc;
+}
+
+#define QUOTE_MAX 96 /* bytes of a user string quoted in a message */
+
+/* s shortened for quoting in a message: at most QUOTE_MAX bytes (cut at a
+ * character boundary) and "..." - a 60 KB expression or a 1000-character
+ * key stays readable. From a small ring of per-thread buffers, so that a
+ * message can quote a few strings; control characters are escaped later,
+ * by jitk__spec_error. */
+static const char *q(const char *s)
+{
+	static _Thread_local char ring[8][QUOTE_MAX + 4];
+	static _Thread_local unsigned next;
+	char *buf;
+	size_t n = strlen(s);
+
+	if (n <= QUOTE_MAX)
+		return s;
+	buf = ring[next++ % 8];
+	n = QUOTE_MAX;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(buf, s, n);
+	memcpy(buf + n, "...", 4);
+	return buf;
+}
+
+#define EXCERPT_WIDTH 160 /* characters of a long line shown around col */
+
+/* Byte length of the UTF-8 character at p (1 for stray bytes). */
+static size_t char_len(const char *p, const char *end)
+{
+	unsigned char c = (unsigned char)*p;
+	size_t n = c < 0xc0 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4, i;
+
+	for (i = 1; i < n; i++)
+		if (p + i >= end || ((unsigned char)p[i] & 0xc0) != 0x80)
+			return 1;
+	return n;
+}
+
+/* The offending line with a caret under column col (in characters, as
+ * libyaml counts them). A long line is cut to a window around col, marked
+ * with "...", so that the caret always points at the character. */
 static void excerpt(jbuf *b, const ytree *t, int line, int col)
 {
-	const char *p = t->text, *end = t->text + t->text_len, *eol;
-	int l = 1, i;
+	const char *p = t->text, *end = t->text + t->text_len, *eol, *shown_from;
+	int l = 1, i, skip = 0, shown = 0;
 
 	while (l < line && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -53,15 +138,33 @@ static void excerpt(jbuf *b, const ytree *t, int line, int col)
 	eol = p;
 	while (eol < end && *eol != '\n' && *eol != '\r')
 		eol++;
-	if (eol - p > 200)
-		eol = p + 200;
-	jitk__jbuf_printf(b, "%5d | ", line);
-	for (; p < eol; p++)
-		jitk__jbuf_put(b, isprint((unsigned char)*p) || *p == '\t' ||
-				    (unsigned char)*p >= 0x80 ? p : "?", 1);
-	jitk__jbuf_puts(b, "\n      | ");
-	for (i = 1; i < col && i < 200; i++)
-		jitk__jbuf_puts(b, " ");
+	if (col < 1)
+		col = 1;
+	if (col > EXCERPT_WIDTH)
+		skip = col - EXCERPT_WIDTH / 2;
+	for (i = 0; i < skip && p < eol; i++)
+		p += char_len(p, eol);
+	shown_from = p;
+	jitk__jbuf_printf(b, "%5d | %s", line, skip ? "..." : "");
+	while (p < eol && shown < EXCERPT_WIDTH) {
+		size_t n = char_len(p, eol);
+
+		if ((unsigned char)*p >= 0x80 && n > 1)
+			jitk__jbuf_put(b, p, n);
+		else
+			jitk__jbuf_put(b, isprint((unsigned char)*p) || *p == '\t' ? p : "?", 1);
+		p += n;
+		shown++;
+	}
+	if (p < eol)
+		jitk__jbuf_puts(b, "...");
+	jitk__jbuf_printf(b, "\n      | %s", skip ? "   " : "");
+	/* A tab above stays a tab below, so that the caret lines up. */
+	for (p = shown_from, i = 1 + skip; i < col; i++) {
+		jitk__jbuf_puts(b, p < eol && *p == '\t' ? "\t" : " ");
+		if (p < eol)
+			p += char_len(p, eol);
+	}
 	jitk__jbuf_puts(b, "^\n");
 }
 
@@ -83,12 +186,11 @@ static int err_at(const sctx *c, int line, int col, const char *path,
 	if (c->t && c->t->text)
 		excerpt(&detail, c->t, line, col);
 	if (path && *path)
-		rc = jitk__error_detail(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s (at %s)",
-					c->file, line, col, msg.data ? msg.data : "",
-					path);
+		rc = jitk__spec_error(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s (at %s)",
+				      c->file, line, col, msg.data ? msg.data : "", path);
 	else
-		rc = jitk__error_detail(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s",
-					c->file, line, col, msg.data ? msg.data : "");
+		rc = jitk__spec_error(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s",
+				      c->file, line, col, msg.data ? msg.data : "");
 	jitk__jbuf_free(&msg);
 	jitk__jbuf_free(&detail);
 	return rc;
@@ -166,8 +268,8 @@ static int check_keys(const sctx *c, const ynode *map, const char *path,
 			continue;
 		if (best)
 			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
-				   key->str, best);
-		return ERR(c, key, path, "unknown key '%s'", key->str);
+				   q(key->str), best);
+		return ERR(c, key, path, "unknown key '%s'", q(key->str));
 	}
 	for (k = 0; required && required[k]; k++)
 		if (!jitk__ymap_get(map, required[k]))
@@ -229,7 +331,7 @@ static int get_ident(const sctx *c, const ynode *n, const char *path,
 	if (!is_ident(n->str))
 		return ERR(c, n, path,
 			   "'%s' is not a name (letters, digits and '_', not starting with a digit)",
-			   n->str);
+			   q(n->str));
 	*out = jitk__strdup(n->str);
 	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
 }
@@ -245,25 +347,25 @@ static int get_int(const sctx *c, const ynode *n, const char *path,
 		return JITK_ESPEC;
 	if (!n->plain)
 		return ERR(c, n, path, "expected an integer, got the quoted string '%s'",
-			   n->str);
+			   q(n->str));
 	s = n->str;
 	if (*s == '-' || *s == '+')
 		neg = *s++ == '-';
 	if (!isdigit((unsigned char)*s))
-		return ERR(c, n, path, "expected an integer, got '%s'", n->str);
+		return ERR(c, n, path, "expected an integer, got '%s'", q(n->str));
 	if (s[0] == '0' && s[1])
 		return ERR(c, n, path,
 			   "'%s': leading zeros are not allowed (YAML 1.1 reads them as octal)",
-			   n->str);
+			   q(n->str));
 	for (; *s; s++) {
 		if (!isdigit((unsigned char)*s))
-			return ERR(c, n, path, "expected an integer, got '%s'", n->str);
+			return ERR(c, n, path, "expected an integer, got '%s'", q(n->str));
 		if (v > (UINT64_MAX - 9) / 10)
-			return ERR(c, n, path, "integer '%s' is out of range", n->str);
+			return ERR(c, n, path, "integer '%s' is out of range", q(n->str));
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	if (v > (uint64_t)INT64_MAX + (uint64_t)neg)
-		return ERR(c, n, path, "integer '%s' is out of range", n->str);
+		return ERR(c, n, path, "integer '%s' is out of range", q(n->str));
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return 0;
 }
@@ -277,7 +379,7 @@ static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
 	else if (n->plain && !strcmp(n->str, "false"))
 		*out = 0;
 	else
-		return ERR(c, n, path, "expected true or false, got '%s'", n->str);
+		return ERR(c, n, path, "expected true or false, got '%s'", q(n->str));
 	return 0;
 }
 
@@ -289,12 +391,22 @@ static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
 		return JITK_ESPEC;
 	if (jitk__arch_parse(&a, n->str) || a.kind != 's' || a.suffix)
 		return ERR(c, n, path, "expected an architecture like sm_90, got '%s'",
-			   n->str);
+			   q(n->str));
 	*out = a.cc;
 	return 0;
 }
 
 /* ----------------------------------------------------------- pieces */
+
+/* The reason of a jitk__read_file error, without its "PATH: " prefix. */
+static const char *read_reason(const char *path)
+{
+	const char *m = jitk_error_last()->message;
+	size_t n = strlen(path);
+
+	return !strncmp(m, path, n) && !strncmp(m + n, ": ", 2) ? m + n + 2 : m;
+}
+
 
 static char *subpath(const char *path, const char *key)
 {
@@ -329,7 +441,7 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 			for (i = 0; i < p->nvalues; i++)
 				jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
 			rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
-				 n->str, p->name, list.data ? list.data : "");
+				 q(n->str), q(p->name), q(list.data ? list.data : ""));
 			jitk__jbuf_free(&list);
 			return rc;
 		}
@@ -339,17 +451,17 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 		if (*out < p->min || *out > p->max)
 			return ERR(c, n, path,
 				   "value %lld is out of range for '%s' (%lld to %lld)",
-				   (long long)*out, p->name, (long long)p->min,
+				   (long long)*out, q(p->name), (long long)p->min,
 				   (long long)p->max);
 		if (p->multiple_of > 1 && *out % p->multiple_of)
 			return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
-				   (long long)*out, p->name, (long long)p->multiple_of);
+				   (long long)*out, q(p->name), (long long)p->multiple_of);
 		if (p->nallowed) {
 			for (i = 0; i < p->nallowed; i++)
 				if (p->allowed[i] == *out)
 					return 0;
 			return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
-				   (long long)*out, p->name);
+				   (long long)*out, q(p->name));
 		}
 		return 0;
 	}
@@ -394,7 +506,7 @@ static int parse_cond(const sctx *c, const spec_family *f, const ynode *n,
 		size_t count;
 
 		if (p < 0)
-			return ERR(c, k, path, "unknown parameter '%s'", k->str);
+			return ERR(c, k, path, "unknown parameter '%s'", q(k->str));
 		if ((rc = as_list(c, v, path, &items, &count, &one)))
 			return rc;
 		t->param = (size_t)p;
@@ -492,7 +604,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		rc = 0;
 		if (!is_ident(k->str)) {
-			rc = ERR(c, k, "params", "'%s' is not a name", k->str);
+			rc = ERR(c, k, "params", "'%s' is not a name", q(k->str));
 			goto next;
 		}
 		if (want_kind(c, d, path, YN_MAP, "a parameter definition (a mapping)")) {
@@ -519,7 +631,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			p->type = PT_ENUM;
 		} else {
 			rc = ERR(c, t, path, "unknown parameter type '%s' (int, bool or enum)",
-				 t->str);
+				 q(t->str));
 			goto next;
 		}
 		if (p->type != PT_INT) {
@@ -565,7 +677,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 				for (m = 0; m < j; m++)
 					if (!strcmp(p->values[m], p->values[j])) {
 						rc = ERR(c, v->kids[j], path, "value '%s' listed twice",
-							 p->values[j]);
+							 q(p->values[j]));
 						goto next;
 					}
 			}
@@ -576,7 +688,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			if ((rc = get_string(c, v, path, &p->cpp)))
 				goto next;
 			if (!is_qualified(p->cpp)) {
-				rc = ERR(c, v, path, "'%s' is not a C++ type name", p->cpp);
+				rc = ERR(c, v, path, "'%s' is not a C++ type name", q(p->cpp));
 				goto next;
 			}
 		}
@@ -614,7 +726,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 		}
 		for (j = 0; j < i; j++)
 			if (!strcmp(f->params[j].name, p->name)) {
-				rc = ERR(c, k, "params", "parameter '%s' defined twice", p->name);
+				rc = ERR(c, k, "params", "parameter '%s' defined twice", q(p->name));
 				goto next;
 			}
 next:
@@ -704,10 +816,10 @@ static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
 				continue;
 			}
 			if (!is_ident(k->str))
-				return ERR(c, k, "tuning", "'%s' is not a name", k->str);
+				return ERR(c, k, "tuning", "'%s' is not a name", q(k->str));
 			if (jitk__spec_param_index(f, k->str) >= 0)
 				return ERR(c, k, "tuning",
-					   "'%s' is a parameter; tuning cannot set it", k->str);
+					   "'%s' is a parameter; tuning cannot set it", q(k->str));
 			kv = &t->kv[t->n];
 			kv->loc = loc_of(c, k);
 			if (v->kind == YN_SCALAR && v->plain &&
@@ -759,11 +871,11 @@ static int check_name(void *ctx, const char *name, int pos)
 				    nc->f->args[i].type == AT_I64)
 					return 0;
 				return ERR(nc->c, nc->node, nc->path,
-					   "argument '%s' is not an integer", name);
+					   "argument '%s' is not an integer", q(name));
 			}
 	}
 	return ERR(nc->c, nc->node, nc->path,
-		   "unknown name '%s' in expression '%s'", name, nc->node->str);
+		   "unknown name '%s' in expression '%s'", q(name), q(nc->node->str));
 }
 
 static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
@@ -784,7 +896,7 @@ static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
 		/* A plain scalar on one line: point at the character. */
 		int col = n->col + (n->plain && !strchr(n->str, '\n') ? pos : 0);
 
-		return err_at(c, n->line, col, path, "bad expression '%s': %s", n->str, msg);
+		return err_at(c, n->line, col, path, "bad expression '%s': %s", q(n->str), msg);
 	}
 	return jitk__expr_visit_names(out->e, check_name, &nc);
 }
@@ -804,9 +916,9 @@ static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
 		spec_expr *d = &f->derived[i];
 
 		if (!is_ident(k->str))
-			return ERR(c, k, "derive", "'%s' is not a name", k->str);
+			return ERR(c, k, "derive", "'%s' is not a name", q(k->str));
 		if (name_defined(f, k->str, i))
-			return ERR(c, k, "derive", "'%s' is already defined", k->str);
+			return ERR(c, k, "derive", "'%s' is already defined", q(k->str));
 		d->name = jitk__strdup(k->str);
 		if (!d->name)
 			return jitk__error(JITK_ENOMEM, "out of memory");
@@ -865,7 +977,7 @@ static int parse_targs(const sctx *c, spec_family *f, const ynode *n)
 		if (!name_defined(f, f->targs[i], f->nderived))
 			return ERR(c, n->kids[i], "template_args",
 				   "'%s' is not a parameter, tuning key or derived value",
-				   f->targs[i]);
+				   q(f->targs[i]));
 	}
 	return 0;
 }
@@ -914,7 +1026,7 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 		for (j = 0; j < i; j++)
 			if (!strcmp(f->args[j].name, a->name))
 				return ERR(c, jitk__ymap_get(e, "name"), "args",
-					   "argument '%s' listed twice", a->name);
+					   "argument '%s' listed twice", q(a->name));
 		t = jitk__ymap_get(e, "type");
 		if (want_kind(c, t, "args.type", YN_SCALAR, "a type like 'const bf16*'"))
 			return JITK_ESPEC;
@@ -939,7 +1051,7 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 		if (j == JITK_ARRAY_SIZE(elem_types))
 			return ERR(c, t, "args.type",
 				   "unknown type '%s' (bf16, fp8_e4m3, f32, i32, i64, as pointers with '*')",
-				   t->str);
+				   q(t->str));
 		if (!ptr && elem_types[j].scalar == AT_PTR)
 			return ERR(c, t, "args.type", "'%s' can only be passed by pointer",
 				   elem_types[j].name);
@@ -1038,13 +1150,13 @@ static int check_option(const sctx *c, const ynode *n)
 	size_t i;
 
 	if (n->str[0] != '-')
-		return ERR(c, n, "nvrtc_options", "'%s' is not an option", n->str);
+		return ERR(c, n, "nvrtc_options", "'%s' is not an option", q(n->str));
 	for (i = 0; banned[i]; i++)
 		if (!strncmp(n->str, banned[i], strlen(banned[i])))
 			return ERR(c, n, "nvrtc_options",
 				   "option '%s' is not allowed in a spec (jitk sets the target, "
 				   "includes and numerics itself)",
-				   n->str);
+				   q(n->str));
 	return 0;
 }
 
@@ -1064,7 +1176,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 
 	*out = NULL;
 	if (!is_ident(k->str))
-		return ERR(c, k, "symbols", "'%s' is not a name", k->str);
+		return ERR(c, k, "symbols", "'%s' is not a name", q(k->str));
 	path = subpath("symbols", k->str);
 	if (!path)
 		return jitk__error(JITK_ENOMEM, "out of memory");
@@ -1104,7 +1216,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 
 		if (jitk__spec_param_index(f, pk->str) < 0) {
 			rc = ERR(c, pk, ppath, "unknown parameter '%s' of family '%s'",
-				 pk->str, f->name);
+				 q(pk->str), q(f->name));
 			goto done;
 		}
 	}
@@ -1115,7 +1227,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 
 		if (!pv) {
 			rc = ERR(c, params, ppath, "missing value for parameter '%s'",
-				 f->params[i].name);
+				 q(f->params[i].name));
 			goto done;
 		}
 		if ((rc = as_list(c, pv, ppath, &items, &count, &one)))
@@ -1170,6 +1282,41 @@ done:
 	return rc;
 }
 
+/* The template must be a readable regular file with something in it: read
+ * it now (never blocking on a FIFO or device) so that a wrong path fails
+ * at its line, not in NVRTC with a confusing static_assert. */
+static int check_template(const sctx *c, const ynode *v, const char *path)
+{
+	struct stat st;
+	char *text = NULL;
+	size_t len = 0, i;
+	int rc;
+
+	if (stat(path, &st))
+		return ERR(c, v, "template", "template file '%s' not found (%s)", q(v->str),
+			   strerror(errno));
+	rc = jitk__read_file(&text, &len, path, SPEC_MAX_TEMPLATE_BYTES);
+	if (rc == JITK_ENOMEM)
+		return rc;
+	if (rc == JITK_EINVAL)
+		return ERR(c, v, "template", "template '%s' is larger than the %u-byte limit",
+			   q(v->str), SPEC_MAX_TEMPLATE_BYTES);
+	if (rc) {
+		char *why = jitk__strdup(read_reason(path));
+
+		rc = ERR(c, v, "template", "template '%s' cannot be read: %s", q(v->str),
+			 why ? why : "out of memory");
+		free(why);
+		return rc;
+	}
+	for (i = 0; i < len && isspace((unsigned char)text[i]); i++)
+		;
+	free(text);
+	if (i == len)
+		return ERR(c, v, "template", "template '%s' is empty", q(v->str));
+	return 0;
+}
+
 static void family_free(spec_family *f);
 static void symbol_free(spec_symbol *s);
 
@@ -1196,7 +1343,6 @@ static int parse_family(sctx *c, const ynode *root)
 	spec_set *set = c->set;
 	spec_family *f;
 	const ynode *v, *syms;
-	struct stat st;
 	size_t i;
 	int rc;
 
@@ -1220,7 +1366,7 @@ static int parse_family(sctx *c, const ynode *root)
 	for (i = 0; i + 1 < set->nfams; i++)
 		if (!strcmp(set->fams[i]->name, f->name))
 			return ERR(c, v, "family", "family '%s' is already defined at %s:%d:%d",
-				   f->name, set->fams[i]->loc.file, set->fams[i]->loc.line,
+				   q(f->name), set->fams[i]->loc.file, set->fams[i]->loc.line,
 				   set->fams[i]->loc.col);
 	if ((v = jitk__ymap_get(root, "description")) &&
 	    (rc = get_string(c, v, "description", &f->description)))
@@ -1239,16 +1385,13 @@ static int parse_family(sctx *c, const ynode *root)
 		free(f->template_path);
 		f->template_path = full;
 	}
-	if (stat(f->template_path, &st))
-		return ERR(c, v, "template", "template file '%s' not found (%s)", v->str,
-			   strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return ERR(c, v, "template", "template '%s' is not a regular file", v->str);
+	if ((rc = check_template(c, v, f->template_path)))
+		return rc;
 	v = jitk__ymap_get(root, "kernel");
 	if ((rc = get_string(c, v, "kernel", &f->kernel)))
 		return rc;
 	if (!is_qualified(f->kernel))
-		return ERR(c, v, "kernel", "'%s' is not a C++ name", f->kernel);
+		return ERR(c, v, "kernel", "'%s' is not a C++ name", q(f->kernel));
 	if ((rc = parse_params(c, f, jitk__ymap_get(root, "params"))))
 		return rc;
 	if ((v = jitk__ymap_get(root, "gates")) &&
@@ -1304,7 +1447,7 @@ static int parse_family(sctx *c, const ynode *root)
 			if (!strcmp(set->syms[j]->name, s->name))
 				return ERR(c, ymap_key(syms, i), "symbols",
 					   "symbol '%s' is already defined at %s:%d:%d",
-					   s->name, set->syms[j]->loc.file,
+					   q(s->name), set->syms[j]->loc.file,
 					   set->syms[j]->loc.line, set->syms[j]->loc.col);
 	}
 	return 0;
@@ -1356,7 +1499,7 @@ static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 	if (total > 4096)
 		return link_error(tx, set, &s->loc,
 				  "symbol '%s' expands to %zu instances; the limit is 4096",
-				  s->name, total);
+				  q(s->name), total);
 	for (k = 0; k < total; k++) {
 		spec_instance *in;
 		size_t rest = k, first = 1;
@@ -1456,12 +1599,14 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 {
 	ytree t = { NULL, NULL, 0 };
 	sctx c = { l->file, NULL, NULL };
-	char msg[512];
+	jbuf msg;
 	va_list ap;
 	size_t i;
+	int rc;
 
+	jitk__jbuf_init(&msg);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	jitk__jbuf_vprintf(&msg, fmt, ap);
 	va_end(ap);
 	for (i = 0; tx && i < tx->n && i < set->nfiles; i++)
 		if (!strcmp(set->files[i], l->file)) {
@@ -1469,7 +1614,10 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 			t.text_len = tx->lens[i];
 			c.t = &t;
 		}
-	return err_at(&c, l->line, l->col, NULL, "%s", msg);
+	rc = msg.oom ? jitk__error(JITK_ENOMEM, "out of memory")
+		     : err_at(&c, l->line, l->col, NULL, "%s", msg.data ? msg.data : "");
+	jitk__jbuf_free(&msg);
+	return rc;
 }
 
 static int link_instances(spec_set *set, const texts_t *tx)
@@ -1498,14 +1646,14 @@ static int link_instances(spec_set *set, const texts_t *tx)
 			if (t < 0)
 				return link_error(tx, set, l,
 						  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
-						  s->fallback[j], s->name);
+						  q(s->fallback[j]), q(s->name));
 			if (set->syms[t] == s)
 				return link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
-						  s->name);
+						  q(s->name));
 			if (match_instance(set, in, set->syms[t], &in->fallback[j]))
 				return link_error(tx, set, l,
 						  "fallback '%s' has no instance matching '%s'",
-						  s->fallback[j], in->name);
+						  q(s->fallback[j]), q(in->name));
 			in->nfallback++;
 		}
 	}
@@ -1522,7 +1670,7 @@ static int link_instances(spec_set *set, const texts_t *tx)
 		if (!strcmp(a->name, b->name))
 			return link_error(tx, set, &b->sym->loc,
 					  "instance name '%s' clashes with symbol '%s' at %s:%d:%d",
-					  b->name, a->sym->name, a->sym->loc.file,
+					  q(b->name), q(a->sym->name), a->sym->loc.file,
 					  a->sym->loc.line, a->sym->loc.col);
 	}
 	return 0;
@@ -1591,7 +1739,7 @@ int jitk__spec_find(const spec_set *s, const char *name, size_t *out)
 			}
 		}
 	}
-	return jitk__error(JITK_ENOENT, "no symbol named '%s' (see jitk list)", name);
+	return jitk__spec_error(JITK_ENOENT, NULL, "no symbol named '%s' (see jitk list)", q(name));
 }
 
 int jitk__spec_find_param(const spec_set *s, const char *symbol, const char *param,
@@ -1611,8 +1759,8 @@ int jitk__spec_find_param(const spec_set *s, const char *symbol, const char *par
 			return JITK_OK;
 		}
 	}
-	return jitk__error(JITK_ENOENT, "symbol '%s' has no instance with %s=%lld",
-			   symbol, param, (long long)v);
+	return jitk__spec_error(JITK_ENOENT, NULL, "symbol '%s' has no instance with %s=%lld",
+				symbol, param, (long long)v);
 }
 
 /* -------------------------------------------------------------- load */
@@ -1673,11 +1821,19 @@ static int load_file(spec_set *set, const char *path, texts_t *tx)
 
 	rc = jitk__read_file(&text, &len, path, YT_MAX_FILE_BYTES);
 	if (rc == JITK_EINVAL)
-		return jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
-				   path, YT_MAX_FILE_BYTES);
-	if (rc)
-		return jitk__error(JITK_ESPEC, "%s:1:1: error: %s", path,
-				   jitk_error_last()->message);
+		return jitk__spec_error(JITK_ESPEC, NULL,
+					"%s:1:1: error: file is larger than the %u-byte limit",
+					path, YT_MAX_FILE_BYTES);
+	if (rc == JITK_ENOMEM)
+		return rc;
+	if (rc) {
+		char *why = jitk__strdup(read_reason(path));
+
+		rc = jitk__spec_error(JITK_ESPEC, NULL, "%s:1:1: error: cannot read the spec file: %s",
+				      path, why ? why : "out of memory");
+		free(why);
+		return rc;
+	}
 	return load_text(set, path, text, len, tx);
 }
 
@@ -1696,8 +1852,8 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 	*out = NULL;
 	*count = 0;
 	if (!d)
-		return jitk__error(JITK_ESPEC, "%s: cannot open spec directory: %s",
-				   dir, strerror(errno));
+		return jitk__spec_error(JITK_ESPEC, NULL, "%s: cannot open spec directory: %s",
+					dir, strerror(errno));
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		char **p;
@@ -1709,8 +1865,8 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 			while (n)
 				free(names[--n]);
 			free(names);
-			return jitk__error(JITK_ESPEC, "%s: more than %d spec files", dir,
-					   SPEC_MAX_FILES);
+			return jitk__spec_error(JITK_ESPEC, NULL, "%s: more than %d spec files",
+						dir, SPEC_MAX_FILES);
 		}
 		p = realloc(names, (n + 1) * sizeof(*p));
 		if (!p || !(p[n] = jitk__asprintf("%s/%s", dir, e->d_name))) {
@@ -1727,7 +1883,7 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 	closedir(d);
 	if (!n) {
 		free(names);
-		return jitk__error(JITK_ESPEC, "%s: no *.yaml spec files", dir);
+		return jitk__spec_error(JITK_ESPEC, NULL, "%s: no *.yaml spec files", dir);
 	}
 	qsort(names, n, sizeof(*names), name_cmp);
 	*out = names;
@@ -1794,8 +1950,9 @@ int jitk__spec_set_load_buffer(spec_set **out, const char *name, const char *tex
 	copy[len] = '\0';
 	if (len > YT_MAX_FILE_BYTES) {
 		free(copy);
-		rc = jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
-				 name, YT_MAX_FILE_BYTES);
+		rc = jitk__spec_error(JITK_ESPEC, NULL,
+				      "%s:1:1: error: file is larger than the %u-byte limit",
+				      name, YT_MAX_FILE_BYTES);
 	} else {
 		rc = load_text(set, name, copy, len, &tx); /* owns copy from here */
 	}

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/internal.h"
 #include "spec/expr.h"
 
 typedef struct {
@@ -174,5 +175,13 @@ int jitk__spec_param_index(const spec_family *f, const char *name);
 /* Render a parameter value as text ("layer", "true", "3072"). */
 const char *jitk__spec_value_text(const spec_param *p, int64_t v, char buf[32]);
 int jitk__spec_cond_holds(const spec_cond *c, const int64_t *vals);
+
+/* Record an error whose message quotes spec text: control characters
+ * (a newline in a block scalar, an escape sequence) are written as \n,
+ * \x1b... so that the message stays one printable line. */
+int jitk__spec_error(int status, const char *detail, const char *fmt, ...)
+	JITK_PRINTF(3, 4);
+/* Append s to b with control characters escaped the same way. */
+void jitk__spec_escape(jbuf *b, const char *s);
 
 #endif
