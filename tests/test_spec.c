@@ -1,11 +1,13 @@
 /* test_spec.c - the spec loader: every bad case names file:line:col and
  * the exact message; hostile inputs fail fast; good specs load. */
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -518,6 +520,156 @@ static void test_expressions(void **state)
 	assert_int_equal(f, 1);
 }
 
+/* ------------------------------------------------ deep expressions */
+
+/* text with "head" then n copies of "unit" then "tail". */
+static char *repeat(const char *head, const char *unit, size_t n, const char *tail)
+{
+	jbuf b;
+	size_t i;
+
+	jitk__jbuf_init(&b);
+	jitk__jbuf_puts(&b, head);
+	for (i = 0; i < n; i++)
+		jitk__jbuf_puts(&b, unit);
+	jitk__jbuf_puts(&b, tail);
+	return jitk__jbuf_detach(&b);
+}
+
+typedef struct {
+	const char *spec_base; /* minimal.yaml with an absolute template path */
+	int failures;
+} deep_ctx;
+
+#define DEEP_TOO_TALL "expression too deep (more than 64 nested operations; split it with derive)"
+#define DEEP_NESTED "expression nested too deeply (more than 32 levels of parentheses, calls and unary operators)"
+
+/* Runs on a 256 KiB stack: cmocka's asserts cannot be used here. */
+static void deep_expect(deep_ctx *d, const char *what, const char *text, int pos,
+			const char *msg)
+{
+	expr *e = NULL;
+	char err[160];
+	int got = -1;
+
+	if (!jitk__expr_parse(&e, text, err, sizeof(err), &got)) {
+		fprintf(stderr, "%s: parsed\n", what);
+		jitk__expr_free(e);
+		d->failures++;
+	} else if (got != pos || strcmp(err, msg)) {
+		fprintf(stderr, "%s: at %d '%s', want %d '%s'\n", what, got, err, pos, msg);
+		d->failures++;
+	}
+}
+
+static void *deep_worker(void *arg)
+{
+	deep_ctx *d = arg;
+	static const struct {
+		const char *what, *head, *unit, *tail;
+		size_t n;
+		int pos;
+		const char *msg;
+	} cases[] = {
+		/* the issue's 60 KB derive value: 30 001 terms */
+		{ "sum", "0", "+0", "+8", 30000, 127, DEEP_TOO_TALL },
+		{ "difference", "9", " - 1", "", 30000, 254, DEEP_TOO_TALL },
+		{ "product", "x", "*x", "", 20000, 127, DEEP_TOO_TALL },
+		{ "quotients", "x", "/2%3", "", 20000, 127, DEEP_TOO_TALL },
+		{ "and", "1", "&&1", "", 20000, 190, DEEP_TOO_TALL },
+		{ "or", "0", "||0", "", 20000, 190, DEEP_TOO_TALL },
+		{ "negations", "", "- ", "x", 30000, 62, DEEP_NESTED },
+		{ "nots", "", "!", "0", 30000, 31, DEEP_NESTED },
+		{ "mixed unary", "", "-!", "0", 20000, 31, DEEP_NESTED },
+		{ "parentheses", "", "(", "1", 30000, 32, DEEP_NESTED },
+		{ "calls", "", "min(1, ", "1", 20000, 221, DEEP_NESTED },
+		{ "right-deep sums", "", "1+(", "1", 20000, 96, DEEP_NESTED },
+		{ "sums in calls", "", "max(0+0+0+0, ", "1", 20000, 407, DEEP_NESTED },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *t = repeat(cases[i].head, cases[i].unit, cases[i].n, cases[i].tail);
+
+		deep_expect(d, cases[i].what, t, cases[i].pos, cases[i].msg);
+		free(t);
+	}
+	/* The tallest tree allowed still works end to end: parse, visit,
+	 * bind, eval, free. */
+	{
+		char *t = repeat("1", "+1", 63, ""), err[160];
+		expr *e = NULL;
+		int pos;
+		int64_t v = 0;
+
+		if (jitk__expr_parse(&e, t, err, sizeof(err), &pos) ||
+		    jitk__expr_eval(e, NULL, NULL, &v, err, sizeof(err)) || v != 64) {
+			fprintf(stderr, "63 additions: %s\n", err);
+			d->failures++;
+		}
+		jitk__expr_free(e);
+		free(t);
+	}
+	/* Through the loader: the issue's derive value, with file:line:col. */
+	{
+		char *terms = repeat("0", "+0", 30000, "+8");
+		char *text = jitk__asprintf("%sderive:\n  d: %s\n", d->spec_base, terms);
+		int line = 2, rc;
+		const char *c;
+		char *want;
+		spec_set *set = NULL;
+
+		for (c = d->spec_base; *c; c++)
+			line += *c == '\n';
+		want = jitk__asprintf("deep.yaml:%d:133: error: bad expression '%.96s...': " DEEP_TOO_TALL
+				      " (at derive)", line, terms);
+		rc = jitk__spec_set_load_buffer(&set, "deep.yaml", text, strlen(text));
+		if (rc != JITK_ESPEC || strcmp(jitk_error_last()->message, want)) {
+			fprintf(stderr, "derive: %d %s\n  want %s\n", rc, jitk_error_last()->message, want);
+			d->failures++;
+		}
+		jitk__spec_set_free(set);
+		free(want);
+		free(text);
+		free(terms);
+	}
+	return NULL;
+}
+
+/* Issue 10 #7: a 60 KB derive value of 30 001 terms made a left-deep tree
+ * that eval (and visit, free) recursed over: a segfault with a 512 KiB
+ * stack. Every direction of depth is now bounded at parse time. The
+ * checks run in a forked child on a thread with a 256 KiB stack, so that
+ * a stack overflow fails the test instead of killing the test program. */
+static void test_deep_expressions(void **state)
+{
+	char *base = good_text(), *abs = absolute_template(base);
+	deep_ctx d = { abs, 0 };
+	pid_t pid;
+	int status = 0;
+
+	(void)state;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_attr_t attr;
+		pthread_t th;
+
+		if (pthread_attr_init(&attr) || pthread_attr_setstacksize(&attr, 256 << 10) ||
+		    pthread_create(&th, &attr, deep_worker, &d) || pthread_join(th, NULL))
+			_exit(3);
+		_exit(d.failures ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "child died of signal %d\n", WTERMSIG(status));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	free(abs);
+	free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_symbol),
 		cmocka_unit_test(test_repo_specs),
 		cmocka_unit_test(test_expressions),
+		cmocka_unit_test(test_deep_expressions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

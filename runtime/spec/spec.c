@@ -398,6 +398,16 @@ static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
 
 /* ----------------------------------------------------------- pieces */
 
+/* Characters in the first n bytes of s. */
+static size_t chars_before_pos(const char *s, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n && s[i]; i++)
+		k += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return k;
+}
+
 /* The reason of a jitk__read_file error, without its "PATH: " prefix. */
 static const char *read_reason(const char *path)
 {
@@ -878,6 +888,32 @@ static int check_name(void *ctx, const char *name, int pos)
 		   "unknown name '%s' in expression '%s'", q(name), q(nc->node->str));
 }
 
+/* Columns from n's start to byte pos of its value, when the value is
+ * written as is on one line (plain, or quoted without escapes); else 0:
+ * the caret then points at the scalar. */
+static int scalar_offset(const sctx *c, const ynode *n, int pos)
+{
+	const char *p = c->t ? c->t->text : NULL, *end;
+	int line = 1, col = 1, quote;
+
+	if (!p || strchr(n->str, '\n'))
+		return 0;
+	end = p + c->t->text_len;
+	for (; p < end && line < n->line; p++)
+		line += *p == '\n';
+	for (; p < end && col < n->col && *p != '\n'; p++)
+		col += ((unsigned char)*p & 0xc0) != 0x80;
+	while (p < end && ((unsigned char)*p & 0xc0) == 0x80)
+		p++;
+	quote = !n->plain && p < end && (*p == '"' || *p == '\'');
+	if (!n->plain && !quote)
+		return 0;
+	p += quote;
+	if ((size_t)(end - p) < n->len || memcmp(p, n->str, n->len))
+		return 0;
+	return quote + (int)chars_before_pos(n->str, (size_t)pos);
+}
+
 static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
 		      const char *path, size_t nderived, int allow_args,
 		      spec_expr *out)
@@ -892,12 +928,9 @@ static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
 	out->text = jitk__strdup(n->str);
 	if (!out->text)
 		return jitk__error(JITK_ENOMEM, "out of memory");
-	if (jitk__expr_parse(&out->e, n->str, msg, sizeof(msg), &pos)) {
-		/* A plain scalar on one line: point at the character. */
-		int col = n->col + (n->plain && !strchr(n->str, '\n') ? pos : 0);
-
-		return err_at(c, n->line, col, path, "bad expression '%s': %s", q(n->str), msg);
-	}
+	if (jitk__expr_parse(&out->e, n->str, msg, sizeof(msg), &pos))
+		return err_at(c, n->line, n->col + scalar_offset(c, n, pos), path,
+			      "bad expression '%s': %s", q(n->str), msg);
 	return jitk__expr_visit_names(out->e, check_name, &nc);
 }
 
