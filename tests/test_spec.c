@@ -520,6 +520,212 @@ static void test_expressions(void **state)
 	assert_int_equal(f, 1);
 }
 
+/* ------------------------------------------------------- instances */
+
+/* A family "name" with int parameters p0..p{nparams-1} and the repo's
+ * quantizer template; symbols are appended by the caller. */
+static void family_head(jbuf *b, const char *name, int nparams)
+{
+	char *root = realpath(t_root(), NULL);
+	int i;
+
+	assert_non_null(root);
+	jitk__jbuf_printf(b, "family: %s\ntemplate: %s/templates/static_quant_fp8.cuh\n"
+			  "kernel: jitk::static_quant_fp8\nparams:\n", name, root);
+	for (i = 0; i < nparams; i++)
+		jitk__jbuf_printf(b, "  p%d: { type: int }\n", i);
+	jitk__jbuf_puts(b, "template_args: [p0]\nargs:\n  - { name: n, type: i64 }\n"
+			   "launch:\n  grid: 1\n  block: 32\nsymbols:\n");
+	free(root);
+}
+
+/* "[0, 1, ..., n-1]" */
+static void value_list(jbuf *b, int n)
+{
+	int i;
+
+	jitk__jbuf_puts(b, "[");
+	for (i = 0; i < n; i++)
+		jitk__jbuf_printf(b, "%s%d", i ? ", " : "", i);
+	jitk__jbuf_puts(b, "]");
+}
+
+static void sym3(jbuf *b, int i, int n0, int n1, int n2, const char *extra)
+{
+	jitk__jbuf_printf(b, "  s%d:\n    params: { p0: ", i);
+	value_list(b, n0);
+	jitk__jbuf_puts(b, ", p1: ");
+	value_list(b, n1);
+	jitk__jbuf_puts(b, ", p2: ");
+	value_list(b, n2);
+	jitk__jbuf_printf(b, " }\n%s", extra ? extra : "");
+}
+
+/* Load text as dir/name: JITK_ESPEC with exactly "PATH:WANT". */
+static void expect_text(const char *dir, const char *name, const jbuf *b,
+			const char *want)
+{
+	char *path = t_path(dir, name);
+
+	t_write(path, b->data, b->len);
+	expect_load(path, 0, path, want);
+	free(path);
+}
+
+/* Issue 10 #8: 1000 symbols x 16^3 values made 4 096 000 instances (706 MB,
+ * 4.3 s for jitk list). Instances are counted as symbols are parsed, with
+ * overflow checks, before anything is allocated: at most 4096 per symbol
+ * and 65 536 per spec set, the error at the symbol that goes over. */
+static void test_instance_limits(void **state)
+{
+	char *dir = t_tmpdir(), *path = t_path(dir, "many.yaml");
+	const char *one[1] = { path };
+	spec_set *set = NULL;
+	size_t id;
+	double t0;
+	jbuf b;
+	int i, line;
+
+	(void)state;
+	alarm(120);
+	/* The issue's bomb: refused at the 17th symbol. */
+	jitk__jbuf_init(&b);
+	family_head(&b, "bomb", 3);
+	for (i = 0; i < 1000; i++)
+		sym3(&b, i, 16, 16, 16, NULL);
+	line = 15 + 2 * 16; /* the symbols start at line 15, two lines each */
+	{
+		char *want = jitk__asprintf("%d:3: error: symbol 's16' brings the spec set to 69632 "
+					    "instances; the limit is 65536 (at symbols)", line);
+		expect_text(dir, "bomb.yaml", &b, want);
+		free(want);
+	}
+	jitk__jbuf_free(&b);
+
+	/* One symbol over its own limit; one whose count overflows 64 bits
+	 * (4^32 = 2^64 used to wrap to 0 instances, silently). */
+	jitk__jbuf_init(&b);
+	family_head(&b, "big", 3);
+	sym3(&b, 0, 17, 16, 16, NULL);
+	expect_text(dir, "big.yaml", &b, "15:3: error: symbol 's0' expands to 4352 instances (one per "
+		    "combination of the listed values); the limit is 4096 (at symbols)");
+	jitk__jbuf_free(&b);
+	jitk__jbuf_init(&b);
+	family_head(&b, "wrap", 32);
+	jitk__jbuf_puts(&b, "  s0:\n    params:\n");
+	for (i = 0; i < 32; i++)
+		jitk__jbuf_printf(&b, "      p%d: [0, 1, 2, 3]\n", i);
+	expect_text(dir, "wrap.yaml", &b, "44:3: error: symbol 's0' expands to more than 2^64 "
+		    "instances (one per combination of the listed values); the limit is 4096 (at symbols)");
+	jitk__jbuf_free(&b);
+
+	/* Exactly at the limit, each symbol falling back to the next: loads,
+	 * in linear time (the old linker searched every instance for every
+	 * fallback: 2^32 comparisons here), with the right fallbacks. */
+	jitk__jbuf_init(&b);
+	family_head(&b, "full", 3);
+	for (i = 0; i < 16; i++) {
+		char fb[32];
+
+		snprintf(fb, sizeof(fb), "    fallback: [s%d]\n", i + 1);
+		sym3(&b, i, 16, 16, 16, i < 15 ? fb : NULL);
+	}
+	t_write(path, b.data, b.len);
+	jitk__jbuf_free(&b);
+	t0 = jitk__now_ms();
+	assert_int_equal(jitk__spec_set_load_files(&set, one, 1), 0);
+	printf("  65536 instances with fallbacks loaded in %.0f ms\n", jitk__now_ms() - t0);
+	assert_true(jitk__now_ms() - t0 < 20000);
+	assert_int_equal(set->ninsts, 65536);
+	assert_int_equal(jitk__spec_find(set, "s3[p0=5,p1=7,p2=11]", &id), 0);
+	assert_int_equal(set->insts[id].nfallback, 1);
+	assert_string_equal(set->insts[set->insts[id].fallback[0]].name, "s4[p0=5,p1=7,p2=11]");
+	assert_int_equal(jitk__spec_find(set, "s14[p0=15,p1=15,p2=15]", &id), 0);
+	assert_string_equal(set->insts[set->insts[id].fallback[0]].name, "s15[p0=15,p1=15,p2=15]");
+	jitk__spec_set_free(set);
+	set = NULL;
+
+	/* More than 16 fallbacks. */
+	jitk__jbuf_init(&b);
+	family_head(&b, "fb", 3);
+	sym3(&b, 0, 1, 1, 1, "    fallback: [s1, s1, s1, s1, s1, s1, s1, s1, s1, s1, s1, s1, s1, s1, s1, s1, s1]\n");
+	sym3(&b, 1, 1, 1, 1, NULL);
+	expect_text(dir, "fb.yaml", &b, "17:80: error: more than 16 fallbacks (at symbols.s0)");
+	jitk__jbuf_free(&b);
+	alarm(0);
+	free(path);
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* A variant binds every parameter, tuning key and derived value: more than
+ * 64 used to fail at specialization with no location; now the 65th name
+ * is an error at load, at its line. */
+static void test_name_limit(void **state)
+{
+	char *dir = t_tmpdir();
+	jbuf b;
+	int i;
+
+	(void)state;
+	jitk__jbuf_init(&b);
+	family_head(&b, "names", 65);
+	jitk__jbuf_puts(&b, "  s0:\n    params:\n");
+	for (i = 0; i < 65; i++)
+		jitk__jbuf_printf(&b, "      p%d: 1\n", i);
+	expect_text(dir, "params.yaml", &b, "69:3: error: 'p64' is one name too many: a family has at "
+		    "most 64 parameters, tuning keys and derived values together (at params)");
+	jitk__jbuf_free(&b);
+	jitk__jbuf_init(&b);
+	family_head(&b, "names", 3);
+	jitk__jbuf_puts(&b, "  s0: { params: { p0: 1, p1: 1, p2: 1 } }\ntuning:\n  -\n");
+	for (i = 0; i < 40; i++)
+		jitk__jbuf_printf(&b, "    t%d: 1\n", i);
+	jitk__jbuf_puts(&b, "derive:\n");
+	for (i = 0; i < 30; i++)
+		jitk__jbuf_printf(&b, "  d%d: t%d + 1\n", i, i);
+	expect_text(dir, "mixed.yaml", &b, "80:3: error: 'd21' is one name too many: a family has at "
+		    "most 64 parameters, tuning keys and derived values together (at derive)");
+	jitk__jbuf_free(&b);
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* A fallback into another family matches enum values by name: the two
+ * families may list the values in different orders (the linker compared
+ * the indexes, and fell back from e=y to the instance with e=x). */
+static void test_fallback_enum_by_name(void **state)
+{
+	char *dir = t_tmpdir(), *a = t_path(dir, "a.yaml"), *bpath = t_path(dir, "b.yaml");
+	char *root = realpath(t_root(), NULL);
+	const char *files[2] = { a, bpath };
+	static const char fmt[] =
+		"family: %s\ntemplate: %s/templates/static_quant_fp8.cuh\nkernel: jitk::static_quant_fp8\n"
+		"params:\n  e: { type: enum, values: [%s], cpp: jitk::E }\n  h: { type: int }\n"
+		"template_args: [e]\nargs:\n  - { name: n, type: i64 }\nlaunch:\n  grid: 1\n  block: 32\n"
+		"symbols:\n  %s:\n    params: { e: [x, y], h: [1, 2] }\n%s";
+	spec_set *set = NULL;
+	size_t id;
+
+	(void)state;
+	assert_non_null(root);
+	t_writef(a, fmt, "fa", root, "x, y", "sa", "    fallback: [sb]\n");
+	t_writef(bpath, fmt, "fb", root, "y, x", "sb", "");
+	assert_int_equal(jitk__spec_set_load_files(&set, files, 2), 0);
+	assert_int_equal(jitk__spec_find(set, "sa[e=y,h=1]", &id), 0);
+	assert_string_equal(set->insts[set->insts[id].fallback[0]].name, "sb[e=y,h=1]");
+	assert_int_equal(jitk__spec_find(set, "sa", &id), 0);
+	assert_string_equal(set->insts[set->insts[id].fallback[0]].name, "sb");
+	assert_int_equal(jitk__spec_find(set, "sa[e=y,h=2]", &id), 0);
+	assert_string_equal(set->insts[set->insts[id].fallback[0]].name, "sb[e=y,h=2]");
+	jitk__spec_set_free(set);
+	free(root);
+	free(a);
+	free(bpath);
+	t_rmtree(dir);
+	free(dir);
+}
+
 /* ------------------------------------------------ deep expressions */
 
 /* text with "head" then n copies of "unit" then "tail". */
@@ -680,6 +886,9 @@ int main(void)
 		cmocka_unit_test(test_repo_specs),
 		cmocka_unit_test(test_expressions),
 		cmocka_unit_test(test_deep_expressions),
+		cmocka_unit_test(test_instance_limits),
+		cmocka_unit_test(test_name_limit),
+		cmocka_unit_test(test_fallback_enum_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

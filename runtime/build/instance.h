@@ -6,7 +6,7 @@
 #include "base/internal.h"
 #include "spec/spec.h"
 
-#define JITK_MAX_NAMES 64
+#define JITK_MAX_NAMES SPEC_MAX_NAMES /* the loader enforces it */
 
 typedef struct {
 	const char *name; /* borrowed from the spec */

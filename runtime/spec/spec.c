@@ -592,6 +592,18 @@ static int parse_gates(const sctx *c, const spec_family *f, const ynode *n,
 	return 0;
 }
 
+/* One more parameter, tuning key or derived value, named by n: a variant
+ * binds them all, so a family has at most SPEC_MAX_NAMES. */
+static int name_budget(const sctx *c, const spec_family *f, const ynode *n,
+		       const char *path)
+{
+	if (f->nparams + f->ntuning_keys + f->nderived < SPEC_MAX_NAMES)
+		return 0;
+	return ERR(c, n, path, "'%s' is one name too many: a family has at most %d "
+		   "parameters, tuning keys and derived values together",
+		   q(n->str), SPEC_MAX_NAMES);
+}
+
 static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 {
 	static const char *const keys[] = { "type", "values", "min", "max",
@@ -623,7 +635,13 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 		}
 		if ((rc = check_keys(c, d, path, keys, req)))
 			goto next;
+		if ((rc = name_budget(c, f, k, "params")))
+			goto next;
 		p->name = jitk__strdup(k->str);
+		if (!p->name) {
+			free(path);
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		}
 		p->loc = loc_of(c, k);
 		p->min = INT64_MIN;
 		p->max = INT64_MAX;
@@ -762,14 +780,18 @@ static int name_defined(const spec_family *f, const char *name, size_t nderived)
 	return 0;
 }
 
-static int add_tuning_key(spec_family *f, const char *key)
+static int add_tuning_key(const sctx *c, spec_family *f, const ynode *n)
 {
+	const char *key = n->str;
 	size_t i;
 	char **k;
+	int rc;
 
 	for (i = 0; i < f->ntuning_keys; i++)
 		if (!strcmp(f->tuning_keys[i], key))
 			return 0;
+	if ((rc = name_budget(c, f, n, "tuning")))
+		return rc;
 	k = realloc(f->tuning_keys, (f->ntuning_keys + 1) * sizeof(*k));
 	if (!k)
 		return jitk__error(JITK_ENOMEM, "out of memory");
@@ -848,7 +870,7 @@ static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
 			if (!kv->key)
 				return jitk__error(JITK_ENOMEM, "out of memory");
 			t->n++;
-			if ((rc = add_tuning_key(f, k->str)))
+			if ((rc = add_tuning_key(c, f, k)))
 				return rc;
 		}
 	}
@@ -952,6 +974,8 @@ static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
 			return ERR(c, k, "derive", "'%s' is not a name", q(k->str));
 		if (name_defined(f, k->str, i))
 			return ERR(c, k, "derive", "'%s' is already defined", q(k->str));
+		if ((rc = name_budget(c, f, k, "derive")))
+			return rc;
 		d->name = jitk__strdup(k->str);
 		if (!d->name)
 			return jitk__error(JITK_ENOMEM, "out of memory");
@@ -1195,6 +1219,36 @@ static int check_option(const sctx *c, const ynode *n)
 
 /* ----------------------------------------------------------- symbols */
 
+/* How many instances s expands to, checked against the limits before
+ * anything is allocated for them: the product of the value counts
+ * (overflow-checked), and the running total of the set. */
+static int count_instances(const sctx *c, const spec_family *f, spec_symbol *s,
+			   const ynode *key)
+{
+	size_t total = 1, i;
+	int overflow = 0;
+
+	for (i = 0; i < f->nparams; i++)
+		overflow |= __builtin_mul_overflow(total, s->nvals[i], &total);
+	if (overflow)
+		return ERR(c, key, "symbols",
+			   "symbol '%s' expands to more than 2^64 instances (one per combination "
+			   "of the listed values); the limit is %d",
+			   q(s->name), SPEC_MAX_SYMBOL_INSTANCES);
+	if (total > SPEC_MAX_SYMBOL_INSTANCES)
+		return ERR(c, key, "symbols",
+			   "symbol '%s' expands to %zu instances (one per combination of the "
+			   "listed values); the limit is %d",
+			   q(s->name), total, SPEC_MAX_SYMBOL_INSTANCES);
+	if (total > SPEC_MAX_INSTANCES - c->set->nplanned)
+		return ERR(c, key, "symbols",
+			   "symbol '%s' brings the spec set to %zu instances; the limit is %d",
+			   q(s->name), c->set->nplanned + total, SPEC_MAX_INSTANCES);
+	c->set->nplanned += total;
+	s->ninsts = total;
+	return 0;
+}
+
 static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 			const ynode *d, spec_symbol **out)
 {
@@ -1284,12 +1338,19 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 				}
 		}
 	}
+	if ((rc = count_instances(c, f, s, k)))
+		goto done;
 	if ((v = jitk__ymap_get(d, "gates")) &&
 	    (rc = parse_gates(c, f, v, path, 0, &s->gates, &s->ngates)))
 		goto done;
 	if ((v = jitk__ymap_get(d, "fallback"))) {
 		if (want_kind(c, v, path, YN_SEQ, "a list of symbol names")) {
 			rc = JITK_ESPEC;
+			goto done;
+		}
+		if (v->n > SPEC_MAX_FALLBACKS) {
+			rc = ERR(c, v->kids[SPEC_MAX_FALLBACKS], path,
+				 "more than %d fallbacks", SPEC_MAX_FALLBACKS);
 			goto done;
 		}
 		s->fallback = calloc(v->n ? v->n : 1, sizeof(*s->fallback));
@@ -1465,7 +1526,6 @@ static int parse_family(sctx *c, const ynode *root)
 		return ERR(c, syms, "symbols", "a family needs at least one symbol");
 	for (i = 0; i < syms->n; i++) {
 		spec_symbol *s = NULL;
-		size_t j;
 
 		rc = parse_symbol(c, f, ymap_key(syms, i), ymap_val(syms, i), &s);
 		if (s && grow((void **)&set->syms, set->nsyms, sizeof(*set->syms))) {
@@ -1476,12 +1536,7 @@ static int parse_family(sctx *c, const ynode *root)
 			set->syms[set->nsyms++] = s;
 		if (rc)
 			return rc;
-		for (j = 0; j + 1 < set->nsyms; j++)
-			if (!strcmp(set->syms[j]->name, s->name))
-				return ERR(c, ymap_key(syms, i), "symbols",
-					   "symbol '%s' is already defined at %s:%d:%d",
-					   q(s->name), set->syms[j]->loc.file,
-					   set->syms[j]->loc.line, set->syms[j]->loc.col);
+		/* A symbol defined twice is found when the names are sorted. */
 	}
 	return 0;
 }
@@ -1522,27 +1577,24 @@ int jitk__spec_cond_holds(const spec_cond *c, const int64_t *vals)
 	return 1;
 }
 
-static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
+/* Instances of s (counted when it was parsed), appended to the set. The
+ * first keeps the bare name; the others name the listed parameters'
+ * values. Last parameter varies fastest. */
+static int expand_symbol(spec_set *set, spec_symbol *s)
 {
 	spec_family *f = s->fam;
-	size_t total = 1, i, k;
+	size_t i, k;
+	void *p = realloc(set->insts, (set->ninsts + s->ninsts) * sizeof(*set->insts));
 
-	for (i = 0; i < f->nparams; i++)
-		total *= s->nvals[i];
-	if (total > 4096)
-		return link_error(tx, set, &s->loc,
-				  "symbol '%s' expands to %zu instances; the limit is 4096",
-				  q(s->name), total);
-	for (k = 0; k < total; k++) {
-		spec_instance *in;
+	if (!p)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	set->insts = p;
+	s->first = set->ninsts;
+	for (k = 0; k < s->ninsts; k++) {
+		spec_instance *in = &set->insts[set->ninsts];
 		size_t rest = k, first = 1;
 		jbuf name;
-		void *p = realloc(set->insts, (set->ninsts + 1) * sizeof(*set->insts));
 
-		if (!p)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		set->insts = p;
-		in = &set->insts[set->ninsts];
 		memset(in, 0, sizeof(*in));
 		in->sym = s;
 		in->vals = calloc(f->nparams ? f->nparams : 1, sizeof(*in->vals));
@@ -1551,8 +1603,6 @@ static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 		set->ninsts++;
 		jitk__jbuf_init(&name);
 		jitk__jbuf_puts(&name, s->name);
-		/* The first instance keeps the bare name; the others name the
-		 * listed parameters' values. Last parameter varies fastest. */
 		for (i = f->nparams; i-- > 0;) {
 			size_t idx = rest % s->nvals[i];
 
@@ -1587,44 +1637,190 @@ static int inst_cmp(const void *a, const void *b, void *ctx)
 		      set->insts[*(const size_t *)b].name);
 }
 
-static int symbol_index(const spec_set *set, const char *name)
+/* The instance named exactly name (binary search over by_name), or -1. */
+static long inst_by_name(const spec_set *set, const char *name)
 {
-	size_t i;
+	size_t lo = 0, hi = set->ninsts;
 
-	for (i = 0; i < set->nsyms; i++)
-		if (!strcmp(set->syms[i]->name, name))
-			return (int)i;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(set->insts[set->by_name[mid]].name, name);
+
+		if (!c)
+			return (long)set->by_name[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
 
-/* The instance of symbol target matching in's values for every parameter
- * that target lists several values of and in's family also has. */
-static int match_instance(const spec_set *set, const spec_instance *in,
-			  const spec_symbol *target, size_t *out)
+/* Sort by name and refuse two instances of one name: with names made of
+ * identifiers and values, that is a symbol defined twice. The clash
+ * reported is the one whose second definition comes first. */
+static int sort_names(spec_set *set, const texts_t *tx)
 {
-	size_t i, j;
+	const spec_instance *first = NULL, *second = NULL;
+	size_t i;
 
-	for (i = 0; i < set->ninsts; i++) {
-		const spec_instance *cand = &set->insts[i];
-		int ok = 1;
+	set->by_name = calloc(set->ninsts ? set->ninsts : 1, sizeof(*set->by_name));
+	if (!set->by_name)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < set->ninsts; i++)
+		set->by_name[i] = i;
+	qsort_r(set->by_name, set->ninsts, sizeof(*set->by_name), inst_cmp, set);
+	for (i = 1; i < set->ninsts; i++) {
+		size_t x = set->by_name[i - 1], y = set->by_name[i];
 
-		if (cand->sym != target)
+		if (strcmp(set->insts[x].name, set->insts[y].name))
 			continue;
-		for (j = 0; j < target->fam->nparams && ok; j++) {
-			int p;
+		if (x > y) {
+			size_t t = x;
 
-			if (target->nvals[j] < 2)
-				continue;
-			p = jitk__spec_param_index(in->sym->fam, target->fam->params[j].name);
-			if (p >= 0 && in->vals[p] != cand->vals[j])
-				ok = 0;
+			x = y;
+			y = t;
 		}
-		if (ok) {
-			*out = i;
-			return 0;
+		if (!second || &set->insts[y] < second) {
+			first = &set->insts[x];
+			second = &set->insts[y];
 		}
 	}
+	if (!second)
+		return 0;
+	if (first->sym != second->sym && !strcmp(first->sym->name, second->sym->name))
+		return link_error(tx, set, &second->sym->loc,
+				  "symbol '%s' is already defined at %s:%d:%d (at symbols)",
+				  q(second->sym->name), first->sym->loc.file,
+				  first->sym->loc.line, first->sym->loc.col);
+	return link_error(tx, set, &second->sym->loc,
+			  "instance name '%s' clashes with symbol '%s' at %s:%d:%d",
+			  q(second->name), q(first->sym->name), first->sym->loc.file,
+			  first->sym->loc.line, first->sym->loc.col);
+}
+
+/* Index of instance k's value of parameter i among the symbol's listed
+ * values (the inverse of expand_symbol's mixed radix). */
+static size_t value_index(const spec_symbol *s, size_t k, size_t i)
+{
+	size_t j, stride = 1;
+
+	for (j = s->fam->nparams; j-- > i + 1;)
+		stride *= s->nvals[j];
+	return (k / stride) % s->nvals[i];
+}
+
+/* Value v of parameter from in the value space of parameter to (another
+ * family's: enums compare by name); -1 when to has no such value. */
+static int convert_value(const spec_param *from, int64_t v, const spec_param *to,
+			 int64_t *out)
+{
+	size_t i;
+
+	if (from->type != to->type)
+		return -1;
+	if (to->type != PT_ENUM) {
+		*out = v;
+		return 0;
+	}
+	for (i = 0; i < to->nvalues; i++)
+		if (!strcmp(to->values[i], from->values[v])) {
+			*out = (int64_t)i;
+			return 0;
+		}
 	return -1;
+}
+
+/* For each fallback of s: every instance of s falls back to the instance
+ * of the target with the same values of the parameters both list. Found
+ * by index arithmetic, not by search, so that linking stays linear in
+ * the number of instances; conv[i] is the target's value index for s's
+ * i-th listed value (-1: none). */
+static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
+{
+	const spec_family *f = s->fam;
+	size_t j, jj, k, i;
+	int rc = 0;
+
+	for (k = 0; k < s->ninsts; k++) {
+		spec_instance *in = &set->insts[s->first + k];
+
+		in->fallback = calloc(s->nfallback, sizeof(*in->fallback));
+		if (!in->fallback)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	for (j = 0; j < s->nfallback && !rc; j++) {
+		const spec_loc *l = &s->fallback_loc[j];
+		long t0 = inst_by_name(set, s->fallback[j]);
+		const spec_symbol *t;
+		long **conv;
+		int *src;
+
+		if (t0 < 0 || strcmp(set->insts[t0].sym->name, s->fallback[j]))
+			return link_error(tx, set, l,
+					  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
+					  q(s->fallback[j]), q(s->name));
+		t = set->insts[t0].sym;
+		if (t == s)
+			return link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
+					  q(s->name));
+		conv = calloc(t->fam->nparams ? t->fam->nparams : 1, sizeof(*conv));
+		src = calloc(t->fam->nparams ? t->fam->nparams : 1, sizeof(*src));
+		if (!conv || !src) {
+			free(conv);
+			free(src);
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		}
+		for (jj = 0; jj < t->fam->nparams && !rc; jj++) {
+			int p = jitk__spec_param_index(f, t->fam->params[jj].name);
+
+			src[jj] = p;
+			if (t->nvals[jj] < 2 || p < 0)
+				continue; /* one value, or any: the first */
+			conv[jj] = malloc(s->nvals[p] * sizeof(**conv));
+			if (!conv[jj]) {
+				rc = jitk__error(JITK_ENOMEM, "out of memory");
+				break;
+			}
+			for (i = 0; i < s->nvals[p]; i++) {
+				int64_t v;
+				size_t m;
+
+				conv[jj][i] = -1;
+				if (convert_value(&f->params[p], s->vals[p][i], &t->fam->params[jj], &v))
+					continue;
+				for (m = 0; m < t->nvals[jj]; m++)
+					if (t->vals[jj][m] == v) {
+						conv[jj][i] = (long)m;
+						break;
+					}
+			}
+		}
+		for (k = 0; k < s->ninsts && !rc; k++) {
+			spec_instance *in = &set->insts[s->first + k];
+			size_t target = 0;
+
+			for (jj = 0; jj < t->fam->nparams; jj++) {
+				long m = 0;
+
+				if (conv[jj])
+					m = conv[jj][value_index(s, k, (size_t)src[jj])];
+				if (m < 0)
+					break;
+				target = target * t->nvals[jj] + (size_t)m;
+			}
+			if (jj < t->fam->nparams)
+				rc = link_error(tx, set, l, "fallback '%s' has no instance matching '%s'",
+						q(s->fallback[j]), q(in->name));
+			in->fallback[j] = t->first + target;
+			in->nfallback++;
+		}
+		for (jj = 0; jj < t->fam->nparams; jj++)
+			free(conv[jj]);
+		free(conv);
+		free(src);
+	}
+	return rc;
 }
 
 static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
@@ -1655,58 +1851,17 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 
 static int link_instances(spec_set *set, const texts_t *tx)
 {
-	size_t i, j;
+	size_t i;
+	int rc = 0;
 
-	for (i = 0; i < set->nsyms; i++) {
-		int rc = expand_symbol(set, set->syms[i], tx);
-
-		if (rc)
-			return rc;
-	}
-	for (i = 0; i < set->ninsts; i++) {
-		spec_instance *in = &set->insts[i];
-		spec_symbol *s = in->sym;
-
-		if (!s->nfallback)
-			continue;
-		in->fallback = calloc(s->nfallback, sizeof(*in->fallback));
-		if (!in->fallback)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		for (j = 0; j < s->nfallback; j++) {
-			int t = symbol_index(set, s->fallback[j]);
-			const spec_loc *l = &s->fallback_loc[j];
-
-			if (t < 0)
-				return link_error(tx, set, l,
-						  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
-						  q(s->fallback[j]), q(s->name));
-			if (set->syms[t] == s)
-				return link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
-						  q(s->name));
-			if (match_instance(set, in, set->syms[t], &in->fallback[j]))
-				return link_error(tx, set, l,
-						  "fallback '%s' has no instance matching '%s'",
-						  q(s->fallback[j]), q(in->name));
-			in->nfallback++;
-		}
-	}
-	set->by_name = calloc(set->ninsts ? set->ninsts : 1, sizeof(*set->by_name));
-	if (!set->by_name)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < set->ninsts; i++)
-		set->by_name[i] = i;
-	qsort_r(set->by_name, set->ninsts, sizeof(*set->by_name), inst_cmp, set);
-	for (i = 1; i < set->ninsts; i++) {
-		const spec_instance *a = &set->insts[set->by_name[i - 1]];
-		const spec_instance *b = &set->insts[set->by_name[i]];
-
-		if (!strcmp(a->name, b->name))
-			return link_error(tx, set, &b->sym->loc,
-					  "instance name '%s' clashes with symbol '%s' at %s:%d:%d",
-					  q(b->name), q(a->sym->name), a->sym->loc.file,
-					  a->sym->loc.line, a->sym->loc.col);
-	}
-	return 0;
+	for (i = 0; i < set->nsyms && !rc; i++)
+		rc = expand_symbol(set, set->syms[i]);
+	if (!rc)
+		rc = sort_names(set, tx);
+	for (i = 0; i < set->nsyms && !rc; i++)
+		if (set->syms[i]->nfallback)
+			rc = link_fallbacks(set, set->syms[i], tx);
+	return rc;
 }
 
 int jitk__spec_find(const spec_set *s, const char *name, size_t *out)

@@ -130,6 +130,7 @@ typedef struct {
 	spec_loc *fallback_loc;
 	size_t nfallback;
 	char *description;
+	size_t first, ninsts; /* its instances: insts[first .. first + ninsts) */
 	spec_loc loc;
 } spec_symbol;
 
@@ -151,7 +152,17 @@ typedef struct {
 	spec_instance *insts;
 	size_t ninsts;
 	size_t *by_name; /* instance ids sorted by name */
+	size_t nplanned; /* while loading: instances of the symbols parsed */
 } spec_set;
+
+/* Limits that keep a spec set small whatever the input: instances are
+ * counted (with overflow checks) before anything is allocated for them. */
+#define SPEC_MAX_SYMBOL_INSTANCES 4096
+#define SPEC_MAX_INSTANCES 65536 /* in one spec set */
+#define SPEC_MAX_FALLBACKS 16    /* per symbol */
+/* Parameters, tuning keys and derived values of a family, together (a
+ * variant binds them all). */
+#define SPEC_MAX_NAMES 64
 
 /* Load every *.yaml of the directories (sorted by name), or the listed
  * files. JITK_ESPEC with "file:line:col: error: ..." in jitk_error_last(),
