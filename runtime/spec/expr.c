@@ -124,6 +124,9 @@ static expr *parse_primary(parser *p)
 		int64_t v = 0;
 		expr *e;
 
+		if (p->s[p->i] == '0' && isdigit((unsigned char)p->s[p->i + 1]))
+			return fail(p, start, "leading zeros are not allowed (YAML 1.1 reads them as octal)");
+
 		while (isdigit((unsigned char)p->s[p->i])) {
 			int d = p->s[p->i++] - '0';
 

@@ -87,7 +87,7 @@ int jitk__spec_error(int status, const char *detail, const char *fmt, ...)
  * key stays readable. From a small ring of per-thread buffers, so that a
  * message can quote a few strings; control characters are escaped later,
  * by jitk__spec_error. */
-static const char *q(const char *s)
+const char *jitk__spec_quote(const char *s)
 {
 	static _Thread_local char ring[8][QUOTE_MAX + 4];
 	static _Thread_local unsigned next;
@@ -103,6 +103,11 @@ static const char *q(const char *s)
 	memcpy(buf, s, n);
 	memcpy(buf + n, "...", 4);
 	return buf;
+}
+
+static const char *q(const char *s)
+{
+	return jitk__spec_quote(s);
 }
 
 #define EXCERPT_WIDTH 160 /* characters of a long line shown around col */
@@ -296,6 +301,21 @@ static int get_string(const sctx *c, const ynode *n, const char *path,
 		return JITK_ESPEC;
 	*out = jitk__strdup(n->str);
 	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
+/* Free text (a gate's reason, a check's message): a string without the
+ * trailing newline of a block scalar ("reason: |"). */
+static int get_text(const sctx *c, const ynode *n, const char *path, char **out)
+{
+	int rc = get_string(c, n, path, out);
+	size_t len;
+
+	if (rc)
+		return rc;
+	len = strlen(*out);
+	while (len && isspace((unsigned char)(*out)[len - 1]))
+		(*out)[--len] = '\0';
+	return 0;
 }
 
 static int is_ident(const char *s)
@@ -586,7 +606,7 @@ static int parse_gates(const sctx *c, const spec_family *f, const ynode *n,
 			return rc;
 		if ((rc = parse_arch_range(c, jitk__ymap_get(g, "arch"), path, &gate->arch)))
 			return rc;
-		if ((rc = get_string(c, jitk__ymap_get(g, "reason"), path, &gate->reason)))
+		if ((rc = get_text(c, jitk__ymap_get(g, "reason"), path, &gate->reason)))
 			return rc;
 	}
 	return 0;
@@ -956,6 +976,41 @@ static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
 	return jitk__expr_visit_names(out->e, check_name, &nc);
 }
 
+static int count_name(void *ctx, const char *name, int pos)
+{
+	(void)name;
+	(void)pos;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* A launch or alignment expression without names is a constant: check
+ * its range now, at its line (a variable one is checked for every
+ * variant by jitk__specialize). */
+static int check_constant(const sctx *c, const ynode *n, const spec_expr *x,
+			  const char *path, int64_t lo, int64_t hi, int pow2)
+{
+	char err[160];
+	int64_t v;
+	int names = 0;
+
+	jitk__expr_visit_names(x->e, count_name, &names);
+	if (names)
+		return 0;
+	if (jitk__expr_eval(x->e, NULL, NULL, &v, err, sizeof(err)))
+		return ERR(c, n, path, "'%s' cannot be evaluated: %s", q(x->text), err);
+	if (v >= lo && v <= hi && !(pow2 && (v & (v - 1))))
+		return 0;
+	snprintf(err, sizeof(err), "%lld", (long long)v);
+	if (!strcmp(err, x->text))
+		return ERR(c, n, path, "%lld is out of range; it must be %s%lld to %lld",
+			   (long long)v, pow2 ? "a power of two from " : "", (long long)lo,
+			   (long long)hi);
+	return ERR(c, n, path, "'%s' is %lld; it must be %s%lld to %lld", q(x->text),
+		   (long long)v, pow2 ? "a power of two from " : "", (long long)lo,
+		   (long long)hi);
+}
+
 static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
 {
 	size_t i;
@@ -1011,7 +1066,7 @@ static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
 		if ((rc = parse_expr(c, f, jitk__ymap_get(e, "check"), path, f->nderived,
 				     allow_args, x)))
 			return rc;
-		if ((rc = get_string(c, jitk__ymap_get(e, "message"), path, &x->message)))
+		if ((rc = get_text(c, jitk__ymap_get(e, "message"), path, &x->message)))
 			return rc;
 	}
 	return 0;
@@ -1122,20 +1177,12 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 		if (!a->elem || !a->cpp)
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		if ((v = jitk__ymap_get(e, "align"))) {
-			int64_t al;
-
 			if (!ptr)
 				return ERR(c, v, "args.align", "'align' applies to pointers only");
-			if (v->kind == YN_SCALAR && v->plain && isdigit((unsigned char)v->str[0])) {
-				if ((rc = get_int(c, v, "args.align", &al)))
-					return rc;
-				if (al < 1 || al > 256 || (al & (al - 1)))
-					return ERR(c, v, "args.align",
-						   "align must be a power of two up to 256");
-			}
 			/* A name or expression (align: vec_bytes) is checked when
-			 * the variant is known. */
-			if ((rc = parse_expr(c, f, v, "args.align", f->nderived, 0, &a->align)))
+			 * the variant is known; a constant, now. */
+			if ((rc = parse_expr(c, f, v, "args.align", f->nderived, 0, &a->align)) ||
+			    (rc = check_constant(c, v, &a->align, "args.align", 1, SPEC_MAX_ALIGN, 1)))
 				return rc;
 		} else if (ptr) {
 			char num[8];
@@ -1176,11 +1223,14 @@ static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
 	if ((rc = parse_expr(c, f, jitk__ymap_get(n, "grid"), "launch.grid",
 			     f->nderived, 1, &f->grid)))
 		return rc;
-	if ((rc = parse_expr(c, f, jitk__ymap_get(n, "block"), "launch.block",
-			     f->nderived, 0, &f->block)))
+	v = jitk__ymap_get(n, "block");
+	if ((rc = parse_expr(c, f, v, "launch.block", f->nderived, 0, &f->block)) ||
+	    (rc = check_constant(c, v, &f->block, "launch.block", 1, SPEC_MAX_BLOCK, 0)))
 		return rc;
 	if ((v = jitk__ymap_get(n, "shared_bytes")) &&
-	    (rc = parse_expr(c, f, v, "launch.shared_bytes", f->nderived, 0, &f->smem)))
+	    ((rc = parse_expr(c, f, v, "launch.shared_bytes", f->nderived, 0, &f->smem)) ||
+	     (rc = check_constant(c, v, &f->smem, "launch.shared_bytes", 0,
+				  SPEC_MAX_SHARED_BYTES, 0))))
 		return rc;
 	if ((v = jitk__ymap_get(n, "checks")) &&
 	    (rc = parse_checks(c, f, v, "launch.checks", 1, &f->checks, &f->nchecks)))
@@ -1849,6 +1899,165 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 	return rc;
 }
 
+/* ------------------------------------------- tuning on every arch */
+
+/* Compute capabilities jitk__arch_parse accepts: the sentinels of the
+ * architecture ranges. */
+#define CC_LOW 10
+#define CC_HIGH 9999
+
+/* Where an arch range starts to hold or stops holding, on the way up. */
+typedef struct {
+	int cc;
+	int kind;   /* 0 family gate, 1 symbol gate, 2 tuning entry, 3 none */
+	size_t idx;
+	int delta;  /* +1 enters the range, -1 leaves it */
+} arch_event;
+
+static int event_cmp(const void *a, const void *b)
+{
+	const arch_event *x = a, *y = b;
+
+	return (x->cc > y->cc) - (x->cc < y->cc);
+}
+
+static void add_range(arch_event *ev, size_t *n, const spec_arch_range *r, int kind,
+		      size_t idx)
+{
+	ev[(*n)++] = (arch_event){ r->min > CC_LOW ? r->min : CC_LOW, kind, idx, 1 };
+	if (r->max && r->max < CC_HIGH)
+		ev[(*n)++] = (arch_event){ r->max + 1, kind, idx, -1 };
+}
+
+static void range_words(char *buf, size_t n, int lo, int hi)
+{
+	if (lo <= CC_LOW && hi >= CC_HIGH)
+		snprintf(buf, n, "any architecture");
+	else if (lo <= CC_LOW)
+		snprintf(buf, n, "sm_%d or older", hi);
+	else if (hi >= CC_HIGH)
+		snprintf(buf, n, "sm_%d or newer", lo);
+	else if (lo == hi)
+		snprintf(buf, n, "sm_%d", lo);
+	else
+		snprintf(buf, n, "sm_%d to sm_%d", lo, hi);
+}
+
+/* Every tuning key must have a value wherever an instance is not gated
+ * off - checked now, at the key's line, instead of by jitk__specialize on
+ * whichever architecture is asked for first. Gates and tuning entries
+ * change only where their arch ranges start or end: one sweep over those
+ * cut points per instance, counting for each key the entries that apply
+ * and set it, finds every hole. */
+static int check_tuning_coverage(const spec_set *set, const spec_symbol *s,
+				 const texts_t *tx)
+{
+	const spec_family *f = s->fam;
+	size_t nev = 0, i, j, k, *keyof = NULL, nkv = 0, *kv0 = NULL;
+	arch_event *ev;
+	unsigned char *applies = NULL;
+	size_t *count = NULL;
+	int rc = 0;
+
+	if (!f->ntuning_keys)
+		return 0;
+	ev = calloc(2 * (f->ngates + s->ngates + f->ntuning) + 2, sizeof(*ev));
+	kv0 = calloc(f->ntuning + 1, sizeof(*kv0));
+	for (i = 0; i < f->ntuning; i++) {
+		kv0[i] = nkv;
+		nkv += f->tuning[i].n;
+	}
+	keyof = calloc(nkv + 1, sizeof(*keyof));
+	applies = calloc(f->ngates + s->ngates + f->ntuning + 1, 1);
+	count = calloc(f->ntuning_keys, sizeof(*count));
+	if (!ev || !kv0 || !keyof || !applies || !count) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < f->ntuning; i++)
+		for (j = 0; j < f->tuning[i].n; j++)
+			for (k = 0; k < f->ntuning_keys; k++)
+				if (!strcmp(f->tuning[i].kv[j].key, f->tuning_keys[k]))
+					keyof[kv0[i] + j] = k;
+	for (i = 0; i < f->ngates; i++)
+		add_range(ev, &nev, &f->gates[i].arch, 0, i);
+	for (i = 0; i < s->ngates; i++)
+		add_range(ev, &nev, &s->gates[i].arch, 1, i);
+	for (i = 0; i < f->ntuning; i++)
+		add_range(ev, &nev, &f->tuning[i].arch, 2, i);
+	/* The sweep starts at the lowest architecture, where nothing may start. */
+	ev[nev++] = (arch_event){ CC_LOW, 3, 0, 0 };
+	qsort(ev, nev, sizeof(*ev), event_cmp);
+
+	for (k = 0; k < s->ninsts && !rc; k++) {
+		const spec_instance *in = &set->insts[s->first + k];
+		size_t gates = 0, gates_in = 0, zero = f->ntuning_keys, e = 0;
+
+		memset(count, 0, f->ntuning_keys * sizeof(*count));
+		for (i = 0; i < f->ngates; i++)
+			gates += applies[i] = (unsigned char)jitk__spec_cond_holds(&f->gates[i].when, in->vals);
+		for (i = 0; i < s->ngates; i++)
+			gates += applies[f->ngates + i] = 1;
+		for (i = 0; i < f->ntuning; i++)
+			applies[f->ngates + s->ngates + i] =
+				(unsigned char)jitk__spec_cond_holds(&f->tuning[i].when, in->vals);
+		/* Below the first cut nothing holds: start at CC_LOW. */
+		while (e < nev && !rc) {
+			int cc = ev[e].cc, next;
+
+			for (; e < nev && ev[e].cc == cc; e++) {
+				size_t at = ev[e].kind == 0 ? ev[e].idx
+					    : ev[e].kind == 1 ? f->ngates + ev[e].idx
+							      : f->ngates + s->ngates + ev[e].idx;
+				const spec_tuning *t;
+
+				if (ev[e].kind == 3 || !applies[at])
+					continue;
+				if (ev[e].kind < 2) {
+					gates_in += (size_t)ev[e].delta;
+					continue;
+				}
+				t = &f->tuning[ev[e].idx];
+				for (j = 0; j < t->n; j++) {
+					size_t *c = &count[keyof[kv0[ev[e].idx] + j]];
+
+					if (ev[e].delta > 0)
+						zero -= !(*c)++;
+					else
+						zero += !--*c;
+				}
+			}
+			next = e < nev ? ev[e].cc - 1 : CC_HIGH;
+			if (cc > CC_HIGH || gates_in < gates || !zero)
+				continue;
+			for (j = 0; j < f->ntuning_keys && count[j]; j++)
+				;
+			{
+				char range[64];
+				const spec_loc *l = NULL;
+				size_t a, b;
+
+				for (a = 0; a < f->ntuning && !l; a++)
+					for (b = 0; b < f->tuning[a].n && !l; b++)
+						if (!strcmp(f->tuning[a].kv[b].key, f->tuning_keys[j]))
+							l = &f->tuning[a].kv[b].loc;
+				range_words(range, sizeof(range), cc, next);
+				rc = link_error(tx, set, l,
+						"tuning key '%s' has no value on %s for '%s' (no tuning "
+						"entry that applies there sets it)",
+						q(f->tuning_keys[j]), range, q(in->name));
+			}
+		}
+	}
+done:
+	free(ev);
+	free(kv0);
+	free(keyof);
+	free(applies);
+	free(count);
+	return rc;
+}
+
 static int link_instances(spec_set *set, const texts_t *tx)
 {
 	size_t i;
@@ -1861,6 +2070,8 @@ static int link_instances(spec_set *set, const texts_t *tx)
 	for (i = 0; i < set->nsyms && !rc; i++)
 		if (set->syms[i]->nfallback)
 			rc = link_fallbacks(set, set->syms[i], tx);
+	for (i = 0; i < set->nsyms && !rc; i++)
+		rc = check_tuning_coverage(set, set->syms[i], tx);
 	return rc;
 }
 

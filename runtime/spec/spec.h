@@ -163,6 +163,13 @@ typedef struct {
 /* Parameters, tuning keys and derived values of a family, together (a
  * variant binds them all). */
 #define SPEC_MAX_NAMES 64
+/* Launch geometry, checked for every variant on the CPU: threads per
+ * block; dynamic shared memory per block (227 KiB, the most any target
+ * allows: sm_90 and sm_100; the driver checks the device's own limit);
+ * pointer alignment (a power of two). */
+#define SPEC_MAX_BLOCK 1024
+#define SPEC_MAX_SHARED_BYTES 232448
+#define SPEC_MAX_ALIGN 4096
 
 /* Load every *.yaml of the directories (sorted by name), or the listed
  * files. JITK_ESPEC with "file:line:col: error: ..." in jitk_error_last(),
@@ -194,5 +201,8 @@ int jitk__spec_error(int status, const char *detail, const char *fmt, ...)
 	JITK_PRINTF(3, 4);
 /* Append s to b with control characters escaped the same way. */
 void jitk__spec_escape(jbuf *b, const char *s);
+/* s, or its first 96 bytes and "..." when longer (a long expression quoted
+ * in a message); from a small per-thread ring: use it at once. */
+const char *jitk__spec_quote(const char *s);
 
 #endif
