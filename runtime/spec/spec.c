@@ -906,30 +906,6 @@ typedef struct {
 	int allow_args; /* launch expressions may use integer arguments */
 } name_check;
 
-static int check_name(void *ctx, const char *name, int pos)
-{
-	name_check *nc = ctx;
-	size_t i;
-
-	(void)pos;
-	if (name_defined(nc->f, name, nc->nderived))
-		return 0;
-	if (nc->allow_args) {
-		if (!strcmp(name, "sm_count"))
-			return 0;
-		for (i = 0; i < nc->f->nargs; i++)
-			if (!strcmp(nc->f->args[i].name, name)) {
-				if (nc->f->args[i].type == AT_I32 ||
-				    nc->f->args[i].type == AT_I64)
-					return 0;
-				return ERR(nc->c, nc->node, nc->path,
-					   "argument '%s' is not an integer", q(name));
-			}
-	}
-	return ERR(nc->c, nc->node, nc->path,
-		   "unknown name '%s' in expression '%s'", q(name), q(nc->node->str));
-}
-
 /* Columns from n's start to byte pos of its value, when the value is
  * written as is on one line (plain, or quoted without escapes); else 0:
  * the caret then points at the scalar. */
@@ -954,6 +930,47 @@ static int scalar_offset(const sctx *c, const ynode *n, int pos)
 	if ((size_t)(end - p) < n->len || memcmp(p, n->str, n->len))
 		return 0;
 	return quote + (int)chars_before_pos(n->str, (size_t)pos);
+}
+
+static int check_name(void *ctx, const char *name, int pos)
+{
+	name_check *nc = ctx;
+	const ynode *n = nc->node, *later;
+	int col = n->col + scalar_offset(nc->c, n, pos);
+	size_t i;
+
+	if (name_defined(nc->f, name, nc->nderived))
+		return 0;
+	if (nc->allow_args) {
+		if (!strcmp(name, "sm_count"))
+			return 0;
+		for (i = 0; i < nc->f->nargs; i++)
+			if (!strcmp(nc->f->args[i].name, name)) {
+				if (nc->f->args[i].type == AT_I32 ||
+				    nc->f->args[i].type == AT_I64)
+					return 0;
+				return err_at(nc->c, n->line, col, nc->path,
+					      "argument '%s' is not an integer", q(name));
+			}
+	}
+	/* A derived value used by itself or before its definition: say so,
+	 * rather than "unknown" (derived values are computed in order, so
+	 * there are no cycles). */
+	later = nc->c->t ? jitk__ymap_get(nc->c->t->root, "derive") : NULL;
+	for (i = nc->nderived; later && later->kind == YN_MAP && i < later->n; i++) {
+		const ynode *k = ymap_key(later, i);
+
+		if (strcmp(k->str, name))
+			continue;
+		if (ymap_val(later, i) == n)
+			return err_at(nc->c, n->line, col, nc->path,
+				      "derived value '%s' uses itself", q(name));
+		return err_at(nc->c, n->line, col, nc->path,
+			      "'%s' is derived later, at %d:%d (a derived value can use only "
+			      "the ones above it)", q(name), k->line, k->col);
+	}
+	return err_at(nc->c, n->line, col, nc->path,
+		      "unknown name '%s' in expression '%s'", q(name), q(n->str));
 }
 
 static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
