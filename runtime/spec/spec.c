@@ -2194,12 +2194,12 @@ static int load_text(spec_set *set, const char *path, char *text, size_t len,
 	size_t *ll;
 
 	files = realloc(set->files, (set->nfiles + 1) * sizeof(*files));
-	if (!files)
+	if (files)
+		set->files = files;
+	if (!files || !(set->files[set->nfiles] = jitk__strdup(path))) {
+		free(text);
 		return jitk__error(JITK_ENOMEM, "out of memory");
-	set->files = files;
-	set->files[set->nfiles] = jitk__strdup(path);
-	if (!set->files[set->nfiles])
-		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
 	c.file = set->files[set->nfiles++];
 	c.set = set;
 	tt = realloc(tx->texts, (tx->n + 1) * sizeof(*tt));
