@@ -576,6 +576,55 @@ static void test_repo_specs(void **state)
 	free(dir);
 }
 
+/* jitk explain on a spec error: the instance's own error is the call's
+ * status and message (the CLI prints it); a fallback's is named on its
+ * step's line instead of the step being left out. */
+static void test_explain_spec_errors(void **state)
+{
+	char *dir = t_tmpdir(), *specs = t_path(dir, "specs"), *path = t_path(specs, "x.yaml");
+	char *base = good_text(), *abs = absolute_template(base), *text = NULL, *want;
+	static const char syms[] =
+		"  s:\n    params: { hidden: 3072, norm: layer, residual: false }\n"
+		"    gates:\n      - arch: { min: sm_90 }\n        reason: hopper only\n"
+		"    fallback: [u]\n"
+		"  u: { params: { hidden: 3072, norm: layer, residual: false } }\n";
+	const char *sym = "  s: { params: { hidden: 3072, norm: layer, residual: false } }\n";
+	char *cut = strstr(abs, sym);
+	jitk_compiler *c;
+	t_log log = { 0, "" };
+
+	(void)state;
+	assert_non_null(cut);
+	assert_int_equal(jitk__mkdirs(specs, 0755), 0);
+	*cut = '\0';
+	t_writef(path, "%s%sconstraints:\n  - check: hidden < 3000\n    message: too wide\n", abs,
+		 syms);
+	c = t_compiler(specs, NULL, NULL, &log);
+	want = jitk__asprintf("%s:29:12: error: constraint 'hidden < 3000' fails: too wide (u on sm_80)",
+			      path);
+	assert_int_equal(jitk_explain(&text, c, "u", "sm_80"), JITK_ESPEC);
+	assert_string_equal(jitk_error_last()->message, want);
+	free(text);
+	text = NULL;
+	assert_int_equal(jitk_explain(&text, c, "s", "sm_80"), JITK_EARCH);
+	assert_non_null(text);
+	{
+		char *line = jitk__asprintf("  fallback: u (step 1 of 1): %s\n", want);
+
+		assert_non_null(strstr(text, line));
+		free(line);
+	}
+	free(text);
+	free(want);
+	jitk_compiler_free(c);
+	free(abs);
+	free(base);
+	free(path);
+	free(specs);
+	t_rmtree(dir);
+	free(dir);
+}
+
 static int64_t eval_str(const char *s, int *failed)
 {
 	expr *e = NULL;
@@ -1032,6 +1081,7 @@ int main(void)
 		cmocka_unit_test(test_repo_specs),
 		cmocka_unit_test(test_good_specs),
 		cmocka_unit_test(test_gate_reason_one_line),
+		cmocka_unit_test(test_explain_spec_errors),
 		cmocka_unit_test(test_expressions),
 		cmocka_unit_test(test_deep_expressions),
 		cmocka_unit_test(test_instance_limits),
