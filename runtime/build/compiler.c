@@ -682,8 +682,13 @@ int jitk_explain(char **out, jitk_compiler *c, const char *name,
 		for (i = 0; i < in->nfallback; i++) {
 			jitk_variant fv;
 
-			if (jitk__specialize(&fv, c->specs, in->fallback[i], a))
+			if (jitk__specialize(&fv, c->specs, in->fallback[i], a)) {
+				/* a spec error in the fallback: say it, not nothing */
+				jitk__jbuf_printf(&b, "  fallback: %s (step %zu of %zu): %s\n",
+					    c->specs->insts[in->fallback[i]].name, i + 1,
+					    in->nfallback, jitk_error_last()->message);
 				continue;
+			}
 			jitk__jbuf_printf(&b, "  fallback: %s (step %zu of %zu): %s\n",
 				    c->specs->insts[in->fallback[i]].name, i + 1, in->nfallback,
 				    fv.available ? "runs" : fv.reason);

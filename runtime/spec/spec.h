@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/internal.h"
 #include "spec/expr.h"
 
 typedef struct {
@@ -129,6 +130,7 @@ typedef struct {
 	spec_loc *fallback_loc;
 	size_t nfallback;
 	char *description;
+	size_t first, ninsts; /* its instances: insts[first .. first + ninsts) */
 	spec_loc loc;
 } spec_symbol;
 
@@ -150,7 +152,24 @@ typedef struct {
 	spec_instance *insts;
 	size_t ninsts;
 	size_t *by_name; /* instance ids sorted by name */
+	size_t nplanned; /* while loading: instances of the symbols parsed */
 } spec_set;
+
+/* Limits that keep a spec set small whatever the input: instances are
+ * counted (with overflow checks) before anything is allocated for them. */
+#define SPEC_MAX_SYMBOL_INSTANCES 4096
+#define SPEC_MAX_INSTANCES 65536 /* in one spec set */
+#define SPEC_MAX_FALLBACKS 16    /* per symbol */
+/* Parameters, tuning keys and derived values of a family, together (a
+ * variant binds them all). */
+#define SPEC_MAX_NAMES 64
+/* Launch geometry, checked for every variant on the CPU: threads per
+ * block; dynamic shared memory per block (227 KiB, the most any target
+ * allows: sm_90 and sm_100; the driver checks the device's own limit);
+ * pointer alignment (a power of two). */
+#define SPEC_MAX_BLOCK 1024
+#define SPEC_MAX_SHARED_BYTES 232448
+#define SPEC_MAX_ALIGN 4096
 
 /* Load every *.yaml of the directories (sorted by name), or the listed
  * files. JITK_ESPEC with "file:line:col: error: ..." in jitk_error_last(),
@@ -174,5 +193,16 @@ int jitk__spec_param_index(const spec_family *f, const char *name);
 /* Render a parameter value as text ("layer", "true", "3072"). */
 const char *jitk__spec_value_text(const spec_param *p, int64_t v, char buf[32]);
 int jitk__spec_cond_holds(const spec_cond *c, const int64_t *vals);
+
+/* Record an error whose message quotes spec text: control characters
+ * (a newline in a block scalar, an escape sequence) are written as \n,
+ * \x1b... so that the message stays one printable line. */
+int jitk__spec_error(int status, const char *detail, const char *fmt, ...)
+	JITK_PRINTF(3, 4);
+/* Append s to b with control characters escaped the same way. */
+void jitk__spec_escape(jbuf *b, const char *s);
+/* s, or its first 96 bytes and "..." when longer (a long expression quoted
+ * in a message); from a small per-thread ring: use it at once. */
+const char *jitk__spec_quote(const char *s);
 
 #endif
