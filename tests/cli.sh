@@ -79,11 +79,13 @@ expect 1 "jitk: no symbol named 'static_quant_fp9' (did you mean 'static_quant_f
 expect 1 "jitk: no symbol named 'zzz' (see jitk list)" explain zzz --arch sm_90 --specs $specs
 expect 1 "jitk: no symbol named 'static_quant_fp8[' (did you mean 'static_quant_fp8'? see jitk list)" \
 	explain 'static_quant_fp8[' --arch sm_90 --specs $specs
-# a 100 kB name and one with terminal escapes: refused, no crash
+# a 100 kB name and one with terminal escapes: refused, no crash; the
+# message quotes the first 96 bytes and escapes control characters
 big=$(head -c 100000 /dev/zero | tr '\0' a)
-expect 1 "jitk: no symbol named '$big' (see jitk list)" explain "$big" --arch sm_90 --specs $specs
+expect 1 "jitk: no symbol named '$(head -c 96 /dev/zero | tr '\0' a)...' (see jitk list)" \
+	explain "$big" --arch sm_90 --specs $specs
 esc=$(printf 'x\033[2J')
-expect 1 "jitk: no symbol named '$esc' (see jitk list)" explain "$esc" --arch sm_90 --specs $specs
+expect 1 "jitk: no symbol named 'x\\x1b[2J' (see jitk list)" explain "$esc" --arch sm_90 --specs $specs
 
 # 3000 names (more than any fixed table): each instance once
 set --

@@ -27,10 +27,6 @@ mkdir -p "$tmp/specs"
 # (D=16 keeps NVRTC busy for many seconds; the test never waits for it).
 cat >"$tmp/specs/t.cuh" <<'EOF'
 #pragma once
-namespace jitk {
-template <class A, class B> struct same_type { static constexpr bool value = false; };
-template <class A> struct same_type<A, A> { static constexpr bool value = true; };
-}
 namespace clit {
 template <int D> struct tree {
 	__device__ __forceinline__ static float f(float x, float y)
@@ -41,10 +37,10 @@ template <int D> struct tree {
 template <> struct tree<0> {
 	__device__ __forceinline__ static float f(float x, float y) { return __cosf(x * y); }
 };
-template <int D>
+template <class P>
 __global__ void k(float *out, long long n)
 {
-	out[threadIdx.x] = tree<D>::f(out[threadIdx.x], (float)n);
+	out[threadIdx.x] = tree<P::depth>::f(out[threadIdx.x], (float)n);
 }
 }
 EOF
@@ -59,10 +55,9 @@ params: {}
 $gates
 tuning:
   - { depth: $2 }
-template_args: [depth]
 args:
-  - { name: out, type: f32* }
-  - { name: n, type: i64 }
+  out: { type: f32, shape: [n] }
+  n: { type: i64 }
 launch:
   grid: 1
   block: 32
