@@ -85,12 +85,14 @@ expect 1 "jitk: 'static_quant_fp8[': a selector is symbol[param=value,...]" \
 	explain 'static_quant_fp8[' --arch sm_90 --specs $specs
 expect 1 "jitk: 'fused_norm_scale_shift_fp8' names 3 instances; name one: fused_norm_scale_shift_fp8[hidden=3072], fused_norm_scale_shift_fp8[hidden=1536], fused_norm_scale_shift_fp8[hidden=5120]" \
 	source fused_norm_scale_shift_fp8 --arch sm_90 --specs $specs
-# a 100 kB name and one with terminal escapes: refused, no crash
+# a 100 kB name and one with terminal escapes: refused, no crash; the
+# message quotes the first 96 bytes and escapes control characters
 big=$(head -c 100000 /dev/zero | tr '\0' a)
-expect 1 "jitk: no symbol named '$big' (see jitk list)" explain "$big" --arch sm_90 --specs $specs
+expect 1 "jitk: no symbol named '$(head -c 96 /dev/zero | tr '\0' a)...' (see jitk list)" \
+	explain "$big" --arch sm_90 --specs $specs
 # (the symbol's name ends where a selector's '[' starts)
 esc=$(printf 'x\033[2J')
-expect 1 "jitk: no symbol named '$(printf 'x\033')' (see jitk list)" explain "$esc" --arch sm_90 --specs $specs
+expect 1 "jitk: no symbol named 'x\\x1b' (see jitk list)" explain "$esc" --arch sm_90 --specs $specs
 
 # 3000 names (more than any fixed table): each instance once
 set --

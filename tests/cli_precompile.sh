@@ -56,7 +56,7 @@ $gates
 tuning:
   - { depth: $2 }
 args:
-  out: { type: f32, shape: [32], io: out }
+  out: { type: f32, shape: [n] }
   n: { type: i64 }
 launch:
   grid: 1

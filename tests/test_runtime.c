@@ -818,6 +818,8 @@ static void test_full_tables_fail_loudly(void **state)
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
 	assert_int_equal(fake.nlaunches, 1);
 	assert_int_equal(fake.launches[0].values[P_ROWS], 4);
+	a.hidden = 8 * 35;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_ESPEC); /* a failed constraint is a spec error, not a gate */
 	a.hidden = 4096;
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_EINVAL);
 	assert_true(!strncmp(jitk_error_last()->message,

@@ -587,7 +587,7 @@ int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 			return rc;
 		for (j = 0; j < sel.sym->ninsts && !rc; j++)
 			if (sel.match[j])
-				rc = jitk__resolve(&k, rt, sel.sym->first_inst + j, 0, NULL);
+				rc = jitk__resolve(&k, rt, sel.sym->first + j, 0, NULL);
 		jitk__spec_selection_free(&sel);
 		if (rc)
 			return rc;
@@ -628,7 +628,7 @@ int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name)
 		return rc;
 	for (i = 0; i < sel.sym->ninsts; i++)
 		if (sel.match[i])
-			add_slot(out, &rt->slots[sel.sym->first_inst + i]);
+			add_slot(out, &rt->slots[sel.sym->first + i]);
 	jitk__spec_selection_free(&sel);
 	return JITK_OK;
 }
