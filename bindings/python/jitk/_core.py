@@ -153,6 +153,9 @@ _op_call_dlpack = _sig("jitk_op_call_dlpack", _c.c_int, _c.POINTER(_CallInfo), _
                        _c.POINTER(_Arg), _c.c_size_t, _P)
 _list = _sig("jitk_list", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
 _check_target = _sig("jitk_check_target", _c.c_int, _P, _c.c_char_p)
+_select = _sig("jitk_select", _c.c_int, _c.POINTER(_c.POINTER(_c.c_size_t)),
+                _c.POINTER(_c.c_size_t), _P, _c.c_char_p)
+_compiler_cache_dir = _sig("jitk_compiler_cache_dir", _c.c_char_p, _P)
 _configure = _sig("jitk_configure", _c.c_int, _P, _c.c_char_p, _c.c_char_p, _c.POINTER(_Tensor))
 _unconfigure = _sig("jitk_unconfigure", _c.c_int, _P, _c.c_uint64)
 _stats_get = _sig("jitk_stats_get", _c.c_int, _c.POINTER(_Stats), _P, _c.c_char_p)
@@ -327,6 +330,21 @@ class Compiler(_Handle):
         """Every instance's name: "symbol[param=value,...]", or the symbol's
         name when it has one instance."""
         return [_instance_name(self._h, i).decode() for i in range(_instance_count(self._h))]
+
+    def select(self, selector):
+        """The names of the instances a selector selects."""
+        idx = _c.POINTER(_c.c_size_t)()
+        n = _c.c_size_t()
+        _check(_select(_c.byref(idx), _c.byref(n), self._h, _b(selector, "selector")))
+        try:
+            return [_instance_name(self._h, idx[i]).decode() for i in range(n.value)]
+        finally:
+            _free(idx)
+
+    def cache_dir(self):
+        """The writable cache directory, or None without one."""
+        d = _compiler_cache_dir(self._h)
+        return d.decode() if d else None
 
     def describe(self, selector=None):
         """The specs' symbols as a dict (jitk_describe's JSON): parameters,
