@@ -292,7 +292,7 @@ class PlanTests(unittest.TestCase):
             ((y, FakeTensor(1, (4,), (1,), self.bf16, device=1), None, 5, 0.5), ValueError,
              "x is on cuda:1, not cuda:0"),
             ((y, FakeTensor(1, (4,), (1,), self.bf16, device=-1), None, 5, 0.5), ValueError,
-             "x is on the CPU0, not cuda:0"),
+             "x is on the CPU, not cuda:0"),
             ((y, FakeTensor(1, (1,) * 7, (1,) * 7, self.bf16), None, 5, 0.5), ValueError,
              "x has more than 6 dimensions"),
             ((y, x, None, True, 0.5), TypeError, "n must be an int, not bool"),

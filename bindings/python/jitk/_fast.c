@@ -113,9 +113,10 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 		return -1;
 	dev = PyLong_AsLong(r);
 	Py_DECREF(r);
+	if (dev != p->device && dev < 0)
+		return fail_arg(p, p->arg_error, "%s is on the CPU, not cuda:%d", name, p->device);
 	if (dev != p->device)
-		return fail_arg(p, p->arg_error, "%s is on %s%ld, not cuda:%d", name,
-				dev < 0 ? "the CPU" : "cuda:", dev < 0 ? 0L : dev, p->device);
+		return fail_arg(p, p->arg_error, "%s is on cuda:%ld, not cuda:%d", name, dev, p->device);
 	if (!(r = PyObject_GetAttr(v, s_dtype)))
 		return -1;
 	for (j = 0; j < p->ndt && p->dt_obj[j] != r; j++)

@@ -366,8 +366,10 @@ class _PyPlan:
     def _tensor(self, t, what):
         if type(t) not in self.plain:
             raise _NotPlain()
-        if t.get_device() != self.device:
-            raise _core.ArgumentError(f"{what} is on {t.device}, not cuda:{self.device}")
+        dev = t.get_device()
+        if dev != self.device:
+            where = "the CPU" if dev < 0 else f"cuda:{dev}"
+            raise _core.ArgumentError(f"{what} is on {where}, not cuda:{self.device}")
         code = self.codes.get(t.dtype)
         if code is None:
             raise _core.ArgumentTypeError(f"{what}: dtype {t.dtype} is not a kernel argument type")
