@@ -37,8 +37,11 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings",
-                                "python"))
+try:  # the installed package (pip install ./bindings/python), else the source tree
+    import jitk  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings",
+                                    "python"))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
