@@ -47,8 +47,8 @@ if has memcheck; then
 fi
 if has memcheck_full; then
 	# the whole matrix, the 700k-row case included (slow under memcheck)
-	compute-sanitizer --tool memcheck --error-exitcode 3 "$b/tests/test_gpu" \
-		>"$OUT/memcheck_full.log" 2>&1
+	timeout "${JITK_MEMCHECK_FULL_S:-420}" compute-sanitizer --tool memcheck --error-exitcode 3 \
+		"$b/tests/test_gpu" >"$OUT/memcheck_full.log" 2>&1
 	ran $? memcheck_full
 	grep -E "ERROR SUMMARY|PASSED|FAILED|^large" "$OUT/memcheck_full.log" | tail -4
 fi
