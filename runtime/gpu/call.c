@@ -179,19 +179,25 @@ static const char *kind_text(const spec_arg *a)
 static int match_args(call *c, const jitk_arg *args, size_t nargs)
 {
 	const spec_family *f = c->f;
-	size_t i;
+	size_t i, j, next = 0;
 
 	memset(c->given, 0, sizeof(c->given));
 	for (i = 0; i < nargs; i++) {
 		const jitk_arg *g = &args[i];
-		int k;
+		int k = -1;
 
 		if (!g->name)
 			return jitk__error(JITK_EINVAL, "%s: argument %zu has no name (nothing launched)",
 					   c->name, i);
-		/* Arguments usually come in the spec's order. */
-		k = i < f->nargs && !strcmp(f->args[i].name, g->name) ? (int)i
-								   : jitk__spec_arg_index(f, g->name);
+		/* Arguments usually come in the spec's order, some left out:
+		 * look from after the previous one, around. */
+		for (j = 0; j < f->nargs && k < 0; j++) {
+			size_t m = (next + j) % f->nargs;
+
+			if (!strcmp(f->args[m].name, g->name))
+				k = (int)m;
+		}
+		next = (size_t)k + 1;
 		if (k < 0)
 			return jitk__error(JITK_EINVAL, "%s takes no argument '%s' (nothing launched)",
 					   c->name, g->name);
@@ -246,8 +252,6 @@ static int pick_instance(call *c, size_t *out)
 	int64_t want[64];
 	unsigned char known[64];
 	size_t i, p, first = SIZE_MAX, n = 0;
-	char have[256];
-	size_t used = 0;
 
 	memset(known, 0, sizeof(known));
 	for (i = 0; i < s->ninsts; i++)
@@ -260,10 +264,8 @@ static int pick_instance(call *c, size_t *out)
 		*out = s->first + first;
 		return 0;
 	}
-	have[0] = '\0';
 	for (p = 0; p < f->nparams && p < JITK_ARRAY_SIZE(want); p++) {
 		const char *from = NULL;
-		char buf[32];
 
 		if (s->nvals[p] < 2)
 			continue;
@@ -272,9 +274,6 @@ static int pick_instance(call *c, size_t *out)
 					   "e.g. %s; nothing launched)", c->name, f->params[p].name,
 					   set->insts[s->first + first].name);
 		known[p] = 1;
-		used += (size_t)snprintf(have + used, used < sizeof(have) ? sizeof(have) - used : 0,
-					 "%s%s=%s (from %s)", used ? ", " : "", f->params[p].name,
-					 jitk__spec_value_text(&f->params[p], want[p], buf), from);
 	}
 	for (i = 0; i < s->ninsts; i++) {
 		const spec_instance *in = &set->insts[s->first + i];
@@ -288,11 +287,23 @@ static int pick_instance(call *c, size_t *out)
 			return 0;
 		}
 	}
+	/* No instance: say what the shapes asked for, and what there is. */
 	{
-		char list[256];
-		size_t lu = 0;
+		char have[256], list[256];
+		size_t used = 0, lu = 0;
 
-		list[0] = '\0';
+		have[0] = list[0] = '\0';
+		for (p = 0; p < f->nparams && p < JITK_ARRAY_SIZE(want); p++) {
+			const char *from = NULL;
+			char buf[32];
+
+			if (!known[p])
+				continue;
+			param_from_shapes(c, p, &want[p], &from);
+			used += (size_t)snprintf(have + used, used < sizeof(have) ? sizeof(have) - used : 0,
+						 "%s%s=%s (from %s)", used ? ", " : "", f->params[p].name,
+						 jitk__spec_value_text(&f->params[p], want[p], buf), from);
+		}
 		for (i = 0; i < s->ninsts; i++)
 			if (selected(c->op, i))
 				lu += (size_t)snprintf(list + lu, lu < sizeof(list) ? sizeof(list) - lu : 0,
@@ -440,6 +451,22 @@ static int may_alias(const spec_family *f, size_t a, size_t b)
 	return 0;
 }
 
+/* A dimension or stride of a rule for this call: a constant of the
+ * variant, a slot, or an expression over the slots. */
+static int rule_value(const call *c, signed char kind, signed char slot, int64_t value,
+		      const expr *e, int64_t *out)
+{
+	if (kind == RULE_CONST) {
+		*out = value;
+		return 0;
+	}
+	if (slot >= 0) {
+		*out = c->slots[slot];
+		return 0;
+	}
+	return jitk__expr_eval_args(e, c->slots, out);
+}
+
 /* Every tensor against its rule. What a fallback could not do better -
  * a wrong dtype or shape, overlapping outputs - is an error in every
  * mode; alignment, strides, NULL and configured tensors are the fused
@@ -448,6 +475,8 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 {
 	const spec_family *f = c->f;
 	char want[128], got[128];
+	uint64_t lo[JITK_MAX_SPEC_ARGS], hi[JITK_MAX_SPEC_ARGS];
+	unsigned char has[JITK_MAX_SPEC_ARGS];
 	size_t i, j, d;
 
 	for (i = 0; i < f->nargs; i++) {
@@ -470,7 +499,8 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 			return jitk__error(JITK_EINVAL, "%s: %s must be %s, not a tensor of dtype code %u bits %u (nothing launched)",
 					   c->name, a->name, a->elem->name, t->dtype.code, t->dtype.bits);
 		for (d = 0; d < a->ndim; d++)
-			if (jitk__expr_eval_args(r->shape[d], c->slots, &dims[d]))
+			if (rule_value(c, r->shape_kind[d], r->shape_slot[d], r->shape_value[d],
+				       r->shape[d], &dims[d]))
 				return jitk__error(JITK_EINVAL, "%s: the shape of %s overflows (nothing launched)",
 						   c->name, a->name);
 		for (d = 0; d < a->ndim; d++)
@@ -483,7 +513,8 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 		 * stride is not looked at. */
 		for (d = a->ndim; d-- > 0;) {
 			if (a->strides) {
-				if (jitk__expr_eval_args(r->strides[d], c->slots, &strides[d]))
+				if (rule_value(c, r->stride_kind[d], r->stride_slot[d], r->stride_value[d],
+					       r->strides[d], &strides[d]))
 					return jitk__error(JITK_EINVAL, "%s: the strides of %s overflow (nothing launched)",
 							   c->name, a->name);
 			} else {
@@ -513,23 +544,21 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 					"(or its memory was freed since)", a->name,
 					(unsigned long long)t->data);
 	}
-	/* What a kernel writes must not overlap anything else it is given. */
+	/* What a kernel writes must not overlap anything else it is given:
+	 * the byte range of each tensor, once. */
 	for (i = 0; i < f->nargs; i++) {
-		uint64_t lo, hi;
-
-		if (f->args[i].type != AT_TENSOR || f->args[i].io == IO_IN || !c->given[i] ||
-		    !k->present[i] || !numel(c->given[i]->v.tensor) || !c->given[i]->v.tensor->data)
+		has[i] = f->args[i].type == AT_TENSOR && c->given[i] && k->present[i] &&
+			 numel(c->given[i]->v.tensor) && c->given[i]->v.tensor->data;
+		if (has[i])
+			extent(c->given[i]->v.tensor, &lo[i], &hi[i]);
+	}
+	for (i = 0; i < f->nargs; i++) {
+		if (!has[i] || f->args[i].io == IO_IN)
 			continue;
-		extent(c->given[i]->v.tensor, &lo, &hi);
 		for (j = 0; j < f->nargs; j++) {
-			uint64_t lo2, hi2;
-
-			if (j == i || f->args[j].type != AT_TENSOR || !c->given[j] || !k->present[j] ||
-			    !numel(c->given[j]->v.tensor) || !c->given[j]->v.tensor->data ||
-			    may_alias(f, i, j))
+			if (j == i || !has[j] || may_alias(f, i, j))
 				continue;
-			extent(c->given[j]->v.tensor, &lo2, &hi2);
-			if (lo < hi2 && lo2 < hi)
+			if (lo[i] < hi[j] && lo[j] < hi[i])
 				return jitk__error(JITK_EINVAL, "%s: %s overlaps %s in memory (nothing launched)",
 						   c->name, f->args[i].name, f->args[j].name);
 		}

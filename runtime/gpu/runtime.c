@@ -266,13 +266,14 @@ jitk_compiler *jitk_runtime_compiler(jitk_runtime *rt)
 typedef struct {
 	const jitk_kernel *k;
 	int sm_count;
+	int used_slot; /* the expression bound names a slot */
 } bind_ctx;
 
 /* Names of launch and shape expressions: the variant's constants, then
  * sm_count, then slots (integer arguments, then dims). */
 static int bind_name(void *ctx, const char *name, int64_t *value, int *arg)
 {
-	const bind_ctx *b = ctx;
+	bind_ctx *b = ctx;
 	const spec_family *f = b->k->fam;
 	int i;
 
@@ -284,11 +285,13 @@ static int bind_name(void *ctx, const char *name, int64_t *value, int *arg)
 	}
 	if ((i = jitk__spec_arg_index(f, name)) >= 0) {
 		*arg = i;
+		b->used_slot = 1;
 		return 1;
 	}
 	for (i = 0; i < (int)f->ndims; i++)
 		if (!strcmp(f->dims[i], name)) {
 			*arg = (int)f->nargs + i;
+			b->used_slot = 1;
 			return 1;
 		}
 	return -1;
@@ -311,10 +314,20 @@ static int bare_slot(const bind_ctx *bc, const spec_expr *e)
 
 static int bind_expr(expr **out, const spec_expr *e, bind_ctx *bc, const char *what)
 {
+	bc->used_slot = 0;
 	if (jitk__expr_bind(out, e->e, bind_name, bc))
 		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: cannot bind %s '%s'", e->loc.file,
 				   e->loc.line, e->loc.col, what, e->text);
 	return 0;
+}
+
+/* What a call must do to know a bound dimension: RULE_CONST (its value
+ * is *v, folded now) or RULE_EXPR (evaluate it with the call's slots). */
+static signed char fold(const bind_ctx *bc, const expr *e, int64_t *v)
+{
+	if (!bc->used_slot && !jitk__expr_eval_args(e, NULL, v))
+		return RULE_CONST;
+	return RULE_EXPR;
 }
 
 /* Everything about the launch that depends only on the variant. */
@@ -322,7 +335,7 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 {
 	const spec_family *f = k->fam;
 	const int64_t *vals = rt->comp->specs->insts[k->inst].vals;
-	bind_ctx bc = { k, rt->info.sm_count };
+	bind_ctx bc = { k, rt->info.sm_count, 0 };
 	char err[160];
 	int64_t v;
 	size_t i, d;
@@ -346,12 +359,14 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 		for (d = 0; d < a->ndim; d++) {
 			if ((rc = bind_expr(&t->shape[d], &a->shape[d], &bc, "shape")))
 				return rc;
+			t->shape_kind[d] = fold(&bc, t->shape[d], &t->shape_value[d]);
 			t->shape_slot[d] = (signed char)bare_slot(&bc, &a->shape[d]);
 			t->stride_slot[d] = -1;
 			if (!a->strides)
 				continue;
 			if ((rc = bind_expr(&t->strides[d], &a->strides[d], &bc, "stride")))
 				return rc;
+			t->stride_kind[d] = fold(&bc, t->strides[d], &t->stride_value[d]);
 			t->stride_slot[d] = (signed char)bare_slot(&bc, &a->strides[d]);
 		}
 	}

@@ -16,11 +16,17 @@
 /* One tensor argument of a resolved kernel: its shape and strides bound
  * to the variant (constants folded, names turned into slots), and which
  * slot each dimension or stride sets when it is a bare name. */
+enum { RULE_EXPR = 0, RULE_CONST = 1 };
+
 typedef struct {
 	expr *shape[JITK_MAX_DIMS];
 	expr *strides[JITK_MAX_DIMS]; /* NULL when contiguous */
 	signed char shape_slot[JITK_MAX_DIMS];   /* slot a dim binds, or -1 */
 	signed char stride_slot[JITK_MAX_DIMS];  /* slot a stride binds, or -1 */
+	/* RULE_CONST: a constant of the variant (shape_value); else
+	 * evaluated per call, a bare slot read directly */
+	signed char shape_kind[JITK_MAX_DIMS], stride_kind[JITK_MAX_DIMS];
+	int64_t shape_value[JITK_MAX_DIMS], stride_value[JITK_MAX_DIMS];
 	int64_t align;
 } jitk_tensor_rule;
 

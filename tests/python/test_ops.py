@@ -84,6 +84,21 @@ class OpsTests(unittest.TestCase):
                 outs[a.name] = torch.empty(args[0].shape, dtype=dt, device="cuda")
         return args, outs
 
+    def check_mutation(self, op, args, kw):
+        """What the schema says of mutation, bitwise: the inputs come back
+        unchanged and every output the op declares mutable is written."""
+        a = [t.clone() if isinstance(t, torch.Tensor) else t for t in args]
+        before = [t.clone() if isinstance(t, torch.Tensor) else t for t in a]
+        out = {k: torch.full_like(v.view(torch.uint8), 0x7f).view(v.dtype) for k, v in kw.items()}
+        op(*a, **out)
+        torch.cuda.synchronize()
+        for t, u in zip(a, before):
+            if isinstance(t, torch.Tensor):
+                self.assertTrue(torch.equal(t.view(torch.uint8), u.view(torch.uint8)), op)
+        for k, v in out.items():
+            self.assertFalse(torch.equal(v.view(torch.uint8), torch.full_like(v.view(torch.uint8), 0x7f)),
+                             (op, k))
+
     def names(self):
         return sorted(n for n in jitk._ops.specs_registered)
 
@@ -95,9 +110,18 @@ class OpsTests(unittest.TestCase):
             packet = getattr(torch.ops.jitk, name)
             for op, kw in ((packet.default, {}), (packet.out, outs)):
                 a = [t.clone() if isinstance(t, torch.Tensor) else t for t in args]
-                res = opcheck(op, a, kw)
+                utils = None
+                if any(t.dtype == torch.float8_e4m3fn for t in kw.values()):
+                    # PyTorch's schema check compares a mutated argument
+                    # before and after with allclose, which has no fp8
+                    # kernel ("mul_cuda" not implemented for Float8_e4m3fn);
+                    # the mutation is checked by hand below instead
+                    utils = ("test_autograd_registration", "test_faketensor",
+                             "test_aot_dispatch_dynamic")
+                    self.check_mutation(op, args, kw)
+                res = opcheck(op, a, kw) if utils is None else opcheck(op, a, kw, test_utils=utils)
                 self.assertEqual(set(res.values()), {"SUCCESS"}, (name, op, res))
-                done.append(str(op))
+                done.append(str(op) + ("" if utils is None else " (schema by hand)"))
         print(f"\nopcheck: {len(done)} ops passed: {', '.join(done)}")
 
     def test_eager_path_equals_dispatcher_and_out(self):
@@ -116,8 +140,8 @@ class OpsTests(unittest.TestCase):
                     self.assertTrue(same(u, v), name)
 
     def test_fused_equals_split(self):
-        x, res, gate, scale, shift, _ = self.norm_args("fused_scale_residual_norm_scale_shift_fp8",
-                                                       rows=127, h=5120)
+        x, res, gate, scale, shift, _, _ = self.norm_args(
+            "fused_scale_residual_norm_scale_shift_fp8", rows=127, h=5120)
         y, q, r = torch.ops.jitk.fused_scale_residual_norm_scale_shift_fp8(x, res, gate, scale, shift,
                                                                            self.s)
         y2, r2 = torch.ops.jitk.fused_scale_residual_norm_scale_shift(x, res, gate, scale, shift)
@@ -134,8 +158,8 @@ class OpsTests(unittest.TestCase):
         return y2 * 2, q2, r, out
 
     def test_compile_fullgraph_and_cuda_graphs(self):
-        x, res, gate, scale, shift, _ = self.norm_args("fused_scale_residual_norm_scale_shift_fp8",
-                                                       rows=4096)
+        x, res, gate, scale, shift, _, _ = self.norm_args(
+            "fused_scale_residual_norm_scale_shift_fp8", rows=4096)
         args = (x, scale, shift, self.s, res, gate)
         want = self.block(*args)
         torch._dynamo.reset()

@@ -514,7 +514,8 @@ class Runtime(_Handle):
 
     # -- the generic call
     def _stream(self):
-        return _P(_torch().cuda.current_stream(self.device).cuda_stream)
+        """PyTorch's current stream of the device, as an int handle."""
+        return _torch().cuda.current_stream(self.device).cuda_stream
 
     def _op(self, selector):
         op = self._ops.get(selector)
