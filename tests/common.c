@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,5 +263,76 @@ int t_build(void *compiler, const char *name, const char *arch, int *origin)
 		assert_int_equal(b.entry.nnames, 1);
 		jitk__build_free(&b);
 	}
+	return rc;
+}
+
+/* ------------------------------------------------------ per-test timeout */
+
+/* Each test runs under its own alarm: a test that hangs fails by name
+ * after JITK_TEST_TIMEOUT seconds (default 300) instead of holding the
+ * whole binary until the runner's timeout. The alarm is armed in a setup
+ * wrapper that then calls the test's own setup (tests run one at a time,
+ * in order, so a counter says which test is starting). */
+#define T_MAX_TESTS 256
+
+static const struct CMUnitTest *t_tests;
+static CMFixtureFunction t_setups[T_MAX_TESTS], t_teardowns[T_MAX_TESTS];
+static size_t t_next;
+static volatile const char *t_current = "?";
+static unsigned t_seconds;
+
+static void t_alarm(int sig)
+{
+	char msg[256];
+	int n;
+
+	(void)sig;
+	n = snprintf(msg, sizeof(msg), "TIMEOUT: test %s ran past %u s\n", (const char *)t_current,
+		     t_seconds);
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		_exit(125);
+	_exit(124);
+}
+
+static int t_watch_setup(void **state)
+{
+	size_t i = t_next++;
+
+	t_current = t_tests[i].name;
+	signal(SIGALRM, t_alarm);
+	alarm(t_seconds);
+	return t_setups[i] ? t_setups[i](state) : 0;
+}
+
+static int t_watch_teardown(void **state)
+{
+	size_t i = t_next - 1;
+	int rc = t_teardowns[i] ? t_teardowns[i](state) : 0;
+
+	alarm(0);
+	return rc;
+}
+
+int t_run_tests(const char *name, const struct CMUnitTest *tests, size_t n,
+		CMFixtureFunction group_setup, CMFixtureFunction group_teardown)
+{
+	struct CMUnitTest *w = calloc(n ? n : 1, sizeof(*w));
+	const char *env = getenv("JITK_TEST_TIMEOUT");
+	size_t i;
+	int rc;
+
+	assert_true(n <= T_MAX_TESTS && w);
+	t_seconds = env && atoi(env) > 0 ? (unsigned)atoi(env) : 300;
+	t_tests = tests;
+	t_next = 0;
+	for (i = 0; i < n; i++) {
+		w[i] = tests[i];
+		t_setups[i] = tests[i].setup_func;
+		t_teardowns[i] = tests[i].teardown_func;
+		w[i].setup_func = t_watch_setup;
+		w[i].teardown_func = t_watch_teardown;
+	}
+	rc = _cmocka_run_group_tests(name, w, n, group_setup, group_teardown);
+	free(w);
 	return rc;
 }

@@ -14,6 +14,14 @@
 /* A key-shaped name (64 hex digits), for cache files planted by hand. */
 #define T_HEX64 "ab0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
 
+/* Run a cmocka group with a timeout for each test (JITK_TEST_TIMEOUT
+ * seconds, default 300): a hanging test fails by name. Use through
+ * T_RUN_TESTS(tests, group_setup, group_teardown). */
+int t_run_tests(const char *name, const struct CMUnitTest *tests, size_t n,
+		CMFixtureFunction group_setup, CMFixtureFunction group_teardown);
+#define T_RUN_TESTS(tests, gs, gt) \
+	t_run_tests(#tests, tests, sizeof(tests) / sizeof((tests)[0]), gs, gt)
+
 /* The repository root (tests run from it; $JITK_TEST_ROOT overrides). */
 const char *t_root(void);
 /* A fresh private directory under $TMPDIR; removed by t_rmtree. */

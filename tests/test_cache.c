@@ -1490,5 +1490,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_processes_compile_once, t_setup, t_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return T_RUN_TESTS(tests, NULL, NULL);
 }

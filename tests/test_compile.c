@@ -1248,7 +1248,7 @@ int main(int argc, char **argv)
 	else
 		strcpy(build_dir, ".");
 	{
-		int rc = cmocka_run_group_tests(tests, NULL, NULL);
+		int rc = T_RUN_TESTS(tests, NULL, NULL);
 
 		free(build_dir);
 		return rc;

@@ -151,5 +151,5 @@ int main(void)
 		cmocka_unit_test(test_dlpack_call),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return T_RUN_TESTS(tests, NULL, NULL);
 }

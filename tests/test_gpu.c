@@ -960,5 +960,5 @@ int main(void)
 		cmocka_unit_test(test_data_only_family),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return T_RUN_TESTS(tests, group_setup, group_teardown);
 }

@@ -1112,5 +1112,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rejects_counted_per_build, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return T_RUN_TESTS(tests, NULL, NULL);
 }

@@ -1123,5 +1123,5 @@ int main(void)
 		cmocka_unit_test(test_fallback_enum_by_name),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return T_RUN_TESTS(tests, NULL, NULL);
 }
