@@ -82,6 +82,25 @@ const jitk_cuda *jitk__cuda(const char **why)
 
 /* ---------------------------------------------------------------- ops */
 
+/* The driver call that failed last in this thread, and its code: error
+ * messages name the call ("CUDA_ERROR_INVALID_IMAGE in cuLibraryLoadData"),
+ * not only the code. */
+static _Thread_local const char *cu_failed_call;
+static _Thread_local int cu_failed_code;
+
+static int cu_note(CUresult r, const char *call)
+{
+	if (r != CUDA_SUCCESS) {
+		cu_failed_call = call;
+		cu_failed_code = (int)r;
+	}
+	return (int)r;
+}
+
+/* JITK_CU_TRY(d, cuFn, args...) calls the driver's cuFn and, when it
+ * fails, records the call's name for op_error_name. */
+#define JITK_CU_TRY(d, fn, ...) cu_note((d)->cu->fn(__VA_ARGS__), #fn)
+
 typedef struct {
 	const jitk_cuda *cu;
 	CUdevice dev;
@@ -109,17 +128,19 @@ static int op_open(void *impl, int ordinal, jitk_device_info *info)
 	CUcontext cur = NULL;
 	int major = 0, minor = 0, r;
 
-	if ((r = cu->cuDeviceGet(&d->dev, ordinal)))
+	if ((r = JITK_CU_TRY(d, cuDeviceGet, &d->dev, ordinal)))
 		return r;
-	if ((r = cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev)) ||
-	    (r = cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev)) ||
-	    (r = cu->cuDeviceGetAttribute(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-					  d->dev)))
+	if ((r = JITK_CU_TRY(d, cuDeviceGetAttribute, &major,
+			     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev)) ||
+	    (r = JITK_CU_TRY(d, cuDeviceGetAttribute, &minor,
+			     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev)) ||
+	    (r = JITK_CU_TRY(d, cuDeviceGetAttribute, &info->sm_count,
+			     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev)))
 		return r;
 	info->cc = major * 10 + minor;
-	if ((r = cu->cuDeviceGetName(info->name, (int)sizeof(info->name), d->dev)))
+	if ((r = JITK_CU_TRY(d, cuDeviceGetName, info->name, (int)sizeof(info->name), d->dev)))
 		return r;
-	if ((r = cu->cuDevicePrimaryCtxRetain(&d->primary, d->dev)))
+	if ((r = JITK_CU_TRY(d, cuDevicePrimaryCtxRetain, &d->primary, d->dev)))
 		return r;
 	d->retained = 1;
 	/* Make the primary context current if this thread has none, as the
@@ -134,14 +155,14 @@ static int op_load(void *impl, const void *image, int is_ptx, void **lib)
 	cuda_device *d = impl;
 
 	(void)is_ptx; /* the driver tells cubin from PTX itself */
-	return d->cu->cuLibraryLoadData((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
+	return JITK_CU_TRY(d, cuLibraryLoadData, (CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
 }
 
 static int op_get_kernel(void *impl, void *lib, const char *name, void **kernel)
 {
 	cuda_device *d = impl;
 
-	return d->cu->cuLibraryGetKernel((CUkernel *)kernel, (CUlibrary)lib, name);
+	return JITK_CU_TRY(d, cuLibraryGetKernel, (CUkernel *)kernel, (CUlibrary)lib, name);
 }
 
 static void op_unload(void *impl, void *lib)
@@ -178,9 +199,9 @@ static int op_launch(void *impl, void *kernel, const unsigned grid[3],
 		cfg.hStream = (CUstream)stream;
 		cfg.attrs = &attr;
 		cfg.numAttrs = 1;
-		return d->cu->cuLaunchKernelEx(&cfg, (CUfunction)kernel, params, NULL);
+		return JITK_CU_TRY(d, cuLaunchKernelEx, &cfg, (CUfunction)kernel, params, NULL);
 	}
-	return d->cu->cuLaunchKernel((CUfunction)kernel, grid[0], grid[1], grid[2], block[0],
+	return JITK_CU_TRY(d, cuLaunchKernel, (CUfunction)kernel, grid[0], grid[1], grid[2], block[0],
 				     block[1], block[2], smem, (CUstream)stream, params, NULL);
 }
 
@@ -188,7 +209,7 @@ static int op_is_capturing(void *impl, void *stream, int *capturing)
 {
 	cuda_device *d = impl;
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-	int r = d->cu->cuStreamIsCapturing((CUstream)stream, &st);
+	int r = JITK_CU_TRY(d, cuStreamIsCapturing, (CUstream)stream, &st);
 
 	*capturing = st != CU_STREAM_CAPTURE_STATUS_NONE;
 	return r;
@@ -198,7 +219,7 @@ static int op_capture_mode(void *impl, int mode, int *old)
 {
 	cuda_device *d = impl;
 	CUstreamCaptureMode m = (CUstreamCaptureMode)mode;
-	int r = d->cu->cuThreadExchangeStreamCaptureMode(&m);
+	int r = JITK_CU_TRY(d, cuThreadExchangeStreamCaptureMode, &m);
 
 	if (old)
 		*old = (int)m;
@@ -212,11 +233,11 @@ static int op_read(void *impl, void *dst, uint64_t src, size_t n)
 	int r, pushed = 0;
 
 	if (!d->cu->cuCtxGetCurrent(&cur) && !cur) {
-		if ((r = d->cu->cuCtxPushCurrent(d->primary)))
+		if ((r = JITK_CU_TRY(d, cuCtxPushCurrent, d->primary)))
 			return r;
 		pushed = 1;
 	}
-	r = d->cu->cuMemcpyDtoH(dst, (CUdeviceptr)src, n);
+	r = JITK_CU_TRY(d, cuMemcpyDtoH, dst, (CUdeviceptr)src, n);
 	if (pushed)
 		d->cu->cuCtxPopCurrent(&cur);
 	return r;
@@ -226,7 +247,8 @@ static int op_buffer_id(void *impl, uint64_t ptr, uint64_t *id)
 {
 	cuda_device *d = impl;
 	unsigned long long v = 0;
-	int r = d->cu->cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)ptr);
+	int r = JITK_CU_TRY(d, cuPointerGetAttribute, &v, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+			    (CUdeviceptr)ptr);
 
 	*id = v;
 	return r;
@@ -234,12 +256,16 @@ static int op_buffer_id(void *impl, uint64_t ptr, uint64_t *id)
 
 static const char *op_error_name(void *impl, int code)
 {
+	static _Thread_local char text[128];
 	cuda_device *d = impl;
 	const char *name = NULL;
 
 	if (d->cu->cuGetErrorName((CUresult)code, &name) || !name)
-		return "unknown CUDA error";
-	return name;
+		name = "unknown CUDA error";
+	if (!cu_failed_call || cu_failed_code != code)
+		return name;
+	snprintf(text, sizeof(text), "%s in %s", name, cu_failed_call);
+	return text;
 }
 
 static void op_close(void *impl)
