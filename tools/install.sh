@@ -1,8 +1,9 @@
 #!/bin/sh
 # tools/install.sh PREFIX BUILD_DIR - what `ninja install` does. Honours
 # DESTDIR. Installs the jitk CLI, libjitk (shared and static), jitk.h and
-# jitk/version.h, the specs and templates under share/jitk (where an
-# installed jitk finds them with no environment set), and jitk.pc.
+# jitk/*.h (version.h, the family wrappers such as norm.h), the specs and
+# templates under share/jitk (where an installed jitk finds them with no
+# environment set), and jitk.pc.
 set -eu
 prefix=$1
 b=$2
@@ -17,7 +18,7 @@ install -m 755 "$b/libjitk.so.$version" "$root/lib/libjitk.so.$version"
 ln -sf "libjitk.so.$version" "$root/lib/libjitk.so.0"
 ln -sf "libjitk.so.0" "$root/lib/libjitk.so"
 install -m 644 runtime/include/jitk.h "$root/include/jitk.h"
-install -m 644 runtime/include/jitk/version.h "$root/include/jitk/version.h"
+install -m 644 runtime/include/jitk/*.h "$root/include/jitk/"
 install -m 644 specs/*.yaml "$root/share/jitk/specs/"
 install -m 644 templates/*.cuh "$root/share/jitk/templates/"
 install -m 644 docs/jitk.1 "$root/share/man/man1/jitk.1"
