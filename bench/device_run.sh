@@ -2,7 +2,7 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
+# STEPS: any of tests multi memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
 # sweep python pyops torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
 export LD_LIBRARY_PATH="$PWD/$b/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/$b/libjitk.so.$version"
-steps=${1:-"tests memcheck racecheck triton sass precompile nvrtc bench plotdata python pyops torch report"}
+steps=${1:-"tests multi memcheck racecheck triton sass precompile nvrtc bench plotdata python pyops torch report"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 failed=
 # ran RC NAME: print "NAME rc=RC" and remember NAME when RC is not 0.
@@ -38,6 +38,16 @@ if has tests; then
 		"$b/tests/$t" >"$OUT/$t.log" 2>&1
 		ran $? $t
 	done
+fi
+if has multi; then
+	# one process over every visible device; N ranks cold-starting on one cache
+	"$b/tests/test_gpu_multi" >"$OUT/multi.log" 2>&1
+	ran $? test_gpu_multi
+	for n in 8 32; do
+		sh bench/ranks.sh "$b" "$n" >>"$OUT/multi.log" 2>&1
+		ran $? "ranks_$n"
+	done
+	grep -E "^multi-GPU|^other device|^ranks:|PASSED|FAILED" "$OUT/multi.log"
 fi
 if has memcheck; then
 	JITK_GPU_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 3 "$b/tests/test_gpu" \
