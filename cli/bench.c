@@ -5,6 +5,8 @@
  * several times the L2, with fresh random data. Bandwidth counts the bytes
  * the contract counts (5 per element fused, 7 split; 9 and 11 with the
  * residual) against a device-to-device copy measured in the same run. */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,12 +47,13 @@ static const char usage[] =
 	"usage: jitk bench [--specs DIR] [--rows LIST] [--hidden LIST] [--reps N]\n"
 	"                  [--skip-jit] [--fused-only] [--programmatic]\n"
 	"\n"
-	"Time the fused and split fp8 norm paths (the fused symbols must be\n"
-	"allowed on this GPU by the specs: on sm_90 give a spec set that allows\n"
-	"them, as bench/run does), the device copy bandwidth, and the JIT\n"
-	"latencies: cold compile vs NVRTC alone, first use from the disk cache,\n"
-	"and the host cost of a launch vs a raw cuLaunchKernel. --programmatic\n"
-	"launches the kernels with programmatic dependent launch (sm_90+).\n";
+	"Time the fused and split fp8 norm paths (the specs must allow the fused\n"
+	"symbols on this GPU: the shipped ones do from sm_90), the device copy\n"
+	"bandwidth, and the JIT latencies: cold compile vs NVRTC alone, first\n"
+	"use from the disk cache, and the host cost of a launch vs a raw\n"
+	"cuLaunchKernel. --programmatic launches the kernels with programmatic\n"
+	"dependent launch (sm_90+). --rows: up to 16 row counts, --hidden: up to\n"
+	"8 hidden sizes (comma-separated); --reps: 5 to 100000 (default 200).\n";
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -62,6 +65,17 @@ static float median(float *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_float);
 	return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p) {
+		fprintf(stderr, "jitk bench: out of memory\n");
+		exit(1);
+	}
+	return p;
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -95,7 +109,7 @@ static CUdeviceptr dalloc(size_t n)
 
 static CUdeviceptr alloc_random(size_t n_bf16, double sd)
 {
-	uint16_t *h = malloc(n_bf16 * 2);
+	uint16_t *h = xcalloc(n_bf16, 2);
 	CUdeviceptr d;
 	size_t i;
 
@@ -310,7 +324,11 @@ static void flush_l2(int how, int i, CUstream s)
 	}
 }
 
-static row_t results[512];
+/* Room for every case the option lists allow: hidden sizes x residual or
+ * not x rows x fused and split. */
+#define BENCH_MAX_ROWS 16
+#define BENCH_MAX_HIDDEN 8
+static row_t results[BENCH_MAX_HIDDEN * 2 * BENCH_MAX_ROWS * 2];
 static int nresults;
 
 /* Median microseconds of one launch over reps launches, each between two
@@ -354,13 +372,18 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 	float *t, tg;
 	CUdeviceptr scale, shift, gate, is;
 	float sc = 0.4754464328289032f;
-	row_t *r = &results[nresults++];
+	row_t *r;
 
+	if (nresults == (int)JITK_ARRAY_SIZE(results)) {
+		fprintf(stderr, "jitk bench: more than %zu cases\n", JITK_ARRAY_SIZE(results));
+		exit(1);
+	}
+	r = &results[nresults++];
 	if (nsets < 2)
 		nsets = 2;
 	if (nsets > 64)
 		nsets = 64;
-	sets = calloc((size_t)nsets, sizeof(*sets));
+	sets = xcalloc((size_t)nsets, sizeof(*sets));
 	scale = alloc_random((size_t)hidden, 0.2);
 	shift = alloc_random((size_t)hidden, 0.2);
 	gate = alloc_random((size_t)hidden, 0.5);
@@ -389,8 +412,8 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 		st->a.eps = 1e-6f;
 	}
 	CK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	ev = calloc((size_t)(2 * reps), sizeof(*ev));
-	t = calloc((size_t)reps, sizeof(*t));
+	ev = xcalloc((size_t)(2 * reps), sizeof(*ev));
+	t = xcalloc((size_t)(reps > 15 ? reps : 15), sizeof(*t)); /* the graph takes 15 */
 	for (i = 0; i < 2 * reps; i++)
 		CK(cu->cuEventCreate(&ev[i], 0));
 	for (i = 0; i < 10; i++) /* warm-up (and resolve) */
@@ -574,22 +597,30 @@ static void bench_hot(jitk_runtime *rt)
 	(void)t_raw_cached;
 }
 
-static int parse_list(int *out, int max, const char *s)
+/* A comma-separated list of at most max numbers from lo to hi, else a
+ * usage error naming the option. */
+static int parse_list(int *out, int max, const char *opt, const char *s, long lo, long hi)
 {
+	const char *p = s;
 	int n = 0;
 
-	while (*s && n < max) {
+	for (;;) {
 		char *end;
-		long v = strtol(s, &end, 10);
+		long v;
 
-		if (end == s || v <= 0)
-			return -1;
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (!isdigit((unsigned char)*p) || errno || v < lo || v > hi ||
+		    (*end && *end != ',') || (*end == ',' && !end[1]))
+			jitk_cli_usage_error(NULL, "%s '%s' is not a list of numbers from %ld to %ld",
+					     opt, s, lo, hi);
+		if (n == max)
+			jitk_cli_usage_error(NULL, "%s '%s' has more than %d numbers", opt, s, max);
 		out[n++] = (int)v;
-		s = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			return -1;
+		if (!*end)
+			return n;
+		p = end + 1;
 	}
-	return n;
 }
 
 int jitk_cli_bench(int argc, char **argv)
@@ -597,35 +628,39 @@ int jitk_cli_bench(int argc, char **argv)
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
 	jitk_runtime *rt;
 	const char *why = "", *specs = NULL;
-	int rows[16] = { 128, 1024, 4096, 16384 }, nrows = 4;
-	int hidden[8] = { 1536, 3072, 5120 }, nhidden = 3;
+	int rows[BENCH_MAX_ROWS] = { 128, 1024, 4096, 16384 }, nrows = 4;
+	int hidden[BENCH_MAX_HIDDEN] = { 1536, 3072, 5120 }, nhidden = 3;
 	int reps = 200, skip_jit = 0, fused_only = 0, i, h, r, residual;
 	double copy;
 
 	for (i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		const char *a = argv[i];
+		int takes_value = !strcmp(a, "--specs") || !strcmp(a, "--rows") ||
+				  !strcmp(a, "--hidden") || !strcmp(a, "--reps");
+
+		if (takes_value && i + 1 == argc)
+			jitk_cli_usage_error(usage, "option '%s' needs a value", a);
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			fputs(usage, stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--specs") && i + 1 < argc) {
+		} else if (!strcmp(a, "--specs")) {
 			specs = argv[++i];
-		} else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
-			if ((nrows = parse_list(rows, 16, argv[++i])) <= 0)
-				goto bad;
-		} else if (!strcmp(argv[i], "--hidden") && i + 1 < argc) {
-			if ((nhidden = parse_list(hidden, 8, argv[++i])) <= 0)
-				goto bad;
-		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-			reps = atoi(argv[++i]);
-			if (reps < 5)
-				goto bad;
-		} else if (!strcmp(argv[i], "--skip-jit")) {
+		} else if (!strcmp(a, "--rows")) {
+			nrows = parse_list(rows, (int)JITK_ARRAY_SIZE(rows), a, argv[++i], 1, 1L << 24);
+		} else if (!strcmp(a, "--hidden")) {
+			nhidden = parse_list(hidden, (int)JITK_ARRAY_SIZE(hidden), a, argv[++i], 8, 65536);
+		} else if (!strcmp(a, "--reps")) {
+			reps = (int)jitk_cli_number("--reps", argv[++i], 5, 100000);
+		} else if (!strcmp(a, "--skip-jit")) {
 			skip_jit = 1;
-		} else if (!strcmp(argv[i], "--fused-only")) {
+		} else if (!strcmp(a, "--fused-only")) {
 			fused_only = 1;
-		} else if (!strcmp(argv[i], "--programmatic")) {
+		} else if (!strcmp(a, "--programmatic")) {
 			o.programmatic = 1;
+		} else if (a[0] == '-') {
+			jitk_cli_usage_error(usage, "unknown option '%s'", a);
 		} else {
-			goto bad;
+			jitk_cli_usage_error(usage, "unexpected argument '%s'", a);
 		}
 	}
 	cu = jitk__cuda(&why);
@@ -672,7 +707,4 @@ int jitk_cli_bench(int argc, char **argv)
 	flush_free();
 	jitk_runtime_free(rt);
 	return 0;
-bad:
-	fputs(usage, stderr);
-	return 2;
 }

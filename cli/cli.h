@@ -5,4 +5,12 @@
 /* jitk bench [...]: kernel and JIT timings on the GPU (bench.c). */
 int jitk_cli_bench(int argc, char **argv);
 
+/* A usage error: "jitk: MESSAGE" and then usage (when not NULL) on
+ * stderr, exit status 2. */
+void jitk_cli_usage_error(const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+/* The whole of s as a decimal number from min to max, else a usage error
+ * naming what (an option). */
+long jitk_cli_number(const char *what, const char *s, long min, long max);
+
 #endif

@@ -1,6 +1,11 @@
 /* jitk - command-line front end: list, explain, source, precompile,
  * cache, bench. Exit status: 0 ok, 1 failure, 2 usage. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -55,9 +60,10 @@ static const char usage_precompile[] =
 	"\n"
 	"Compile the named symbols (default: all) for every architecture in LIST\n"
 	"(comma-separated; default sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the\n"
-	"cache, N at a time (default: the number of cores). Combinations a gate\n"
-	"forbids are skipped. Ends with one summary line; exit 1 if any failed.\n"
-	"Needs no GPU.\n";
+	"cache, N at a time (1 to 1024; default: the number of cores).\n"
+	"Combinations a gate forbids are counted as gated; any other error is a\n"
+	"failure, named with its message. Ends with one summary line; exit 1 if\n"
+	"any failed. Needs no GPU.\n";
 
 static const char usage_cache[] =
 	"usage: jitk cache stats|verify|clear|prune [--cache DIR] [--max-bytes SIZE]\n"
@@ -82,12 +88,41 @@ static void die_usage(const char *text)
 	exit(2);
 }
 
+void jitk_cli_usage_error(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (usage)
+		fputs(usage, stderr);
+	exit(2);
+}
+
+long jitk_cli_number(const char *what, const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	/* strtol would also take leading blanks and a '+' */
+	if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))) ||
+	    *end || errno || v < min || v > max)
+		jitk_cli_usage_error(NULL, "%s '%s' is not a number from %ld to %ld", what, s, min, max);
+	return v;
+}
+
 static void log_stderr(void *payload, jitk_log_level level, const char *msg)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
 	(void)payload;
-	fprintf(stderr, "%s: %s: %s\n", prog, names[level], msg);
+	fprintf(stderr, "%s: %s: %s\n", prog,
+		(unsigned)level < JITK_ARRAY_SIZE(names) ? names[level] : "log", msg);
 }
 
 static int fail_last(void)
@@ -112,6 +147,8 @@ static int fail_last(void)
 
 /* --------------------------------------------------------------- options */
 
+#define JITK_CLI_MAX_JOBS 1024
+
 typedef struct {
 	const char *specs;
 	const char *cache;
@@ -120,64 +157,144 @@ typedef struct {
 	int options;
 	int jobs;
 	int help;
-	const char *pos[256];
+	char **pos; /* the positional arguments, moved to the front of argv */
 	int npos;
 } cli_opts;
 
-/* Parse the options every command shares; unknown ones are usage errors. */
+/* 1 when the first n bytes of name are one of the words of allowed
+ * (space-separated); else 0, with the nearest word in near for a "did you
+ * mean" ("" when none is near). */
+static int option_allowed(const char *allowed, const char *name, size_t n, char *near,
+			  size_t near_size)
+{
+	const char *w = allowed;
+	int bestd = 3;
+
+	near[0] = '\0';
+	while (*w) {
+		size_t len = strcspn(w, " ");
+		char word[32];
+
+		if (len == n && !strncmp(w, name, n))
+			return 1;
+		if (len < sizeof(word) && n <= JITK_EDIT_MAX_LEN) {
+			char given[JITK_EDIT_MAX_LEN + 1];
+			int d;
+
+			memcpy(word, w, len);
+			word[len] = '\0';
+			memcpy(given, name, n);
+			given[n] = '\0';
+			if ((d = jitk__edit_distance(given, word)) < bestd) {
+				bestd = d;
+				snprintf(near, near_size, "%s", word);
+			}
+		}
+		w += len;
+		while (*w == ' ')
+			w++;
+	}
+	return 0;
+}
+
+static int is_opt(const char *a, size_t n, const char *name)
+{
+	return strlen(name) == n && !strncmp(a, name, n);
+}
+
+/* Parse the options every command shares; anything wrong is a usage error
+ * (exit 2) that says what was wrong before the usage text. allowed: the
+ * command's options, space-separated. */
 static void parse_opts(cli_opts *o, int argc, char **argv, const char *usage,
 		       const char *allowed)
 {
 	int i;
 
 	memset(o, 0, sizeof(*o));
+	o->pos = argv;
 	for (i = 0; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
-		char name[32];
-		const char *eq;
+		const char *a = argv[i], *val = NULL, *eq;
+		char near[32];
+		size_t n;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			o->help = 1;
 			continue;
 		}
-		if (a[0] != '-') {
-			if (o->npos == (int)JITK_ARRAY_SIZE(o->pos))
-				die_usage(usage);
-			o->pos[o->npos++] = a;
+		if (a[0] != '-' || !a[1]) {
+			o->pos[o->npos++] = argv[i]; /* npos <= i: a slot already read */
 			continue;
 		}
 		eq = strchr(a, '=');
-		snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - a : (long)strlen(a)), a);
-		if (!strstr(allowed, name) || name[0] != '-' || strlen(name) < 2) {
-			fprintf(stderr, "%s: unknown option '%s'\n", prog, a);
-			die_usage(usage);
+		n = eq ? (size_t)(eq - a) : strlen(a);
+		if (!strncmp(a, "-j", 2) && a[2] && !eq && option_allowed(allowed, "-j", 2, near, sizeof(near))) {
+			n = 2; /* -jN */
+			val = a + 2;
 		}
-		if (!strcmp(name, "--options")) {
+		if (!option_allowed(allowed, a, n, near, sizeof(near))) {
+			if (near[0])
+				jitk_cli_usage_error(usage, "unknown option '%.*s' (did you mean '%s'?)",
+						     (int)n, a, near);
+			jitk_cli_usage_error(usage, "unknown option '%.*s'", (int)n, a);
+		}
+		if (is_opt(a, n, "--options")) {
+			if (eq)
+				jitk_cli_usage_error(usage, "option '--options' takes no value");
 			o->options = 1;
 			continue;
 		}
-		val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-		if (!val) {
-			fprintf(stderr, "%s: option '%s' needs a value\n", prog, name);
-			die_usage(usage);
-		}
-		if (!strcmp(name, "--specs"))
+		if (!val)
+			val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (!val)
+			jitk_cli_usage_error(usage, "option '%.*s' needs a value", (int)n, a);
+		if (is_opt(a, n, "--specs"))
 			o->specs = val;
-		else if (!strcmp(name, "--cache"))
+		else if (is_opt(a, n, "--cache"))
 			o->cache = val;
-		else if (!strcmp(name, "--arch"))
+		else if (is_opt(a, n, "--arch"))
 			o->arch = val;
-		else if (!strcmp(name, "--max-bytes"))
+		else if (is_opt(a, n, "--max-bytes"))
 			o->max_bytes = val;
-		else if (!strcmp(name, "-j") || !strcmp(name, "--jobs"))
-			o->jobs = atoi(val);
-		else
-			die_usage(usage);
+		else /* -j, --jobs */
+			o->jobs = (int)jitk_cli_number("-j", val, 1, JITK_CLI_MAX_JOBS);
 	}
 	if (o->help) {
 		fputs(usage, stdout);
 		exit(0);
 	}
+}
+
+/* The positional arguments a command takes: at least min, at most max. */
+static void want_args(const cli_opts *o, const char *usage, int min, int max, const char *what)
+{
+	if (o->npos < min)
+		jitk_cli_usage_error(usage, "missing %s", what);
+	if (max >= 0 && o->npos > max)
+		jitk_cli_usage_error(usage, "unexpected argument '%s'", o->pos[max]);
+}
+
+/* A target given on the command line: a malformed one, or one the library
+ * refuses (JITK_EINVAL: e.g. a target NVRTC does not know), is a usage
+ * error. c may be NULL (syntax only). */
+static void check_arch(jitk_compiler *c, const char *arch, jitk_arch *out)
+{
+	jitk_arch a;
+	char *text = NULL;
+
+	if (jitk__arch_parse(&a, arch))
+		jitk_cli_usage_error(NULL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
+				     arch);
+	if (out)
+		*out = a;
+	if (!c || !c->specs->ninsts)
+		return;
+	if (jitk_explain(&text, c, c->specs->insts[0].name, arch) == JITK_EINVAL) {
+		free(text);
+		fail_last();
+		jitk_compiler_free(c);
+		exit(2);
+	}
+	free(text);
 }
 
 static jitk_compiler *open_compiler(const cli_opts *o)
@@ -197,31 +314,26 @@ static jitk_compiler *open_compiler(const cli_opts *o)
 
 /* ------------------------------------------------------------------ list */
 
-static void gates_text(char *buf, size_t n, const spec_instance *in)
+static void gates_text(jbuf *b, const spec_instance *in)
 {
 	const spec_family *f = in->sym->fam;
-	size_t i, used = 0;
+	size_t i, start = b->len;
 
-	buf[0] = '\0';
-	for (i = 0; i < f->ngates + in->sym->ngates && used < n; i++) {
+	for (i = 0; i < f->ngates + in->sym->ngates; i++) {
 		const spec_gate *g = i < f->ngates ? &f->gates[i] : &in->sym->gates[i - f->ngates];
-		int k;
+		const char *sep = b->len > start ? " " : "";
 
 		if (!jitk__spec_cond_holds(&g->when, in->vals))
 			continue;
 		if (g->arch.min && g->arch.max)
-			k = snprintf(buf + used, n - used, "%ssm_%d..sm_%d", used ? " " : "",
-				     g->arch.min, g->arch.max);
+			jitk__jbuf_printf(b, "%ssm_%d..sm_%d", sep, g->arch.min, g->arch.max);
 		else if (g->arch.min)
-			k = snprintf(buf + used, n - used, "%ssm_%d+", used ? " " : "", g->arch.min);
+			jitk__jbuf_printf(b, "%ssm_%d+", sep, g->arch.min);
 		else
-			k = snprintf(buf + used, n - used, "%s<=sm_%d", used ? " " : "", g->arch.max);
-		if (k < 0)
-			break;
-		used += (size_t)k;
+			jitk__jbuf_printf(b, "%s<=sm_%d", sep, g->arch.max);
 	}
-	if (!used)
-		snprintf(buf, n, "-");
+	if (b->len == start)
+		jitk__jbuf_puts(b, "-");
 }
 
 static int cmd_list(int argc, char **argv)
@@ -229,10 +341,10 @@ static int cmd_list(int argc, char **argv)
 	cli_opts o;
 	jitk_compiler *c;
 	size_t i, w = 4;
+	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_list, "--specs");
-	if (o.npos)
-		die_usage(usage_list);
+	want_args(&o, usage_list, 0, 0, "");
 	c = open_compiler(&o);
 	for (i = 0; i < c->specs->ninsts; i++)
 		if (strlen(c->specs->insts[i].name) > w)
@@ -241,27 +353,34 @@ static int cmd_list(int argc, char **argv)
 	for (i = 0; i < c->specs->ninsts; i++) {
 		const spec_instance *in = &c->specs->insts[i];
 		const spec_family *f = in->sym->fam;
-		char params[256], gates[256];
-		size_t p, used = 0;
+		jbuf params, gates;
+		size_t p;
 
-		params[0] = '\0';
-		for (p = 0; p < f->nparams && used < sizeof(params); p++) {
+		jitk__jbuf_init(&params);
+		jitk__jbuf_init(&gates);
+		for (p = 0; p < f->nparams; p++) {
 			char tmp[32];
-			int k = snprintf(params + used, sizeof(params) - used, "%s%s=%s",
-					 p ? " " : "", f->params[p].name,
-					 jitk__spec_value_text(&f->params[p], in->vals[p], tmp));
 
-			if (k < 0)
-				break;
-			used += (size_t)k;
+			jitk__jbuf_printf(&params, "%s%s=%s", p ? " " : "", f->params[p].name,
+					  jitk__spec_value_text(&f->params[p], in->vals[p], tmp));
 		}
 		if (!f->nparams)
-			snprintf(params, sizeof(params), "-");
-		gates_text(gates, sizeof(gates), in);
-		printf("%-*s  %-18s %-54s %s\n", (int)w, in->name, f->name, params, gates);
+			jitk__jbuf_puts(&params, "-");
+		gates_text(&gates, in);
+		if (params.oom || gates.oom) {
+			fprintf(stderr, "%s: out of memory\n", prog);
+			rc = 1;
+		} else {
+			printf("%-*s  %-18s %-54s %s\n", (int)w, in->name, f->name, params.data,
+			       gates.data);
+		}
+		jitk__jbuf_free(&params);
+		jitk__jbuf_free(&gates);
+		if (rc)
+			break;
 	}
 	jitk_compiler_free(c);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------- explain, source */
@@ -274,8 +393,10 @@ static int cmd_explain(int argc, char **argv)
 	int rc;
 
 	parse_opts(&o, argc, argv, usage_explain, "--specs --arch");
-	if (o.npos != 1 || !o.arch)
-		die_usage(usage_explain);
+	want_args(&o, usage_explain, 1, 1, "symbol NAME");
+	if (!o.arch)
+		jitk_cli_usage_error(usage_explain, "missing --arch ARCH");
+	check_arch(NULL, o.arch, NULL);
 	c = open_compiler(&o);
 	rc = jitk_explain(&text, c, o.pos[0], o.arch);
 	if (text)
@@ -284,7 +405,8 @@ static int cmd_explain(int argc, char **argv)
 		fail_last();
 	free(text);
 	jitk_compiler_free(c);
-	return rc ? 1 : 0;
+	/* EINVAL: the library refused the target given with --arch */
+	return !rc ? 0 : rc == JITK_EINVAL ? 2 : 1;
 }
 
 static int cmd_source(int argc, char **argv)
@@ -299,14 +421,12 @@ static int cmd_source(int argc, char **argv)
 	int rc;
 
 	parse_opts(&o, argc, argv, usage_source, "--specs --arch --options");
-	if (o.npos != 1 || !o.arch)
-		die_usage(usage_source);
-	if (jitk__arch_parse(&a, o.arch)) {
-		fprintf(stderr, "%s: '%s' is not an architecture (sm_90, sm_100a, compute_90...)\n",
-			prog, o.arch);
-		return 2;
-	}
+	want_args(&o, usage_source, 1, 1, "symbol NAME");
+	if (!o.arch)
+		jitk_cli_usage_error(usage_source, "missing --arch ARCH");
+	check_arch(NULL, o.arch, &a);
 	c = open_compiler(&o);
+	check_arch(c, o.arch, NULL);
 	rc = jitk__spec_find(c->specs, o.pos[0], &inst);
 	if (!rc)
 		rc = jitk__prepare(&tu, key, &v, c, inst, a);
@@ -333,7 +453,10 @@ static int cmd_source(int argc, char **argv)
  * one program at a time per process (measured on a 16-core H200 host: 32
  * kernels took 0.78 s on 1 thread and 0.79 s on 16). Workers take items
  * from a counter in shared memory and report one record per item through
- * a pipe (writes under PIPE_BUF are atomic); the parent prints progress. */
+ * a pipe (writes under PIPE_BUF are atomic); the parent prints progress.
+ * Each worker also says in shared memory which item it holds, so that when
+ * one dies (a crash in NVRTC, the OOM killer) the parent names the item
+ * and the reason, counts it failed and starts another worker for the rest. */
 typedef struct {
 	uint32_t item;
 	int32_t rc;
@@ -341,24 +464,35 @@ typedef struct {
 } pre_record;
 
 typedef struct {
+	atomic_size_t next;    /* the next item to take */
+	atomic_long current[]; /* per worker slot: the item it holds, or -1 */
+} pre_shared;
+
+typedef struct {
 	jitk_compiler *c;
 	size_t (*items)[2]; /* instance, architecture index */
 	size_t nitems;
 	jitk_arch *archs;
-	atomic_size_t *next; /* shared between processes */
-	int fd;              /* write end of the result pipe */
+	pre_shared *sh;     /* shared between processes */
+	size_t sh_size;
+	int fd;             /* write end of the result pipe */
+	unsigned char *reported; /* parent: per item, a result was counted */
+	pid_t *pids;        /* parent: per worker slot, 0 when none runs */
+	size_t done, compiled, cached, failed, gated;
+	int tty;
 } pre_ctx;
 
-static void pre_worker(pre_ctx *x)
+static void pre_worker(pre_ctx *x, size_t slot)
 {
 	for (;;) {
-		size_t i = atomic_fetch_add(x->next, 1);
+		size_t i = atomic_fetch_add(&x->sh->next, 1);
 		pre_record rec;
 		jitk_build b;
 		ssize_t w;
 
 		if (i >= x->nitems)
 			break;
+		atomic_store(&x->sh->current[slot], (long)i);
 		rec.item = (uint32_t)i;
 		rec.origin = 0;
 		rec.rc = jitk__build(&b, x->c, x->items[i][0], x->archs[x->items[i][1]], 0);
@@ -371,6 +505,169 @@ static void pre_worker(pre_ctx *x)
 		do
 			w = write(x->fd, &rec, sizeof(rec));
 		while (w < 0 && errno == EINTR);
+		atomic_store(&x->sh->current[slot], -1L);
+	}
+}
+
+/* Count item i with outcome what, and print its progress line. */
+static void pre_count(pre_ctx *x, size_t i, const char *what, size_t *counter)
+{
+	char arch[JITK_ARCH_STRLEN];
+
+	x->reported[i] = 1;
+	x->done++;
+	(*counter)++;
+	jitk__arch_format(arch, x->archs[x->items[i][1]]);
+	printf("%s[%zu/%zu] %-8s %s %s%s", x->tty ? "\r\033[K" : "", x->done, x->nitems, what,
+	       x->c->specs->insts[x->items[i][0]].name, arch, x->tty ? "" : "\n");
+	fflush(stdout);
+}
+
+static void pre_read_records(pre_ctx *x, int fd)
+{
+	pre_record rec;
+
+	for (;;) {
+		ssize_t n = read(fd, &rec, sizeof(rec));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(rec))
+			return; /* EAGAIN: nothing more for now */
+		if (rec.item >= x->nitems || x->reported[rec.item])
+			continue;
+		if (!rec.rc && rec.origin == JITK_ORIGIN_COMPILED)
+			pre_count(x, rec.item, "compiled", &x->compiled);
+		else if (!rec.rc)
+			pre_count(x, rec.item, "cached", &x->cached);
+		else if (rec.rc == JITK_EARCH)
+			pre_count(x, rec.item, "gated", &x->gated);
+		else
+			pre_count(x, rec.item, "FAILED", &x->failed);
+	}
+}
+
+/* Start a worker in slot; 0, or -1 when fork failed. */
+static int pre_spawn(pre_ctx *x, size_t slot, int rfd)
+{
+	pid_t pid;
+
+	atomic_store(&x->sh->current[slot], -1L);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(rfd);
+		pre_worker(x, slot);
+		_exit(0);
+	}
+	x->pids[slot] = pid;
+	return 0;
+}
+
+/* A worker ended with status st: if it held an item it did not report,
+ * that item failed, and the user is told which and why. Returns 1 when
+ * the worker ended abnormally. */
+static int pre_reaped(pre_ctx *x, size_t slot, int st)
+{
+	long i = atomic_load(&x->sh->current[slot]);
+	char why[96], arch[JITK_ARCH_STRLEN];
+
+	x->pids[slot] = 0;
+	if (WIFEXITED(st) && !WEXITSTATUS(st) && i < 0)
+		return 0;
+	if (WIFSIGNALED(st))
+		snprintf(why, sizeof(why), "worker killed by signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else
+		snprintf(why, sizeof(why), "worker exited with status %d", WEXITSTATUS(st));
+	if (i < 0 || (size_t)i >= x->nitems || x->reported[i]) {
+		fprintf(stderr, "%s: %s between items\n", prog, why);
+		return 1;
+	}
+	jitk__arch_format(arch, x->archs[x->items[i][1]]);
+	if (x->tty)
+		fputs("\r\033[K", stdout);
+	fflush(stdout);
+	fprintf(stderr, "%s: %s while compiling %s for %s\n", prog, why,
+		x->c->specs->insts[x->items[i][0]].name, arch);
+	pre_count(x, (size_t)i, "FAILED", &x->failed);
+	return 1;
+}
+
+/* Run the workers until every one has ended; 1 if any ended abnormally. */
+static int pre_run(pre_ctx *x, size_t jobs)
+{
+	int pipefd[2], rc = 0;
+	size_t slot, alive = 0, spawns = 0, max_spawns = jobs + x->nitems;
+
+	if (pipe(pipefd) || fcntl(pipefd[0], F_SETFL, O_NONBLOCK)) {
+		fprintf(stderr, "%s: cannot create a pipe: %s\n", prog, strerror(errno));
+		return 1;
+	}
+	x->fd = pipefd[1];
+	for (slot = 0; slot < jobs; slot++)
+		if (!pre_spawn(x, slot, pipefd[0]))
+			alive++, spawns++;
+	if (!alive) {
+		fprintf(stderr, "%s: cannot start workers: %s\n", prog, strerror(errno));
+		rc = 1;
+	}
+	while (alive) {
+		struct pollfd p = { pipefd[0], POLLIN, 0 };
+		pid_t pid;
+		int st;
+
+		if (poll(&p, 1, 100) > 0)
+			pre_read_records(x, pipefd[0]);
+		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			for (slot = 0; slot < jobs && x->pids[slot] != pid; slot++)
+				;
+			if (slot == jobs)
+				continue;
+			alive--;
+			/* its records are all in the pipe now: count them first */
+			pre_read_records(x, pipefd[0]);
+			if (!pre_reaped(x, slot, st))
+				continue;
+			rc = 1;
+			if (atomic_load(&x->sh->next) < x->nitems && spawns < max_spawns &&
+			    !pre_spawn(x, slot, pipefd[0]))
+				alive++, spawns++;
+		}
+		if (pid < 0 && errno == ECHILD)
+			break;
+	}
+	pre_read_records(x, pipefd[0]);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return rc;
+}
+
+/* The architectures of a --arch list (out: room for strlen(list) + 1);
+ * empty or malformed items are usage errors. */
+static size_t parse_arch_list(jitk_arch *out, const char *list)
+{
+	const char *p = list;
+	size_t n = 0;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char tok[JITK_ARCH_STRLEN];
+
+		if (!len)
+			jitk_cli_usage_error(NULL, "empty architecture in '%s'", list);
+		if (len >= sizeof(tok))
+			jitk_cli_usage_error(NULL, "'%.*s...' is not an architecture (sm_90, sm_100a, compute_90...)",
+					     (int)sizeof(tok) - 1, p);
+		memcpy(tok, p, len);
+		tok[len] = '\0';
+		check_arch(NULL, tok, &out[n++]);
+		if (!p[len])
+			return n;
+		p += len + 1;
 	}
 }
 
@@ -379,155 +676,113 @@ static int cmd_precompile(int argc, char **argv)
 	cli_opts o;
 	pre_ctx x;
 	const char *list;
-	char *archs_copy, *tok, *save = NULL;
-	size_t narchs = 0, i, j, ninst = 0, *insts, done = 0;
-	size_t compiled = 0, cached = 0, failed = 0, gated = 0;
+	unsigned char *chosen = NULL;
+	size_t narchs, i, j, ninst = 0, *insts = NULL;
 	double t0 = jitk__now_ms();
 	long jobs;
-	int rc = 0, tty, pipefd[2], nchild = 0;
-	pid_t pids[256];
+	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_precompile, "--specs --cache --arch -j --jobs");
 	memset(&x, 0, sizeof(x));
-	x.c = open_compiler(&o);
-	tty = isatty(STDOUT_FILENO);
 	list = o.arch ? o.arch : "sm_80,sm_86,sm_89,sm_90,sm_100,sm_120";
-	archs_copy = jitk__strdup(list);
 	x.archs = calloc(strlen(list) + 1, sizeof(*x.archs));
-	insts = calloc(x.c->specs->ninsts + 1, sizeof(*insts));
-	if (!archs_copy || !x.archs || !insts) {
+	if (!x.archs) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
 	}
-	for (tok = strtok_r(archs_copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (jitk__arch_parse(&x.archs[narchs], tok)) {
-			fprintf(stderr, "%s: '%s' is not an architecture (sm_90, sm_100a, compute_90...)\n",
-				prog, tok);
-			return 2;
-		}
-		narchs++;
-	}
-	if (!narchs)
-		die_usage(usage_precompile);
-	if (!o.npos) {
-		for (i = 0; i < x.c->specs->ninsts; i++)
-			insts[ninst++] = i;
-	} else {
-		for (i = 0; i < (size_t)o.npos; i++) {
-			size_t inst;
+	narchs = parse_arch_list(x.archs, list);
+	x.c = open_compiler(&o);
+	for (j = 0; j < narchs; j++) {
+		char arch[JITK_ARCH_STRLEN];
 
-			if (jitk__spec_find(x.c->specs, o.pos[i], &inst)) {
-				fail_last();
-				return 1;
-			}
-			/* A bare symbol name means all its instances. */
-			if (!strchr(o.pos[i], '[')) {
-				for (j = 0; j < x.c->specs->ninsts; j++)
-					if (!strcmp(x.c->specs->insts[j].sym->name, o.pos[i]) &&
-					    ninst < x.c->specs->ninsts)
-						insts[ninst++] = j;
-			} else if (ninst < x.c->specs->ninsts) {
-				insts[ninst++] = inst;
-			}
+		jitk__arch_format(arch, x.archs[j]);
+		check_arch(x.c, arch, NULL);
+	}
+	x.tty = isatty(STDOUT_FILENO);
+	/* The instances to build, each once, in spec order. */
+	chosen = calloc(x.c->specs->ninsts + 1, 1);
+	insts = calloc(x.c->specs->ninsts + 1, sizeof(*insts));
+	if (!chosen || !insts)
+		goto oom;
+	for (i = 0; i < x.c->specs->ninsts; i++)
+		chosen[i] = !o.npos;
+	for (i = 0; i < (size_t)o.npos; i++) {
+		size_t inst;
+
+		if (jitk__spec_find(x.c->specs, o.pos[i], &inst)) {
+			rc = fail_last();
+			goto done;
 		}
+		/* A bare symbol name means all its instances. */
+		for (j = 0; j < x.c->specs->ninsts; j++)
+			if (j == inst || (!strchr(o.pos[i], '[') &&
+					  !strcmp(x.c->specs->insts[j].sym->name, o.pos[i])))
+				chosen[j] = 1;
 	}
+	for (i = 0; i < x.c->specs->ninsts; i++)
+		if (chosen[i])
+			insts[ninst++] = i;
 	x.nitems = ninst * narchs;
-	x.items = calloc(x.nitems ? x.nitems : 1, sizeof(*x.items));
-	x.next = mmap(NULL, sizeof(*x.next), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (!x.items || x.next == MAP_FAILED || pipe(pipefd)) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return 1;
-	}
-	atomic_init(x.next, 0);
+	jobs = o.jobs > 0 ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
+	if (jobs > JITK_CLI_MAX_JOBS)
+		jobs = JITK_CLI_MAX_JOBS;
+	if ((size_t)jobs > x.nitems)
+		jobs = (long)x.nitems;
+	if (jobs < 1)
+		jobs = 1;
+	x.items = calloc(x.nitems + 1, sizeof(*x.items));
+	x.reported = calloc(x.nitems + 1, 1);
+	x.pids = calloc((size_t)jobs, sizeof(*x.pids));
+	x.sh_size = sizeof(pre_shared) + (size_t)jobs * sizeof(atomic_long);
+	x.sh = mmap(NULL, x.sh_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (x.sh == MAP_FAILED)
+		x.sh = NULL;
+	if (!x.items || !x.reported || !x.pids || !x.sh)
+		goto oom;
+	atomic_init(&x.sh->next, 0);
 	for (i = 0; i < ninst; i++)
 		for (j = 0; j < narchs; j++) {
 			x.items[i * narchs + j][0] = insts[i];
 			x.items[i * narchs + j][1] = j;
 		}
-	jobs = o.jobs > 0 ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
-	if (jobs < 1)
-		jobs = 1;
-	if (jobs > 256)
-		jobs = 256;
-	if ((size_t)jobs > x.nitems)
-		jobs = (long)(x.nitems ? x.nitems : 1);
-	fflush(stdout);
-	fflush(stderr);
-	x.fd = pipefd[1];
-	for (nchild = 0; nchild < jobs; nchild++) {
-		pids[nchild] = fork();
-		if (pids[nchild] < 0)
-			break;
-		if (pids[nchild] == 0) {
-			close(pipefd[0]);
-			pre_worker(&x);
-			_exit(0);
-		}
-	}
-	close(pipefd[1]);
-	if (!nchild) { /* no process could be started: do it here */
-		x.fd = pipefd[0] = -1;
-		fprintf(stderr, "%s: cannot start workers: %s\n", prog, strerror(errno));
-		rc = 1;
-	}
-	while (pipefd[0] >= 0 && done < x.nitems) {
-		pre_record rec;
-		ssize_t n = read(pipefd[0], &rec, sizeof(rec));
-		const char *what;
+	if (x.nitems)
+		rc = pre_run(&x, (size_t)jobs);
+	/* Whatever no worker reported (every worker gone) failed too. */
+	for (i = 0; i < x.nitems; i++) {
 		char arch[JITK_ARCH_STRLEN];
 
-		if (n < 0 && errno == EINTR)
+		if (x.reported[i])
 			continue;
-		if (n != (ssize_t)sizeof(rec))
-			break; /* every worker gone */
-		done++;
-		if (!rec.rc) {
-			what = rec.origin == JITK_ORIGIN_COMPILED ? "compiled" : "cached";
-			if (rec.origin == JITK_ORIGIN_COMPILED)
-				compiled++;
-			else
-				cached++;
-		} else if (rec.rc == JITK_EARCH) {
-			what = "gated";
-			gated++;
-		} else {
-			what = "FAILED";
-			failed++;
-		}
-		jitk__arch_format(arch, x.archs[x.items[rec.item][1]]);
-		if (tty)
-			printf("\r\033[K[%zu/%zu] %-8s %s %s", done, x.nitems, what,
-			       x.c->specs->insts[x.items[rec.item][0]].name, arch);
-		else
-			printf("[%zu/%zu] %-8s %s %s\n", done, x.nitems, what,
-			       x.c->specs->insts[x.items[rec.item][0]].name, arch);
+		jitk__arch_format(arch, x.archs[x.items[i][1]]);
+		if (x.tty)
+			fputs("\r\033[K", stdout);
 		fflush(stdout);
+		fprintf(stderr, "%s: %s for %s was not built: no worker was left to build it\n", prog,
+			x.c->specs->insts[x.items[i][0]].name, arch);
+		pre_count(&x, i, "FAILED", &x.failed);
 	}
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	for (i = 0; i < (size_t)nchild; i++) {
-		int st = 0;
-
-		if (waitpid(pids[i], &st, 0) == pids[i] && (!WIFEXITED(st) || WEXITSTATUS(st)))
-			rc = 1;
-	}
-	if (done < x.nitems) {
-		failed += x.nitems - done;
-		rc = 1;
-	}
-	if (tty)
+	if (x.tty)
 		fputs("\r\033[K", stdout);
-	printf("precompiled %zu symbols x %zu architectures (%s) into %s in %.2f s with %d "
+	printf("precompiled %zu symbols x %zu architectures (%s) into %s in %.2f s with %ld "
 	       "processes: %zu compiled, %zu cached, %zu failed, %zu gated\n",
 	       ninst, narchs, list, jitk__cache_root(x.c->cache) ? jitk__cache_root(x.c->cache) : "(memory)",
-	       (jitk__now_ms() - t0) / 1000.0, nchild, compiled, cached, failed, gated);
-	if (failed)
+	       (jitk__now_ms() - t0) / 1000.0, x.nitems ? jobs : 0L, x.compiled, x.cached, x.failed,
+	       x.gated);
+	if (x.failed)
 		rc = 1;
-	munmap(x.next, sizeof(*x.next));
+	goto done;
+oom:
+	fprintf(stderr, "%s: out of memory\n", prog);
+	rc = 1;
+done:
+	if (x.sh)
+		munmap(x.sh, x.sh_size);
+	free(x.pids);
+	free(x.reported);
 	free(x.items);
 	free(insts);
+	free(chosen);
 	free(x.archs);
-	free(archs_copy);
 	jitk_compiler_free(x.c);
 	return rc;
 }
@@ -665,10 +920,19 @@ static int cmd_cache(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	const char *cmd;
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{ "list", cmd_list }, { "explain", cmd_explain }, { "source", cmd_source },
+		{ "precompile", cmd_precompile }, { "cache", cmd_cache }, { "bench", jitk_cli_bench },
+	};
+	const char *cmd, *near = NULL;
+	size_t i;
+	int bestd = 3;
 
 	if (argc < 2)
-		die_usage(usage_main);
+		jitk_cli_usage_error(usage_main, "missing COMMAND");
 	cmd = argv[1];
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
 		fputs(usage_main, stdout);
@@ -677,24 +941,27 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "--version")) {
 		int major = 0, minor = 0;
 
+		if (argc > 2)
+			jitk_cli_usage_error(usage_main, "unexpected argument '%s'", argv[2]);
 		jitk__nvrtc_version(&major, &minor);
 		printf("jitk %s (NVRTC %d.%d, cache format %d)\n", JITK_VERSION, major, minor,
 		       JITK_CACHE_FORMAT);
 		return 0;
 	}
-	if (!strcmp(cmd, "list"))
-		return cmd_list(argc - 2, argv + 2);
-	if (!strcmp(cmd, "explain"))
-		return cmd_explain(argc - 2, argv + 2);
-	if (!strcmp(cmd, "source"))
-		return cmd_source(argc - 2, argv + 2);
-	if (!strcmp(cmd, "precompile"))
-		return cmd_precompile(argc - 2, argv + 2);
-	if (!strcmp(cmd, "cache"))
-		return cmd_cache(argc - 2, argv + 2);
-	if (!strcmp(cmd, "bench"))
-		return jitk_cli_bench(argc - 2, argv + 2);
-	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
-	die_usage(usage_main);
+	for (i = 0; i < JITK_ARRAY_SIZE(cmds); i++) {
+		int d;
+
+		if (!strcmp(cmd, cmds[i].name))
+			return cmds[i].fn(argc - 2, argv + 2);
+		if ((d = jitk__edit_distance(cmd, cmds[i].name)) < bestd) {
+			bestd = d;
+			near = cmds[i].name;
+		}
+	}
+	if (cmd[0] == '-')
+		jitk_cli_usage_error(usage_main, "unknown option '%s'", cmd);
+	if (near)
+		jitk_cli_usage_error(usage_main, "unknown command '%s' (did you mean '%s'?)", cmd, near);
+	jitk_cli_usage_error(usage_main, "unknown command '%s'", cmd);
 	return 2;
 }

@@ -781,6 +781,14 @@ static void test_wrong_kind_cache_entries(void **state)
 			assert_int_equal(jitk__cache_put(c->cache, &e), 0);
 		}
 		jitk__build_free(&other);
+		/* cache verify names it too: a lookup would not load it */
+		{
+			jitk_cache_summary sum;
+
+			assert_int_equal(jitk__cache_scan(&sum, cache, 1, NULL, NULL), 0);
+			assert_int_equal(sum.entries, 1);
+			assert_int_equal(sum.bad, 1);
+		}
 		log.warnings = 0;
 		assert_int_equal(jitk__build(&b, c, inst, a, 0), 0);
 		assert_int_equal(b.origin, JITK_ORIGIN_COMPILED);

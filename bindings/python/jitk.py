@@ -6,19 +6,26 @@ PyTorch tensors, through plain ctypes (no build step).
     rt.configure_input_scale(s)              # once: s is a float32 [1] CUDA tensor
     y, q, fused = rt.auto_norm_scale_shift_fp8(x, scale, shift, s)
 
-Tensors are checked before anything is launched (device, dtype, shape,
-contiguity); kernels run on PyTorch's current stream of the tensor's
-device. Failures raise jitk.Error with the library's status and message;
-a fused path that does not apply is not an error (see try_ and auto).
+Any symbol is called with Runtime.call(selector, mode, **arguments): the
+library checks every tensor against the spec's argument table (dtype,
+shape, strides, alignment, aliasing) before anything is launched; kernels
+run on PyTorch's current stream of the device. Failures raise jitk.Error with the library's status and message;
+a fused path that does not apply is not an error (see try_ and auto). A bad
+argument raises jitk.ArgumentError (also a ValueError) or
+jitk.ArgumentTypeError (also a TypeError), status EINVAL, before anything
+reaches the library: a string with a NUL character, a number that does not
+fit its C type, a wrong type.
 
 libjitk is found through $JITK_LIBRARY, else next to this file in a
 source tree (build/libjitk.so), else the system's library path.
 """
 import ctypes
 import ctypes.util
+import math
+import operator
 import os
 
-__all__ = ["Error", "Compiler", "Runtime", "version", "i32"]
+__all__ = ["Error", "ArgumentError", "ArgumentTypeError", "Compiler", "Runtime", "version"]
 
 # ----------------------------------------------------------------- library
 
@@ -67,23 +74,34 @@ class _CompilerOptions(_c.Structure):
                 ("cache_read_only", _c.c_int)]
 
 
-class _RuntimeOptions(_c.Structure):
+class _RuntimeOptions(_c.Structure):  # version 3
     _fields_ = [("version", _c.c_uint), ("device", _c.c_int), ("capture", _c.c_int),
-                ("compiler", _CompilerOptions), ("programmatic", _c.c_int)]
+                ("programmatic", _c.c_int), ("compiler", _c.POINTER(_CompilerOptions))]
 
 
-class _NormArgs(_c.Structure):
-    _fields_ = [(n, _c.c_uint64) for n in ("y", "q", "residual_out", "x", "residual", "gate",
-                                           "scale", "shift", "input_scale", "weight", "bias")] + \
-               [("rows", _c.c_int64), ("hidden", _c.c_int32), ("eps", _c.c_float)]
+_MAX_DIMS = 6
+
+
+class _DType(_c.Structure):
+    _fields_ = [("code", _c.c_uint8), ("bits", _c.c_uint8), ("lanes", _c.c_uint16)]
+
+
+class _Tensor(_c.Structure):
+    _fields_ = [("data", _c.c_uint64), ("dtype", _DType), ("ndim", _c.c_int32),
+                ("shape", _c.c_int64 * _MAX_DIMS), ("strides", _c.c_int64 * _MAX_DIMS)]
 
 
 class _ArgValue(_c.Union):
-    _fields_ = [("ptr", _c.c_uint64), ("i32", _c.c_int32), ("i64", _c.c_int64), ("f32", _c.c_float)]
+    _fields_ = [("tensor", _c.POINTER(_Tensor)), ("i32", _c.c_int32), ("i64", _c.c_int64),
+                ("f32", _c.c_float)]
 
 
 class _Arg(_c.Structure):
     _fields_ = [("name", _c.c_char_p), ("type", _c.c_int), ("v", _ArgValue)]
+
+
+class _CallInfo(_c.Structure):
+    _fields_ = [("fallback", _c.c_int), ("reason", _c.c_char_p), ("instance", _c.c_char_p)]
 
 
 class _Stats(_c.Structure):
@@ -103,32 +121,28 @@ def _sig(name, restype, *argtypes):
 _P = _c.c_void_p
 _error_last = _sig("jitk_error_last", _c.POINTER(_Error))
 _strerror = _sig("jitk_strerror", _c.c_char_p, _c.c_int)
+_version = _sig("jitk_version", _c.c_char_p)
+_free = _sig("jitk_free", None, _P)
 _compiler_new = _sig("jitk_compiler_new", _c.c_int, _c.POINTER(_P), _c.POINTER(_CompilerOptions))
 _compiler_free = _sig("jitk_compiler_free", None, _P)
 _symbol_count = _sig("jitk_symbol_count", _c.c_size_t, _P)
 _symbol_name = _sig("jitk_symbol_name", _c.c_char_p, _P, _c.c_size_t)
+_instance_count = _sig("jitk_instance_count", _c.c_size_t, _P)
+_instance_name = _sig("jitk_instance_name", _c.c_char_p, _P, _c.c_size_t)
+_describe = _sig("jitk_describe", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
 _explain = _sig("jitk_explain", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p, _c.c_char_p)
 _precompile = _sig("jitk_precompile", _c.c_int, _c.POINTER(_c.c_int), _P, _c.c_char_p, _c.c_char_p)
 _runtime_new = _sig("jitk_runtime_new", _c.c_int, _c.POINTER(_P), _c.POINTER(_RuntimeOptions))
 _runtime_free = _sig("jitk_runtime_free", None, _P)
 _runtime_arch = _sig("jitk_runtime_arch", _c.c_char_p, _P)
+_runtime_compiler = _sig("jitk_runtime_compiler", _P, _P)
 _preload = _sig("jitk_preload", _c.c_int, _P, _c.POINTER(_c.c_char_p), _c.c_size_t)
-_launch = _sig("jitk_launch", _c.c_int, _P, _c.c_char_p, _c.POINTER(_Arg), _c.c_size_t, _P)
+_op_get = _sig("jitk_op_get", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
+_op_call = _sig("jitk_op_call", _c.c_int, _c.POINTER(_CallInfo), _P, _c.c_int,
+                _c.POINTER(_Arg), _c.c_size_t, _P)
+_configure = _sig("jitk_configure", _c.c_int, _P, _c.c_char_p, _c.c_char_p, _c.POINTER(_Tensor))
+_unconfigure = _sig("jitk_unconfigure", _c.c_int, _P, _c.c_uint64)
 _stats_get = _sig("jitk_stats_get", _c.c_int, _c.POINTER(_Stats), _P, _c.c_char_p)
-_configure = _sig("jitk_configure_input_scale", _c.c_int, _P, _c.c_uint64)
-_quant = _sig("jitk_static_quant_fp8", _c.c_int, _P, _c.c_uint64, _c.c_uint64, _c.c_uint64,
-              _c.c_int64, _P)
-_NORM = {name: _sig("jitk_" + name, _c.c_int, _P, _c.POINTER(_NormArgs), _P) for name in (
-    "fused_norm_scale_shift", "fused_scale_residual_norm_scale_shift",
-    "fused_norm_scale_shift_fp8", "fused_scale_residual_norm_scale_shift_fp8")}
-_TRY = {name: _sig("jitk_try_" + name, _c.c_int, _P, _c.POINTER(_NormArgs), _P,
-                   _c.POINTER(_c.c_char_p)) for name in (
-    "fused_norm_scale_shift_fp8", "fused_scale_residual_norm_scale_shift_fp8")}
-_AUTO = {name: _sig("jitk_auto_" + name, _c.c_int, _P, _c.POINTER(_NormArgs), _P,
-                    _c.POINTER(_c.c_int)) for name in (
-    "norm_scale_shift_fp8", "scale_residual_norm_scale_shift_fp8")}
-_libc_free = _c.CDLL(None).free
-_libc_free.argtypes = [_P]
 
 
 class Error(Exception):
@@ -144,35 +158,106 @@ class Error(Exception):
         super().__init__(f"{self.status}: {message}")
 
 
+class ArgumentError(Error, ValueError):
+    """A bad argument value (status EINVAL), refused by the binding before the
+    library saw it, or by the library."""
+
+    def __init__(self, message, detail=""):
+        super().__init__(-1, message, detail)
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of the wrong type (status EINVAL)."""
+
+    def __init__(self, message, detail=""):
+        super().__init__(-1, message, detail)
+
+
 def _check(rc):
     if rc < 0:
         e = _error_last().contents
-        raise Error(rc, (e.message or b"").decode(errors="replace"),
-                    (e.detail or b"").decode(errors="replace"))
+        message = (e.message or b"").decode(errors="replace")
+        detail = (e.detail or b"").decode(errors="replace")
+        if rc == -1:  # EINVAL: an argument the library refused
+            raise ArgumentError(message, detail)
+        raise Error(rc, message, detail)
     return rc
 
 
-def _b(s):
-    return None if s is None else os.fsencode(s)
+def _b(s, what):
+    """s (str, bytes or path) as the bytes C receives; None stays None. C
+    strings end at a NUL, so one inside would silently cut the value."""
+    if s is None:
+        return None
+    if not isinstance(s, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"{what} must be a str, not {type(s).__name__}")
+    b = os.fsencode(s)
+    if not isinstance(b, bytes):
+        raise ArgumentTypeError(f"{what} must be a str, not {type(s).__name__}")
+    if b"\0" in b:
+        raise ArgumentError(f"{what} {s!r} contains a NUL character")
+    return b
 
 
-def _tri(v):
-    return -1 if v is None else int(bool(v))
+def _int(v, what, lo, hi):
+    """v as an int from lo to hi (no bool, no float), else an argument error."""
+    if isinstance(v, bool):
+        raise ArgumentTypeError(f"{what} must be an int, not bool")
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise ArgumentTypeError(f"{what} must be an int, not {type(v).__name__}") from None
+    if not lo <= n <= hi:
+        raise ArgumentError(f"{what} {n} is out of range ({lo} to {hi})")
+    return n
+
+
+def _tri(v, what):
+    """None (the environment decides), or a flag."""
+    if v is None:
+        return -1
+    if not isinstance(v, (bool, int)):
+        raise ArgumentTypeError(f"{what} must be True, False or None, not {type(v).__name__}")
+    return int(bool(v))
+
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_F32_MAX = 3.4028234663852886e38
+
+
+def _f32(v, what):
+    """v as a float that fits an fp32 (infinities and NaN pass as they are)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ArgumentTypeError(f"{what} must be a float, not {type(v).__name__}")
+    f = float(v)
+    if math.isfinite(f) and abs(f) > _F32_MAX:
+        raise ArgumentError(f"{what} {f} does not fit in a 32-bit float")
+    return f
 
 
 def version():
     """The library's version string."""
-    return "0.1.0" if not hasattr(_lib, "jitk_version") else _lib.jitk_version().decode()
+    return _version().decode()
+
+
+def _text(out):
+    """A string the library returned through an out-parameter, freed."""
+    if not out.value:
+        return ""
+    text = _c.cast(out, _c.c_char_p).value.decode()
+    _free(out)
+    return text
 
 
 def _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile):
     o = _CompilerOptions()
     o.version = 1
-    o.specs = _b(specs)
-    o.cache_dir = _b(cache_dir)
-    o.cache_path = _b(cache_path)
-    o.no_compile = _tri(no_compile)
-    o.force_compile = _tri(force_compile)
+    o.specs = _b(specs, "specs")
+    o.cache_dir = _b(cache_dir, "cache_dir")
+    o.cache_path = _b(cache_path, "cache_path")
+    o.no_compile = _tri(no_compile, "no_compile")
+    o.force_compile = _tri(force_compile, "force_compile")
     o.log_level = -1
     o.cache_read_only = -1
     return o
@@ -201,6 +286,13 @@ class _Handle:
 
 # ---------------------------------------------------------------- compiler
 
+def _describe_json(h, selector):
+    import json
+    out = _P()
+    _check(_describe(_c.byref(out), h, _b(selector, "selector")))
+    return json.loads(_text(out))
+
+
 class Compiler(_Handle):
     """The GPU-free half: specs, NVRTC and the cache. Arguments left None come
     from the environment (JITK_SPECS, JITK_CACHE_DIR...), else the defaults."""
@@ -215,34 +307,40 @@ class Compiler(_Handle):
         self._h = h
 
     def symbols(self):
-        """Every symbol instance's name."""
+        """Every symbol's name (see instances for their instances)."""
         return [_symbol_name(self._h, i).decode() for i in range(_symbol_count(self._h))]
 
+    def instances(self):
+        """Every instance's name: "symbol[param=value,...]", or the symbol's
+        name when it has one instance."""
+        return [_instance_name(self._h, i).decode() for i in range(_instance_count(self._h))]
+
+    def describe(self, selector=None):
+        """The specs' symbols as a dict (jitk_describe's JSON): parameters,
+        instances, argument tables with dtypes and shapes, fallbacks."""
+        return _describe_json(self._h, selector)
+
     def explain(self, name, arch):
-        """(runs, text): whether name or its fallback runs on arch, and why."""
+        """(runs, text): whether name (a selector) or its fallback runs on
+        arch, and why."""
         out = _P()
-        rc = _explain(_c.byref(out), self._h, _b(name), _b(arch))
-        text = ""
-        if out.value:
-            text = _c.cast(out, _c.c_char_p).value.decode()
-            _libc_free(out)
+        rc = _explain(_c.byref(out), self._h, _b(name, "name"), _b(arch, "arch"))
+        text = _text(out)
         if rc == -5:  # EARCH: neither the symbol nor its fallback runs there
             return False, text
         _check(rc)
         return True, text
 
     def precompile(self, name, arch):
-        """Make sure name's cubin for arch is cached: 'compiled', 'cache' or 'layer'."""
+        """Make sure name's cubin for arch is cached: 'compiled', 'cache', 'layer'
+        (a read-only layer) or 'memory' (compiled, no writable cache)."""
         origin = _c.c_int(-1)
-        _check(_precompile(_c.byref(origin), self._h, _b(name), _b(arch)))
-        return ("compiled", "cache", "layer")[origin.value]
+        _check(_precompile(_c.byref(origin), self._h, _b(name, "name"), _b(arch, "arch")))
+        return {0: "compiled", 1: "cache", 2: "layer", 3: "memory"}.get(origin.value,
+                                                                        str(origin.value))
 
 
 # ----------------------------------------------------------------- runtime
-
-class i32(int):
-    """Marks an integer argument of the generic launch as 32-bit."""
-
 
 def _torch():
     try:
@@ -252,13 +350,54 @@ def _torch():
     return torch
 
 
+_MODES = {"strict": 0, "try": 1, "auto": 2}
+_ARG_I32, _ARG_I64, _ARG_F32, _ARG_TENSOR = 2, 3, 4, 5
+
+
+def _dtype_codes(torch):
+    """torch dtypes as DLPack (code, bits)."""
+    return {torch.bfloat16: (4, 16), torch.float32: (2, 32), torch.float16: (2, 16),
+            torch.float8_e4m3fn: (10, 8), torch.int32: (0, 32), torch.int64: (0, 64),
+            torch.uint8: (1, 8), torch.int8: (0, 8)}
+
+
+def _make_args(kinds, args, tensor):
+    """The C argument array of a call: each value checked against its kind
+    in the spec (kinds: name -> 'tensor', 'i32', 'i64' or 'f32'); tensor(v,
+    name) describes a tensor. Returns the array and the tensor descriptions
+    it points to (keep them alive for the call)."""
+    arr = (_Arg * max(1, len(args)))()
+    keep = []
+    for i, (name, v) in enumerate(args.items()):
+        kind = kinds.get(name)
+        arr[i].name = _b(name, "argument name")
+        if kind == "tensor":
+            t = tensor(v, name)
+            keep.append(t)
+            arr[i].type = _ARG_TENSOR
+            arr[i].v.tensor = _c.pointer(t)
+        elif kind == "i32":
+            arr[i].type, arr[i].v.i32 = _ARG_I32, _int(v, name, *_INT32)
+        elif kind == "i64":
+            arr[i].type, arr[i].v.i64 = _ARG_I64, _int(v, name, *_INT64)
+        elif kind == "f32":
+            arr[i].type, arr[i].v.f32 = _ARG_F32, _f32(v, name)
+        else:  # not an argument of the symbol: the library names it
+            arr[i].type = _ARG_I64
+    return arr, keep
+
+
 class Runtime(_Handle):
     """A runtime bound to one CUDA device (default: PyTorch's current device
     when PyTorch is imported, else 0). capture: 'error' (an unresolved kernel
     requested during graph capture raises ECAPTURE; use preload) or
     'resolve'. programmatic: launch with programmatic dependent launch
     where the spec family allows it (sm_90+): each kernel's launch overlaps
-    the end of the one before it on the stream; results are the same."""
+    the end of the one before it on the stream; results are the same.
+
+    Every symbol is called through call(selector, mode, **arguments), which
+    the library checks against the spec's argument table; the norm family's
+    methods below are written on it."""
 
     _free = staticmethod(_runtime_free)
 
@@ -268,131 +407,182 @@ class Runtime(_Handle):
             import sys
             torch = sys.modules.get("torch")
             device = torch.cuda.current_device() if torch and torch.cuda.is_available() else 0
-        self.device = int(device)
+        self.device = _int(device, "device", 0, _INT32[1])
+        if capture not in ("error", "resolve"):
+            raise ArgumentError(f"capture must be 'error' or 'resolve', not {capture!r}")
+        self._copts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
         o = _RuntimeOptions()
-        o.version = 2
+        o.version = 3
         o.device = self.device
         o.programmatic = 1 if programmatic else 0
         o.capture = {"error": 0, "resolve": 1}[capture]
-        o.compiler = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
+        o.compiler = _c.pointer(self._copts)
         self._opts = o
         h = _P()
         _check(_runtime_new(_c.byref(h), _c.byref(o)))
         self._h = h
+        self._ops = {}
+        self._kinds = {}
 
     @property
     def arch(self):
         return _runtime_arch(self._h).decode()
 
+    def describe(self, selector=None):
+        """As Compiler.describe, for this runtime's specs."""
+        return _describe_json(_runtime_compiler(self._h), selector)
+
     def preload(self, names=None):
-        """Resolve these symbols (all that run here when None) before capture."""
+        """Resolve the instances these selectors select (all that run here
+        when None) before capture."""
         if names is None:
             _check(_preload(self._h, None, 0))
             return
-        arr = (_c.c_char_p * len(names))(*[_b(n) for n in names])
+        if isinstance(names, (str, bytes)):
+            raise ArgumentTypeError("names must be a list of selectors, not one string")
+        names = [_b(n, f"names[{i}]") for i, n in enumerate(names)]
+        if any(n is None for n in names):
+            raise ArgumentTypeError("names must not hold None")
+        arr = (_c.c_char_p * max(1, len(names)))(*names)
         _check(_preload(self._h, arr, len(names)))
 
     def stats(self, name=None):
         s = _Stats()
-        _check(_stats_get(_c.byref(s), self._h, _b(name)))
+        _check(_stats_get(_c.byref(s), self._h, _b(name, "name")))
         return {f: getattr(s, f) for f, _ in _Stats._fields_}
 
-    # -- tensor checks
+    # -- the generic call
     def _stream(self):
         return _P(_torch().cuda.current_stream(self.device).cuda_stream)
 
-    def _tensor(self, t, what, dtype, shape):
+    def _op(self, selector):
+        op = self._ops.get(selector)
+        if op is None:
+            op = _P()
+            _check(_op_get(_c.byref(op), self._h, _b(selector, "selector")))
+            sym = selector.split("[", 1)[0]
+            d = self.describe(sym)["symbols"][0]
+            self._kinds[selector] = {a["name"]: a["kind"] for a in d["args"]}
+            self._ops[selector] = op
+        return op
+
+    def _tensor(self, t, what):
         torch = _torch()
         if not isinstance(t, torch.Tensor):
-            raise Error(-1, f"{what} must be a torch.Tensor, not {type(t).__name__}")
+            raise ArgumentTypeError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
         if t.device.type != "cuda" or t.device.index != self.device:
-            raise Error(-1, f"{what} is on {t.device}, not cuda:{self.device}")
-        if t.dtype != dtype:
-            raise Error(-1, f"{what} is {t.dtype}, not {dtype}")
-        if tuple(t.shape) != tuple(shape):
-            raise Error(-1, f"{what} has shape {tuple(t.shape)}, not {tuple(shape)}")
-        if not t.is_contiguous():
-            raise Error(-1, f"{what} must be contiguous")
-        return t.data_ptr()
+            raise ArgumentError(f"{what} is on {t.device}, not cuda:{self.device}")
+        code = _dtype_codes(torch).get(t.dtype)
+        if code is None:
+            raise ArgumentTypeError(f"{what}: dtype {t.dtype} is not a kernel argument type")
+        if t.dim() > _MAX_DIMS:
+            raise ArgumentError(f"{what} has {t.dim()} dimensions, more than {_MAX_DIMS}")
+        d = _Tensor()
+        d.data = t.data_ptr()
+        d.dtype.code, d.dtype.bits, d.dtype.lanes = code[0], code[1], 1
+        d.ndim = t.dim()
+        for i, (n, st) in enumerate(zip(t.shape, t.stride())):
+            d.shape[i], d.strides[i] = n, st
+        return d
 
-    def _norm_args(self, x, scale, shift, input_scale=None, residual=None, gate=None,
-                   y=None, q=None, residual_out=None, eps=1e-6, quantize=False):
-        torch = _torch()
-        if not isinstance(x, torch.Tensor) or x.dim() != 2:
-            raise Error(-1, "x must be a 2-D [rows, hidden] torch.Tensor")
-        rows, hidden = x.shape
-        bf, f8 = torch.bfloat16, torch.float8_e4m3fn
-        a = _NormArgs()
-        a.x = self._tensor(x, "x", bf, (rows, hidden))
-        a.scale = self._tensor(scale, "scale", bf, (hidden,))
-        a.shift = self._tensor(shift, "shift", bf, (hidden,))
-        if y is None:
-            y = torch.empty_like(x)
-        a.y = self._tensor(y, "y", bf, (rows, hidden))
-        outs = [y]
-        if quantize:
-            if q is None:
-                q = torch.empty((rows, hidden), dtype=f8, device=x.device)
-            a.q = self._tensor(q, "q", f8, (rows, hidden))
-            a.input_scale = self._tensor(input_scale, "input_scale", torch.float32, (1,))
-            outs.append(q)
-        if residual is not None:
-            a.residual = self._tensor(residual, "residual", bf, (rows, hidden))
-            a.gate = self._tensor(gate, "gate", bf, (hidden,))
-            if residual_out is None:
-                residual_out = torch.empty_like(x)
-            a.residual_out = self._tensor(residual_out, "residual_out", bf, (rows, hidden))
-            outs.append(residual_out)
-        a.rows = rows
-        a.hidden = hidden
-        a.eps = eps
-        return a, outs
+    def call(self, selector, mode="strict", **args):
+        """Call any symbol: tensors and scalars by the spec's names. The
+        instance is picked from the shapes; every dtype, shape, stride,
+        alignment and aliasing rule is checked by the library. mode:
+        'strict', 'try' or 'auto'. Returns (fallback, reason, instance):
+        fallback is True when 'auto' ran the spec's fallback (or when 'try'
+        launched nothing: then reason says why)."""
+        if mode not in _MODES:
+            raise ArgumentError(f"mode must be 'strict', 'try' or 'auto', not {mode!r}")
+        op = self._op(selector)
+        arr, keep = _make_args(self._kinds[selector], args, self._tensor)
+        info = _CallInfo()
+        stream = self._stream() if keep else None
+        rc = _check(_op_call(_c.byref(info), op, _MODES[mode], arr, len(args), stream))
+        reason = info.reason.decode() if info.reason else None
+        inst = info.instance.decode() if info.instance else None
+        return (rc == 1 or bool(info.fallback)), reason, inst
 
-    # -- the reference symbols
+    def configure(self, symbol, arg, t):
+        """Validate a tensor a `configured:` argument of symbol needs (one
+        device read), tied to its allocation."""
+        d = self._tensor(t, arg)
+        _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
+
+    def unconfigure(self, t):
+        _check(_unconfigure(self._h, t.data_ptr() if hasattr(t, "data_ptr") else
+                            _int(t, "data", 0, (1 << 64) - 1)))
+
+    # -- the norm family, on the generic call
     def configure_input_scale(self, input_scale):
         """Validate a static scale once (a device read): one finite, positive fp32."""
-        _check(_configure(self._h, self._tensor(input_scale, "input_scale",
-                                                _torch().float32, (1,))))
+        self.configure("fused_norm_scale_shift_fp8", "input_scale", input_scale)
+
+    def _norm(self, sym, mode, x, scale, shift, input_scale=None, residual=None, gate=None,
+              y=None, q=None, residual_out=None, eps=1e-6, quantize=False):
+        torch = _torch()
+        if not isinstance(x, torch.Tensor) or x.dim() != 2:
+            raise ArgumentError("x must be a 2-D [rows, hidden] torch.Tensor")
+        args = {}
+        y = torch.empty_like(x) if y is None else y
+        args["y"] = y
+        outs = [y]
+        if quantize:
+            q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device) if q is None else q
+            args["q"] = q
+            outs.append(q)
+        if residual is not None:
+            residual_out = torch.empty_like(x) if residual_out is None else residual_out
+            args["residual_out"] = residual_out
+            outs.append(residual_out)
+        args["x"] = x
+        if residual is not None:
+            args["residual"], args["gate"] = residual, gate
+        args["scale"], args["shift"] = scale, shift
+        if quantize:
+            args["input_scale"] = input_scale
+        args["eps"] = eps
+        fallback, reason, _ = self.call(sym, mode, **args)
+        return outs, fallback, reason
 
     def fused_norm_scale_shift(self, x, scale, shift, y=None, eps=1e-6):
-        a, outs = self._norm_args(x, scale, shift, y=y, eps=eps)
-        _check(_NORM["fused_norm_scale_shift"](self._h, a, self._stream()))
-        return outs[0]
+        return self._norm("fused_norm_scale_shift", "strict", x, scale, shift, y=y, eps=eps)[0][0]
 
     def fused_scale_residual_norm_scale_shift(self, x, residual, gate, scale, shift, y=None,
                                               residual_out=None, eps=1e-6):
         """Returns (y, residual_out)."""
-        a, outs = self._norm_args(x, scale, shift, residual=residual, gate=gate, y=y,
-                                  residual_out=residual_out, eps=eps)
-        _check(_NORM["fused_scale_residual_norm_scale_shift"](self._h, a, self._stream()))
+        outs, _, _ = self._norm("fused_scale_residual_norm_scale_shift", "strict", x, scale, shift,
+                                residual=residual, gate=gate, y=y, residual_out=residual_out,
+                                eps=eps)
         return tuple(outs)
 
     def fused_norm_scale_shift_fp8(self, x, scale, shift, input_scale, y=None, q=None,
                                    eps=1e-6):
         """Returns (y, q); raises EARCH where the gate forbids the fused path."""
-        a, outs = self._norm_args(x, scale, shift, input_scale, y=y, q=q, eps=eps,
-                                  quantize=True)
-        _check(_NORM["fused_norm_scale_shift_fp8"](self._h, a, self._stream()))
+        outs, _, _ = self._norm("fused_norm_scale_shift_fp8", "strict", x, scale, shift,
+                                input_scale, y=y, q=q, eps=eps, quantize=True)
         return tuple(outs)
 
     def fused_scale_residual_norm_scale_shift_fp8(self, x, residual, gate, scale, shift,
                                                   input_scale, y=None, q=None,
                                                   residual_out=None, eps=1e-6):
         """Returns (y, q, residual_out)."""
-        a, outs = self._norm_args(x, scale, shift, input_scale, residual, gate, y, q,
-                                  residual_out, eps, quantize=True)
-        _check(_NORM["fused_scale_residual_norm_scale_shift_fp8"](self._h, a, self._stream()))
+        outs, _, _ = self._norm("fused_scale_residual_norm_scale_shift_fp8", "strict", x, scale,
+                                shift, input_scale, residual, gate, y, q, residual_out, eps,
+                                quantize=True)
         return tuple(outs)
 
     def static_quant_fp8(self, x, input_scale, q=None):
         torch = _torch()
         if q is None:
             q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
-        _check(_quant(self._h, self._tensor(q, "q", torch.float8_e4m3fn, x.shape),
-                      self._tensor(x, "x", torch.bfloat16, x.shape),
-                      self._tensor(input_scale, "input_scale", torch.float32, (1,)),
-                      x.numel(), self._stream()))
+        self.call("static_quant_fp8", "strict", q=q.view(-1), x=x.view(-1),
+                  input_scale=input_scale)
         return q
+
+    def _fused_name(self, residual):
+        return ("fused_scale_residual_norm_scale_shift_fp8" if residual is not None
+                else "fused_norm_scale_shift_fp8")
 
     def try_fused_norm_scale_shift_fp8(self, x, scale, shift, input_scale, residual=None,
                                        gate=None, y=None, q=None, residual_out=None,
@@ -400,48 +590,16 @@ class Runtime(_Handle):
         """(outputs, None) when the fused kernel ran, (None, reason) when a guard
         sent the caller to the split path. With residual and gate, the gated
         residual variant."""
-        a, outs = self._norm_args(x, scale, shift, input_scale, residual, gate, y, q,
-                                  residual_out, eps, quantize=True)
-        name = ("fused_scale_residual_norm_scale_shift_fp8" if residual is not None
-                else "fused_norm_scale_shift_fp8")
-        why = _c.c_char_p()
-        rc = _check(_TRY[name](self._h, a, self._stream(), _c.byref(why)))
-        if rc == 1:
-            return None, why.value.decode()
-        return tuple(outs), None
+        outs, fallback, reason = self._norm(self._fused_name(residual), "try", x, scale, shift,
+                                            input_scale, residual, gate, y, q, residual_out, eps,
+                                            quantize=True)
+        return (None, reason) if fallback else (tuple(outs), None)
 
     def auto_norm_scale_shift_fp8(self, x, scale, shift, input_scale, residual=None,
                                   gate=None, y=None, q=None, residual_out=None, eps=1e-6):
-        """(*outputs, fused): the fused kernel where allowed, else the split
-        path; the same bytes either way."""
-        a, outs = self._norm_args(x, scale, shift, input_scale, residual, gate, y, q,
-                                  residual_out, eps, quantize=True)
-        name = ("scale_residual_norm_scale_shift_fp8" if residual is not None
-                else "norm_scale_shift_fp8")
-        fused = _c.c_int(0)
-        _check(_AUTO[name](self._h, a, self._stream(), _c.byref(fused)))
-        return (*outs, bool(fused.value))
-
-    def launch(self, name, *args):
-        """Generic launch of any symbol, arguments in the spec's order:
-        tensors (pointers), ints (64-bit; jitk.i32(v) for 32-bit), floats."""
-        torch = None
-        arr = (_Arg * max(1, len(args)))()
-        for i, v in enumerate(args):
-            if isinstance(v, i32):
-                arr[i].type, arr[i].v.i32 = 2, int(v)
-            elif isinstance(v, bool):
-                raise Error(-1, f"argument {i}: bool is not a kernel argument type")
-            elif isinstance(v, int):
-                arr[i].type, arr[i].v.i64 = 3, v
-            elif isinstance(v, float):
-                arr[i].type, arr[i].v.f32 = 4, v
-            else:
-                torch = torch or _torch()
-                if not isinstance(v, torch.Tensor) or v.device.type != "cuda":
-                    raise Error(-1, f"argument {i} must be a CUDA tensor, an int or a float")
-                if v.device.index != self.device:
-                    raise Error(-1, f"argument {i} is on {v.device}, not cuda:{self.device}")
-                arr[i].type, arr[i].v.ptr = 1, v.data_ptr()
-        stream = self._stream() if torch else None
-        _check(_launch(self._h, _b(name), arr, len(args), stream))
+        """(*outputs, fused): the fused kernel where allowed, else the spec's
+        fallback (the split path); the same bytes either way."""
+        outs, fallback, _ = self._norm(self._fused_name(residual), "auto", x, scale, shift,
+                                       input_scale, residual, gate, y, q, residual_out, eps,
+                                       quantize=True)
+        return (*outs, not fallback)

@@ -584,11 +584,12 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	p.payload = payload;
 	if ((rc = parse_archs(&p, archs)))
 		goto done;
-	root = cache_dir ? jitk__strdup(cache_dir) : jitk__default_cache_dir();
-	if (!root) {
+	if (!cache_dir)
+		rc = jitk_cache_default_dir(&root);
+	else if (!(root = jitk__strdup(cache_dir)))
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
+	if (rc)
 		goto done;
-	}
 	if ((rc = jitk__cache_each(root, pack_collect, pack_bad, &p))) {
 		if (p.oom)
 			rc = jitk__error(JITK_ENOMEM, "out of memory");
@@ -685,11 +686,12 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 		return jitk__error(JITK_EINVAL, "jitk_cache_unpack: file is NULL");
 	if ((rc = summary_check(out, "jitk_cache_unpack")) || (rc = admin_open(&b, file)))
 		return rc;
-	root = cache_dir ? jitk__strdup(cache_dir) : jitk__default_cache_dir();
-	if (!root || (rc = jitk__cache_open(&c, root, NULL, &log))) {
-		rc = root ? rc : jitk__error(JITK_ENOMEM, "out of memory");
+	if (!cache_dir)
+		rc = jitk_cache_default_dir(&root);
+	else if (!(root = jitk__strdup(cache_dir)))
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+	if (rc || (rc = jitk__cache_open(&c, root, NULL, &log)))
 		goto done;
-	}
 	if (!*root || !jitk__cache_root(c)) {
 		rc = jitk__error(JITK_EIO, "cannot unpack into %s: %s", *root ? root : "(no cache directory)",
 				 *w.last ? w.last : "not a usable cache directory");

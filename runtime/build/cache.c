@@ -244,10 +244,10 @@ const char *jitk__entry_kind_problem(const jitk_cache_entry *e)
 {
 	jitk_arch a;
 
+	if (jitk__arch_parse(&a, e->target))
+		return "the target it names is not an architecture";
 	if (e->nnames != 1)
 		return "it does not hold exactly one kernel name";
-	if (jitk__arch_parse(&a, e->target))
-		return "its target is not an architecture";
 	return jitk__image_problem(e->image, e->size, e->is_ptx, a, (const char *const *)e->names,
 				   e->nnames);
 }
@@ -707,9 +707,21 @@ const char *jitk__cache_root(const jitk_cache *c)
 	return c ? c->root : NULL;
 }
 
+const char *jitk__cache_top(const jitk_cache *c)
+{
+	return c && c->root ? c->top : NULL;
+}
+
 uint64_t jitk__cache_max_bytes(const jitk_cache *c)
 {
 	return c->max_bytes;
+}
+
+static _Thread_local unsigned long long thread_rejects;
+
+unsigned long long jitk__cache_thread_rejects(void)
+{
+	return thread_rejects;
 }
 
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
@@ -857,6 +869,7 @@ static int lookup_in(jitk_cache *c, const char *root, int layer,
 		problem = NULL;
 	if (rc && problem) {
 		atomic_fetch_add(&c->n.rejects, 1);
+		thread_rejects++;
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s/%s/%s rejected: %s", root, shard,
 			  name, problem);
 		/* A bad entry in our own cache is garbage: remove it so that it
@@ -1375,8 +1388,13 @@ static int entry_check(const cache_item *it, const char **problem, struct stat *
 	if (entry_read_in(&e, it->dfd, it->name, 1, problem, seen))
 		return *problem ? 1 : -1;
 	jitk__hex(hex, e.key, JITK_HASH_SIZE);
-	if (strncmp(hex, it->name, HEXLEN))
+	if (strncmp(hex, it->name, HEXLEN)) {
 		*problem = "key does not match the file name";
+	} else {
+		/* What a lookup would refuse to load, verify refuses too: an
+		 * image that is not code for the target it names. */
+		*problem = jitk__entry_kind_problem(&e);
+	}
 	if (keep && !*problem)
 		*keep = e;
 	else

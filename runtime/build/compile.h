@@ -63,12 +63,8 @@ typedef struct {
 	double compile_ms; /* NVRTC time when compiled now */
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	char *log; /* NVRTC log when compiled now (warnings), else NULL */
+	unsigned rejects; /* cache entries this build found bad (also on failure) */
 } jitk_build;
-
-/* The writable cache when nothing names one: $JITK_CACHE_DIR, else
- * $XDG_CACHE_HOME/jitk, else ~/.cache/jitk, else "" (none). Caller frees;
- * NULL when out of memory. */
-char *jitk__default_cache_dir(void);
 
 /* Options of any version (1 to current) into the current layout. */
 int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_options *in);

@@ -62,17 +62,33 @@ static char *default_specs(void)
 	return found;
 }
 
-char *jitk__default_cache_dir(void)
+/* The cache directory policy, in one place: the compiler's default and
+ * jitk_cache_default_dir (the CLI's cache commands). */
+int jitk_cache_default_dir(char **out)
 {
-	const char *v = jitk__env("JITK_CACHE_DIR");
+	const char *v;
 
-	if (v)
-		return jitk__strdup(v);
-	if ((v = jitk__env("XDG_CACHE_HOME")))
-		return jitk__asprintf("%s/jitk", v);
-	if ((v = jitk__env("HOME")))
-		return jitk__asprintf("%s/.cache/jitk", v);
-	return jitk__strdup(""); /* no home: in memory */
+	if (!out)
+		return jitk__error(JITK_EINVAL, "jitk_cache_default_dir: out is NULL");
+	if ((v = jitk__env("JITK_CACHE_DIR")))
+		*out = jitk__strdup(v);
+	else if ((v = jitk__env("XDG_CACHE_HOME")))
+		*out = jitk__asprintf("%s/jitk", v);
+	else if ((v = jitk__env("HOME")))
+		*out = jitk__asprintf("%s/.cache/jitk", v);
+	else
+		return jitk__error(JITK_ENOENT, "no cache directory: none of JITK_CACHE_DIR, "
+				   "XDG_CACHE_HOME and HOME is set");
+	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
+static char *default_cache_dir(void)
+{
+	char *dir = NULL;
+
+	if (jitk_cache_default_dir(&dir) == JITK_ENOENT)
+		return jitk__strdup(""); /* no home: in memory */
+	return dir;
 }
 
 static int split_dirs(char ***out, size_t *n, const char *list)
@@ -214,7 +230,7 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 		if ((rc = jitk__inline_template(&c->templates[i], c->specs->fams[i]->template_path)))
 			goto fail;
 
-	cache_dir = o.cache_dir ? jitk__strdup(o.cache_dir) : jitk__default_cache_dir();
+	cache_dir = o.cache_dir ? jitk__strdup(o.cache_dir) : default_cache_dir();
 	layers = o.cache_path ? o.cache_path : jitk__env("JITK_CACHE_PATH");
 	if (!cache_dir) {
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
@@ -679,6 +695,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	int rc, lock = -1, origin = 0, rejected = 0, leased = 0;
 	int use_cache = !(flags & JITK_BUILD_PTXAS_INFO);
 	int ask_remote = use_cache && c->remote && !c->force_compile && !(flags & JITK_BUILD_FORCE);
+	unsigned long long rejects0 = jitk__cache_thread_rejects();
 
 	memset(b, 0, sizeof(*b));
 	if ((rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, arch)))
@@ -742,6 +759,7 @@ done:
 	jitk__tu_free(&tu);
 	if (rc)
 		jitk__build_free(b);
+	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
 	return rc;
 }
 

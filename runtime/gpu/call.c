@@ -257,7 +257,7 @@ static int pick_instance(call *c, size_t *out)
 				first = i;
 		}
 	if (n == 1) {
-		*out = s->first_inst + first;
+		*out = s->first + first;
 		return 0;
 	}
 	have[0] = '\0';
@@ -270,21 +270,21 @@ static int pick_instance(call *c, size_t *out)
 		if (!param_from_shapes(c, p, &want[p], &from))
 			return jitk__error(JITK_EINVAL, "%s: no tensor argument tells '%s' (select an instance, "
 					   "e.g. %s; nothing launched)", c->name, f->params[p].name,
-					   set->insts[s->first_inst + first].name);
+					   set->insts[s->first + first].name);
 		known[p] = 1;
 		used += (size_t)snprintf(have + used, used < sizeof(have) ? sizeof(have) - used : 0,
 					 "%s%s=%s (from %s)", used ? ", " : "", f->params[p].name,
 					 jitk__spec_value_text(&f->params[p], want[p], buf), from);
 	}
 	for (i = 0; i < s->ninsts; i++) {
-		const spec_instance *in = &set->insts[s->first_inst + i];
+		const spec_instance *in = &set->insts[s->first + i];
 		int ok = selected(c->op, i);
 
 		for (p = 0; p < f->nparams && ok; p++)
 			if (known[p] && in->vals[p] != want[p])
 				ok = 0;
 		if (ok) {
-			*out = s->first_inst + i;
+			*out = s->first + i;
 			return 0;
 		}
 	}
@@ -297,7 +297,7 @@ static int pick_instance(call *c, size_t *out)
 			if (selected(c->op, i))
 				lu += (size_t)snprintf(list + lu, lu < sizeof(list) ? sizeof(list) - lu : 0,
 						       "%s%s", lu ? ", " : "",
-						       set->insts[s->first_inst + i].name);
+						       set->insts[s->first + i].name);
 		return rule_out(c, JITK_EINVAL, "no instance for %s (instances: %s)", have, list);
 	}
 }
