@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/hmac.h>
+
 #include "common.h"
 #include "build/bundle.h"
 #include "build/compile.h"
@@ -257,7 +259,7 @@ enum {
 	FAKE_CUT,      /* GET: Content-Length of the whole, half the bytes, close */
 	FAKE_RESET,    /* GET: headers and half the bytes, then a reset */
 	FAKE_PUT_RESET, /* GET: 404; PUT: reset after the request head, body unread */
-	FAKE_STORE,    /* GET and PUT on a directory; request heads appended to a log */
+	FAKE_STORE,    /* GET and PUT on a directory; request heads appended to dir/heads.log */
 	FAKE_REDIS_RESET /* accept, read, reset */
 };
 
@@ -399,9 +401,9 @@ static void fake_one(int fd, const fake_cfg *f)
 		size_t n = 0;
 		char *data;
 
+		/* each request head, then a NUL */
 		if (lfd >= 0) {
-			if (write(lfd, buf, (size_t)h) < 0 || (body && write(lfd, body, len) < 0) ||
-			    write(lfd, "\n--\n", 4) < 0)
+			if (write(lfd, buf, (size_t)h + 1) < 0)
 				_exit(3);
 			close(lfd);
 		}
@@ -1326,6 +1328,168 @@ static void test_32_processes_with_and_without_lease(void **state)
 	free(u1), free(u2), free(dir), free(rdir), free(d1), free(d2);
 }
 
+/* ------------------------------------------------------------------- S3 */
+
+/* The value of header name in a request head, trimmed (static buffer). */
+static const char *header_value(const char *head, const char *name)
+{
+	static char v[1024];
+	const char *p = head;
+	size_t n = strlen(name);
+
+	while ((p = strstr(p, "\r\n"))) {
+		p += 2;
+		if (!strncasecmp(p, name, n) && p[n] == ':') {
+			const char *s = p + n + 1, *e = strstr(s, "\r\n");
+
+			while (*s == ' ')
+				s++;
+			while (e > s && e[-1] == ' ')
+				e--;
+			snprintf(v, sizeof(v), "%.*s", (int)(e - s), s);
+			return v;
+		}
+	}
+	return NULL;
+}
+
+static void hmac(uint8_t out[32], const void *key, size_t klen, const char *msg)
+{
+	unsigned int n = 32;
+
+	assert_non_null(HMAC(EVP_sha256(), key, (int)klen, (const uint8_t *)msg, strlen(msg), out, &n));
+}
+
+/* Check one request's AWS Signature Version 4 as S3 would: rebuild the
+ * canonical request from what arrived, sign it with the secret, compare. */
+static void check_sigv4(const char *head, const char *secret, const char *region,
+			const uint8_t *body, size_t len)
+{
+	char method[16], path[512], date[9], *signed_hdrs, *p, *tok, *save = NULL;
+	char hexsum[65], canon_hex[65], sig_hex[65], scope[128];
+	const char *sig;
+	char *auth, *amzdate;
+	uint8_t sum[32], k[32], k2[32];
+	jbuf canon, sts;
+	char *ksecret;
+
+	assert_non_null(header_value(head, "authorization"));
+	auth = jitk__strdup(header_value(head, "authorization"));
+	assert_int_equal(sscanf(head, "%15s %511s", method, path), 2);
+	assert_non_null(header_value(head, "x-amz-date"));
+	amzdate = jitk__strdup(header_value(head, "x-amz-date"));
+	snprintf(date, sizeof(date), "%.8s", amzdate);
+	snprintf(scope, sizeof(scope), "%s/%s/s3/aws4_request", date, region);
+	p = jitk__asprintf("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/%s, SignedHeaders=", scope);
+	if (strncmp(auth, p, strlen(p)))
+		fprintf(stderr, "Authorization: %s\n", auth);
+	assert_memory_equal(auth, p, strlen(p));
+	signed_hdrs = jitk__strdup(auth + strlen(p));
+	free(p);
+	sig = strstr(auth, ", Signature=");
+	assert_non_null(sig);
+	signed_hdrs[strcspn(signed_hdrs, ",")] = '\0';
+	assert_non_null(strstr(signed_hdrs, "host"));
+	assert_non_null(strstr(signed_hdrs, "x-amz-content-sha256"));
+	assert_non_null(strstr(signed_hdrs, "x-amz-date"));
+	assert_non_null(strstr(signed_hdrs, "x-amz-security-token"));
+	/* the payload's hash is the body's, and S3 checks it */
+	assert_int_equal(jitk__sha256(sum, body, len), 0);
+	jitk__hex(hexsum, sum, 32);
+	assert_string_equal(header_value(head, "x-amz-content-sha256"), hexsum);
+	assert_string_equal(header_value(head, "x-amz-security-token"), "TOKEN/with+chars=");
+
+	jitk__jbuf_init(&canon);
+	jitk__jbuf_printf(&canon, "%s\n%s\n\n", method, path);
+	p = jitk__strdup(signed_hdrs);
+	for (tok = strtok_r(p, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		const char *v = header_value(head, tok);
+
+		if (!v)
+			fprintf(stderr, "no %s in:\n%s\n", tok, head);
+		assert_non_null(v);
+		jitk__jbuf_printf(&canon, "%s:%s\n", tok, v);
+	}
+	free(p);
+	jitk__jbuf_printf(&canon, "\n%s\n%s", signed_hdrs, hexsum);
+	assert_false(canon.oom);
+	assert_int_equal(jitk__sha256(sum, canon.data, canon.len), 0);
+	jitk__hex(canon_hex, sum, 32);
+	jitk__jbuf_init(&sts);
+	jitk__jbuf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%s\n%s", amzdate, scope, canon_hex);
+	ksecret = jitk__asprintf("AWS4%s", secret);
+	hmac(k, ksecret, strlen(ksecret), date);
+	hmac(k2, k, 32, region);
+	hmac(k, k2, 32, "s3");
+	hmac(k2, k, 32, "aws4_request");
+	hmac(k, k2, 32, sts.data);
+	jitk__hex(sig_hex, k, 32);
+	assert_string_equal(sig + strlen(", Signature="), sig_hex);
+	free(ksecret);
+	free(signed_hdrs);
+	free(auth);
+	free(amzdate);
+	jitk__jbuf_free(&canon);
+	jitk__jbuf_free(&sts);
+}
+
+/* With the AWS variables set, every request is signed (SigV4, service s3,
+ * the region, the session token, the payload's hash): the signatures are
+ * checked here as S3 computes them. */
+static void test_s3_signing(void **state)
+{
+	fixture *f = *state;
+	char *dir = fresh(f, "s3"), *a = t_path(dir, "a"), *b = t_path(dir, "b"), *log_path, *heads;
+	fake_cfg cfg = { FAKE_STORE, NULL, 0, 0, NULL };
+	const char *secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+	t_log log = { 0, "" };
+	jitk_compiler *c;
+	server s;
+	size_t len, at, n = 0;
+	int origin;
+	double ms;
+
+	cfg.dir = dir;
+	fake_start(&s, &cfg);
+	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+	setenv("AWS_SESSION_TOKEN", "TOKEN/with+chars=", 1);
+	setenv("AWS_REGION", "eu-west-1", 1);
+	{
+		char url[96];
+
+		snprintf(url, sizeof(url), "%s/bucket", s.url);
+		c = compiler(f, a, url, NULL, 0, &log);
+		assert_int_equal(build_sym(c, f, &origin, &ms), 0);
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		assert_int_equal(stats_of(c).uploads, 1);
+		jitk_compiler_free(c);
+		c = compiler(f, b, url, NULL, 0, &log);
+		assert_int_equal(build_sym(c, f, &origin, &ms), 0);
+		assert_int_equal(origin, JITK_ORIGIN_REMOTE);
+		jitk_compiler_free(c);
+	}
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("AWS_SESSION_TOKEN");
+	unsetenv("AWS_REGION");
+	server_stop(&s);
+	assert_int_equal(log.warnings, 0);
+	/* GET (miss), PUT, GET (hit) */
+	log_path = t_path(dir, "heads.log");
+	heads = t_read(log_path, &len);
+	for (at = 0; at < len; at += strlen(heads + at) + 1, n++) {
+		const char *h = heads + at;
+		int put = !strncmp(h, "PUT ", 4);
+
+		check_sigv4(h, secret, "eu-west-1", put ? f->ref : (const uint8_t *)"", put ? f->ref_len : 0);
+	}
+	assert_int_equal(n, 3);
+	free(heads);
+	free(log_path);
+	free(dir), free(a), free(b);
+}
+
 /* --------------------------------------------------------------- bundles */
 
 typedef struct {
@@ -1615,6 +1779,7 @@ int main(void)
 		cmocka_unit_test(test_lease_wait_and_expiry),
 		cmocka_unit_test(test_lease_server_down_or_slow),
 		cmocka_unit_test(test_32_processes_with_and_without_lease),
+		cmocka_unit_test(test_s3_signing),
 		cmocka_unit_test(test_bundles),
 	};
 

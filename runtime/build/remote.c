@@ -358,30 +358,27 @@ static size_t source_read(char *p, size_t size, size_t n, void *ctx)
 	return k;
 }
 
-/* The request's headers: no "Expect: 100-continue" wait on uploads; for
- * SigV4 the payload's hash (which S3 requires and libcurl signs with) and
- * the session token. */
+/* The request's headers. Unsigned: no "Expect: 100-continue" wait on
+ * uploads. Signed (SigV4): the payload's hash (which S3 requires and
+ * libcurl signs with) and the session token - and Expect left alone:
+ * libcurl 7.88 signs a header the list removes as if it were sent empty,
+ * which no server can verify (tests/test_remote.c checks the signatures). */
 static struct curl_slist *headers(const jitk_remote *r, const uint8_t *body, size_t len)
 {
-	struct curl_slist *l = curl_slist_append(NULL, "Expect:"), *t;
+	struct curl_slist *l, *t;
 	uint8_t sum[JITK_HASH_SIZE];
 	char line[64 + 2 * JITK_HASH_SIZE];
 
-	if (l && r->sigv4) {
-		if (jitk__sha256(sum, body, len)) {
-			curl_slist_free_all(l);
-			return NULL;
-		}
-		memcpy(line, "x-amz-content-sha256: ", 22);
-		jitk__hex(line + 22, sum, JITK_HASH_SIZE);
-		t = curl_slist_append(l, line);
-		if (t && r->token_header)
-			t = curl_slist_append(t, r->token_header);
-		if (!t) {
-			curl_slist_free_all(l);
-			return NULL;
-		}
-		l = t;
+	if (!r->sigv4)
+		return curl_slist_append(NULL, "Expect:");
+	if (jitk__sha256(sum, body, len))
+		return NULL;
+	memcpy(line, "x-amz-content-sha256: ", 22);
+	jitk__hex(line + 22, sum, JITK_HASH_SIZE);
+	l = curl_slist_append(NULL, line);
+	if (l && r->token_header && !(t = curl_slist_append(l, r->token_header))) {
+		curl_slist_free_all(l);
+		return NULL;
 	}
 	return l;
 }
