@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -937,6 +938,108 @@ static void test_rendezvous_over_urls(void **state)
 	free(dir), free(a), free(b), free(d), free(sa), free(sb);
 }
 
+/* Threads share one compiler's handles; a forked child does not reuse the
+ * parent's connections, and the parent's still work after; a process that
+ * may not compile takes remote hits and names the remote in a miss. */
+typedef struct {
+	jitk_compiler *c;
+	size_t first, n;
+	int failed;
+} thread_job;
+
+static void *build_some(void *p)
+{
+	thread_job *j = p;
+	size_t i;
+
+	for (i = j->first; i < j->n; i += 8) {
+		jitk_origin o = JITK_ORIGIN_MEMORY;
+
+		if (jitk_precompile(&o, j->c, jitk_instance_name(j->c, i), ARCH) ||
+		    o != JITK_ORIGIN_REMOTE)
+			j->failed++;
+	}
+	return NULL;
+}
+
+static void test_threads_fork_and_no_compile(void **state)
+{
+	fixture *f = *state;
+	char *dir = fresh(f, "threads"), *seed = t_path(dir, "seed"), *a = t_path(dir, "a");
+	char *b = t_path(dir, "b"), *url;
+	t_log log = { 0, "" };
+	jitk_compiler_options o;
+	jitk_compiler *c;
+	jitk_remote_stats st;
+	thread_job jobs[8];
+	pthread_t tids[8];
+	server s;
+	size_t n, i;
+	int origin, stw;
+	double ms;
+	pid_t pid;
+
+	if (nginx_start(&s, dir)) {
+		free(dir), free(seed), free(a), free(b);
+		skip();
+	}
+	url = jitk__asprintf("%s/t", s.url);
+	c = compiler(f, seed, url, NULL, 0, &log);
+	n = jitk_instance_count(c);
+	for (i = 0; i < n; i++)
+		assert_int_equal(jitk_precompile(NULL, c, jitk_instance_name(c, i), ARCH), 0);
+	assert_int_equal(jitk_precompile(NULL, c, SYM, "sm_100"), 0);
+	assert_int_equal(jitk_precompile(NULL, c, instance_of(c, SYM2), "sm_100"), 0);
+	jitk_compiler_free(c);
+
+	c = compiler(f, a, url, NULL, 0, &log);
+	for (i = 0; i < 8; i++) {
+		jobs[i].c = c;
+		jobs[i].first = i;
+		jobs[i].n = n;
+		jobs[i].failed = 0;
+		assert_int_equal(pthread_create(&tids[i], NULL, build_some, &jobs[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(tids[i], NULL), 0);
+		assert_int_equal(jobs[i].failed, 0);
+	}
+	st = stats_of(c);
+	assert_int_equal(st.hits, n);
+	assert_int_equal(st.errors, 0);
+	/* a child of a process that used the remote: its own connections */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(precompile(c, SYM, "sm_100", &origin) || origin != JITK_ORIGIN_REMOTE ? 1 : 0);
+	assert_int_equal(waitpid(pid, &stw, 0), pid);
+	assert_true(WIFEXITED(stw) && WEXITSTATUS(stw) == 0);
+	assert_int_equal(precompile(c, instance_of(c, SYM2), "sm_100", &origin), 0);
+	assert_int_equal(origin, JITK_ORIGIN_REMOTE);
+	assert_int_equal(stats_of(c).errors, 0);
+	jitk_compiler_free(c);
+
+	/* JITK_NO_COMPILE: the remote still serves; a miss names it */
+	assert_int_equal(jitk_compiler_options_init(&o, JITK_COMPILER_OPTIONS_VERSION), 0);
+	o.specs = f->specs;
+	o.cache_dir = b;
+	o.cache_path = "";
+	o.no_compile = 1;
+	o.remote = url;
+	o.log = t_log_fn;
+	o.log_payload = &log;
+	assert_int_equal(jitk_compiler_new(&c, &o), 0);
+	assert_int_equal(build_sym(c, f, &origin, &ms), 0);
+	assert_int_equal(origin, JITK_ORIGIN_REMOTE);
+	assert_int_equal(precompile(c, SYM, "sm_89", &origin), JITK_ENOCOMPILE);
+	assert_non_null(strstr(jitk_error_last()->message, "is not in the cache or the remote"));
+	assert_int_equal(atomic_load(&c->compiles), 0);
+	jitk_compiler_free(c);
+	assert_int_equal(log.warnings, 0);
+	server_free(&s);
+	free(url), free(dir), free(seed), free(a), free(b);
+}
+
 /* ------------------------------------------------------ a bad remote */
 
 enum { SERVES_REF, SERVES_CORRUPT, SERVES_OTHER, SERVES_SHORT };
@@ -1775,6 +1878,7 @@ int main(void)
 		cmocka_unit_test(test_options_and_urls),
 		cmocka_unit_test(test_two_caches_share_through_nginx),
 		cmocka_unit_test(test_rendezvous_over_urls),
+		cmocka_unit_test(test_threads_fork_and_no_compile),
 		cmocka_unit_test(test_a_bad_remote_never_fails_a_build),
 		cmocka_unit_test(test_lease_wait_and_expiry),
 		cmocka_unit_test(test_lease_server_down_or_slow),

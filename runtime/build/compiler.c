@@ -736,12 +736,15 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		}
 	}
 	if (ask_remote) {
-		if (!remote_fetch(b, c, target, 1) || !lease_wait(b, c, target, &leased))
+		if (!remote_fetch(b, c, target, 1))
 			goto done;
+		/* (a process that may not compile takes no lease) */
 		if (c->no_compile) {
 			rc = no_compile(c, b, target);
 			goto done;
 		}
+		if (!lease_wait(b, c, target, &leased))
+			goto done;
 	}
 	if ((rc = compile_now(b, c, &tu, flags)))
 		goto done;
