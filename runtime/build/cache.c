@@ -927,6 +927,15 @@ int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
 	return JITK_ENOENT;
 }
 
+int jitk__cache_get_writable(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
+			     const char *target, jitk_cache_entry *out)
+{
+	if (!c->root || lookup_in(c, c->root, 0, key, target, out))
+		return JITK_ENOENT;
+	atomic_fetch_add(&c->n.hits, 1);
+	return JITK_OK;
+}
+
 /* ------------------------------------------------------------- publish */
 
 static int write_all(int fd, const uint8_t *p, size_t n)

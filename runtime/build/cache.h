@@ -77,6 +77,10 @@ const char *jitk__cache_root(const jitk_cache *c);
  * that fails verification counts as a reject, is logged and is a miss. */
 int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
 		    const char *target, jitk_cache_entry *out, int *origin);
+/* The same in the writable cache alone (what another process may have
+ * published meanwhile: the look after taking the key's lock). */
+int jitk__cache_get_writable(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
+			     const char *target, jitk_cache_entry *out);
 /* Publish atomically (temporary file, fsync, rename, fsync of the
  * directory). Failure is logged and returned, never fatal. */
 int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e);

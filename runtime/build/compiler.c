@@ -727,8 +727,10 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		if (lock >= 0 && !rejected && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
 			jitk_cache_entry e;
 
-			if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin) &&
-			    usable_hit(c, b, &e, origin)) {
+			/* (in the writable cache: the layers were just read, and a
+			 * bad entry there would be warned about twice) */
+			if (!jitk__cache_get_writable(c->cache, b->entry.key, target, &e) &&
+			    usable_hit(c, b, &e, origin = JITK_ORIGIN_CACHE)) {
 				b->entry = e;
 				b->origin = (jitk_origin)origin;
 				goto done;
