@@ -31,12 +31,15 @@ static const char usage_main[] =
 	"  precompile [NAME...]      compile symbols x architectures into a cache\n"
 	"  cache stats|verify|clear|prune\n"
 	"                            inspect or maintain a cache directory\n"
+	"  cache pack|unpack|verify FILE\n"
+	"                            a cache in one file (a bundle)\n"
 	"  bench                     kernel and JIT timings on this machine's GPU\n"
 	"\n"
 	"NAME is a symbol (all its instances) or symbol[param=value,...].\n"
 	"Common options: --specs DIR[:DIR] (default $JITK_SPECS, else the installed\n"
 	"specs), --cache DIR (default $JITK_CACHE_DIR, $XDG_CACHE_HOME/jitk,\n"
-	"~/.cache/jitk). 'jitk COMMAND --help' says more.\n";
+	"~/.cache/jitk), --remote URL[,URL] (default $JITK_REMOTE_CACHE: an HTTP(S)\n"
+	"cache shared by machines). 'jitk COMMAND --help' says more.\n";
 
 static const char usage_list[] =
 	"usage: jitk list [NAME] [--specs DIR]\n"
@@ -64,18 +67,25 @@ static const char usage_source[] =
 
 static const char usage_precompile[] =
 	"usage: jitk precompile [NAME...] [--arch LIST] [--cache DIR] [--specs DIR]\n"
-	"                       [-j N]\n"
+	"                       [--remote URL[,URL...]] [-j N]\n"
 	"\n"
 	"Compile the instances the NAMEs select (default: all) for every\n"
 	"architecture in LIST (comma-separated; default\n"
 	"sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the cache, N at a time (1 to\n"
 	"1024; default: the number of cores).\n"
 	"Combinations a gate forbids are counted as gated; any other error is a\n"
-	"failure, named with its message. Ends with one summary line; exit 1 if\n"
-	"any failed. Needs no GPU.\n";
+	"failure, named with its message. With a remote (--remote, else\n"
+	"$JITK_REMOTE_CACHE), what the cache lacks is fetched from it (verified,\n"
+	"counted as remote) or compiled and uploaded (not with\n"
+	"JITK_REMOTE_READONLY=1); a remote that fails is warned about once and\n"
+	"fails nothing. Ends with one summary line; exit 1 if any failed. Needs\n"
+	"no GPU.\n";
 
 static const char usage_cache[] =
 	"usage: jitk cache stats|verify|clear|prune [--cache DIR] [--max-bytes SIZE]\n"
+	"       jitk cache pack [--cache DIR] [--arch LIST] -o FILE\n"
+	"       jitk cache unpack FILE [--cache DIR]\n"
+	"       jitk cache verify FILE\n"
 	"\n"
 	"  stats   entries, bytes, temporary, lock and foreign files\n"
 	"  verify  check every entry; name each bad one and each foreign file;\n"
@@ -85,6 +95,13 @@ static const char usage_cache[] =
 	"          an hour, and the least recently used entries beyond --max-bytes\n"
 	"          (default $JITK_CACHE_MAX_BYTES; no bound when neither is set).\n"
 	"          SIZE: bytes, or with K, M, G or T (powers of 1024): 512M, 10G\n"
+	"  pack    write the cache's good entries (of the SMs in LIST: sm_90 takes\n"
+	"          sm_90, sm_90a and compute_90) into one bundle FILE, which can\n"
+	"          stand in JITK_CACHE_PATH as a read-only layer; exit 1 if an\n"
+	"          entry was bad (left out)\n"
+	"  unpack  publish the bundle's entries into the cache; exit 1 if one was\n"
+	"          bad (left out)\n"
+	"  verify FILE  check every byte of a bundle; name each bad entry\n"
 	"\n"
 	"Only files of jitk's naming scheme in the directories jitk makes are\n"
 	"removed; other (foreign) files are counted and left alone, and symbolic\n"
@@ -185,6 +202,8 @@ typedef struct {
 	const char *cache;
 	const char *arch;
 	const char *max_bytes;
+	const char *remote;
+	const char *out;
 	int options;
 	int jobs;
 	int help;
@@ -277,6 +296,10 @@ static void parse_opts(cli_opts *o, int argc, char **argv, const char *usage,
 			o->arch = val;
 		else if (is_opt(a, n, "--max-bytes"))
 			o->max_bytes = val;
+		else if (is_opt(a, n, "--remote"))
+			o->remote = val;
+		else if (is_opt(a, n, "-o"))
+			o->out = val;
 		else /* -j, --jobs */
 			o->jobs = (int)jitk_cli_number("-j", val, 1, JITK_CLI_MAX_JOBS);
 	}
@@ -314,6 +337,7 @@ static jitk_compiler *open_compiler(const cli_opts *o)
 
 	co.specs = o->specs;
 	co.cache_dir = o->cache;
+	co.remote = o->remote;
 	co.log = log_stderr;
 	if (jitk_compiler_new(&c, &co)) {
 		fail_last();
@@ -496,6 +520,8 @@ static void pre_read_records(pre_ctx *x, int fd)
 		else if (rec.origin == JITK_ORIGIN_MEMORY) /* the library warned why */
 			pre_count(x, rec.item, "compiled", " (in memory only: not written to the cache)",
 				  &x->compiled);
+		else if (rec.origin == JITK_ORIGIN_REMOTE)
+			pre_count(x, rec.item, "remote", "", &x->remote);
 		else /* the cache or a read-only layer */
 			pre_count(x, rec.item, "cached", "", &x->cached);
 	}
@@ -640,7 +666,7 @@ static int cmd_precompile(int argc, char **argv)
 	long jobs;
 	int rc = 0;
 
-	parse_opts(&o, argc, argv, usage_precompile, "--specs --cache --arch -j --jobs");
+	parse_opts(&o, argc, argv, usage_precompile, "--specs --cache --arch --remote -j --jobs");
 	memset(&x, 0, sizeof(x));
 	list = o.arch ? o.arch : "sm_80,sm_86,sm_89,sm_90,sm_100,sm_120";
 	x.archs = xcalloc(strlen(list) + 1, sizeof(*x.archs));
@@ -760,24 +786,68 @@ static int cache_prune(jitk_prune_result *out, const char *dir, const cli_opts *
 	return jitk_cache_prune(out, dir, NULL);
 }
 
+static void report_bundle(void *ctx, const char *what, const char *problem)
+{
+	(void)ctx;
+	printf("bad entry: %s: %s\n", what, problem);
+}
+
+/* jitk cache verify FILE, pack, unpack. */
+static int cache_bundle(const char *what, const char *file, const char *dir, const cli_opts *o)
+{
+	jitk_bundle_summary s = JITK_BUNDLE_SUMMARY_INIT;
+	int rc;
+
+	if (!strcmp(what, "verify")) {
+		if (jitk_bundle_verify(&s, file, report_bundle, NULL))
+			return fail_last();
+		printf("%s: %llu entries, %llu bytes, %llu bad\n", file, (unsigned long long)s.entries,
+		       (unsigned long long)s.bytes, (unsigned long long)s.bad);
+	} else if (!strcmp(what, "pack")) {
+		if ((rc = jitk_cache_pack(&s, file, dir, o->arch, report_bundle, NULL))) {
+			fail_last();
+			if (rc == JITK_EINVAL)
+				die_usage(usage_cache);
+			return 1;
+		}
+		printf("%s: packed %llu entries (%llu bytes) from %s; %llu of other architectures "
+		       "and %llu bad left out\n",
+		       file, (unsigned long long)s.entries, (unsigned long long)s.bytes, dir,
+		       (unsigned long long)s.skipped, (unsigned long long)s.bad);
+	} else {
+		if (jitk_cache_unpack(&s, file, dir, report_bundle, NULL))
+			return fail_last();
+		printf("%s: unpacked %llu entries (%llu bytes) from %s; %llu already there, %llu bad "
+		       "left out\n",
+		       dir, (unsigned long long)s.entries, (unsigned long long)s.bytes, file,
+		       (unsigned long long)s.skipped, (unsigned long long)s.bad);
+	}
+	return s.bad ? 1 : 0;
+}
+
 static int cmd_cache(int argc, char **argv)
 {
-	static const char *const cmds[] = { "stats", "verify", "clear", "prune" };
+	static const char *const cmds[] = { "stats", "verify", "clear", "prune", "pack", "unpack" };
 	cli_opts o;
 	char *def = NULL;
-	const char *what, *dir;
+	const char *what, *dir, *file = NULL;
 	size_t i;
-	int rc = 0;
+	int rc = 0, files;
 
-	parse_opts(&o, argc, argv, usage_cache, "--cache --max-bytes");
-	if (o.npos != 1) {
-		if (o.npos)
-			fprintf(stderr, "%s: unexpected argument '%s'\n", prog, o.pos[1]);
+	parse_opts(&o, argc, argv, usage_cache, "--cache --max-bytes --arch -o");
+	what = o.npos ? o.pos[0] : "";
+	/* verify FILE and unpack FILE take a bundle */
+	files = !strcmp(what, "unpack") || (!strcmp(what, "verify") && o.npos >= 2);
+	if (o.npos != 1 + files) {
+		if (o.npos > 1 + files)
+			fprintf(stderr, "%s: unexpected argument '%s'\n", prog, o.pos[1 + files]);
+		else if (o.npos)
+			fprintf(stderr, "%s: cache %s: which bundle file?\n", prog, what);
 		else
-			fprintf(stderr, "%s: cache: which command? (stats, verify, clear or prune)\n", prog);
+			fprintf(stderr, "%s: cache: which command? (stats, verify, clear, prune, pack or "
+				"unpack)\n", prog);
 		die_usage(usage_cache);
 	}
-	what = o.pos[0];
 	for (i = 0; i < CLI_ARRAY_SIZE(cmds) && strcmp(what, cmds[i]); i++)
 		;
 	if (i == CLI_ARRAY_SIZE(cmds)) {
@@ -788,6 +858,21 @@ static int cmd_cache(int argc, char **argv)
 		fprintf(stderr, "%s: --max-bytes is an option of 'cache prune' only\n", prog);
 		die_usage(usage_cache);
 	}
+	if ((o.arch || o.out) && strcmp(what, "pack")) {
+		fprintf(stderr, "%s: %s is an option of 'cache pack' only\n", prog, o.arch ? "--arch" : "-o");
+		die_usage(usage_cache);
+	}
+	if (!strcmp(what, "pack") && !o.out) {
+		fprintf(stderr, "%s: cache pack: which file? (-o FILE)\n", prog);
+		die_usage(usage_cache);
+	}
+	if (files && o.cache && !strcmp(what, "verify")) {
+		fprintf(stderr, "%s: cache verify: a bundle FILE or --cache DIR, not both\n", prog);
+		die_usage(usage_cache);
+	}
+	file = !strcmp(what, "pack") ? o.out : files ? o.pos[1] : NULL;
+	if (file && !strcmp(what, "verify"))
+		return cache_bundle(what, file, NULL, &o);
 	if (o.cache) {
 		dir = o.cache;
 	} else if ((rc = jitk_cache_default_dir(&def))) {
@@ -799,7 +884,9 @@ static int cmd_cache(int argc, char **argv)
 	} else {
 		dir = def;
 	}
-	if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
+	if (file) {
+		rc = cache_bundle(what, file, dir, &o);
+	} else if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
 		int verify = !strcmp(what, "verify");
 		jitk_cache_summary s;
 

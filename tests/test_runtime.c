@@ -998,12 +998,21 @@ static int programmatic_launch(fixture *f, int cc, int option, const char *specs
 
 	if (version < 3) {
 		/* An older program's struct: its own layout (version 2 ended in
-		 * programmatic after the embedded compiler options). */
+		 * programmatic after the embedded compiler options, which were
+		 * version 1's: they end at cache_read_only). */
 		struct {
 			unsigned version;
 			int device;
 			jitk_capture_policy capture;
-			jitk_compiler_options compiler;
+			struct {
+				unsigned version;
+				const char *specs, *cache_dir, *cache_path;
+				int no_compile, force_compile;
+				const char *dump_dir;
+				jitk_log_fn log;
+				void *log_payload;
+				int log_level, cache_read_only;
+			} compiler;
 			int programmatic;
 		} old;
 

@@ -31,7 +31,7 @@ Name: jitk
 Description: JIT kernel compiler and loader for CUDA (NVRTC, Driver API)
 Version: $version
 Libs: -L\${libdir} -ljitk
-Libs.private: -lyaml -lcrypto -lnvrtc -ldl -lpthread -lm
+Libs.private: -lyaml -lcrypto -lcurl -lhiredis -lnvrtc -ldl -lpthread -lm
 Cflags: -I\${includedir}
 PC
 echo "installed jitk $version into $root"

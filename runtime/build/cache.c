@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build/bundle.h"
 #include "build/cache.h"
 
 static const char entry_magic[8] = { 'J', 'I', 'T', 'K', 'C', 'B', 'N', '1' };
@@ -67,40 +68,14 @@ struct jitk_cache {
 	char *root; /* writable root (.../v1), or NULL */
 	char *top;  /* the directory given (root without /v1) */
 	uint64_t max_bytes; /* $JITK_CACHE_MAX_BYTES: prune after writes */
-	char **layers; /* read-only roots (.../v1) */
+	char **layers; /* read-only roots (.../v1); NULL where a bundle is */
+	jitk_bundle **bundles; /* per layer: the bundle, or NULL */
 	size_t nlayers;
 	jitk_logger log;
 	jitk_cache_counters n;
 };
 
 /* ------------------------------------------------------------ encoding */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 /* Header fields (little endian):
  *   0 magic[8]  8 format u32  12 header size u32  16 key[32]
@@ -112,19 +87,25 @@ static uint64_t get64(const uint8_t *p)
 #define SUM_AT 88
 #define RESERVED_AT 120
 
+int jitk__checksum_hole(uint8_t out[JITK_HASH_SIZE], const uint8_t *head, size_t head_len,
+			size_t sum_at, const uint8_t *rest, size_t rest_len)
+{
+	jitk_hasher *h;
+	uint8_t copy[256];
+
+	if (head_len > sizeof(copy) || !(h = jitk__hasher_new()))
+		return -1;
+	memcpy(copy, head, head_len);
+	memset(copy + sum_at, 0, JITK_HASH_SIZE);
+	jitk__hasher_update(h, copy, head_len);
+	jitk__hasher_update(h, rest, rest_len);
+	return jitk__hasher_final(h, out);
+}
+
 static int checksum(uint8_t out[JITK_HASH_SIZE], const uint8_t *head,
 		    const uint8_t *rest, size_t rest_len)
 {
-	jitk_hasher *h = jitk__hasher_new();
-	uint8_t copy[JITK_ENTRY_HEADER];
-
-	if (!h)
-		return -1;
-	memcpy(copy, head, sizeof(copy));
-	memset(copy + SUM_AT, 0, JITK_HASH_SIZE);
-	jitk__hasher_update(h, copy, sizeof(copy));
-	jitk__hasher_update(h, rest, rest_len);
-	return jitk__hasher_final(h, out);
+	return jitk__checksum_hole(out, head, JITK_ENTRY_HEADER, SUM_AT, rest, rest_len);
 }
 
 int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
@@ -143,14 +124,14 @@ int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 	if (!buf)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	memcpy(buf, entry_magic, 8);
-	put32(buf + 8, JITK_CACHE_FORMAT);
-	put32(buf + 12, JITK_ENTRY_HEADER);
+	jitk__put32(buf + 8, JITK_CACHE_FORMAT);
+	jitk__put32(buf + 12, JITK_ENTRY_HEADER);
 	memcpy(buf + 16, e->key, JITK_HASH_SIZE);
 	memcpy(buf + 48, e->target, strlen(e->target));
-	put64(buf + 64, names);
-	put32(buf + 72, (uint32_t)e->nnames);
-	put32(buf + 76, e->is_ptx ? 1u : 0u);
-	put64(buf + 80, e->size);
+	jitk__put64(buf + 64, names);
+	jitk__put32(buf + 72, (uint32_t)e->nnames);
+	jitk__put32(buf + 76, e->is_ptx ? 1u : 0u);
+	jitk__put64(buf + 80, e->size);
 	p = buf + JITK_ENTRY_HEADER;
 	for (i = 0; i < e->nnames; i++) {
 		size_t n = strlen(e->names[i]) + 1;
@@ -187,13 +168,13 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 		*problem = "bad magic";
 		return -1;
 	}
-	if (get32(buf + 8) != JITK_CACHE_FORMAT || get32(buf + 12) != JITK_ENTRY_HEADER) {
+	if (jitk__get32(buf + 8) != JITK_CACHE_FORMAT || jitk__get32(buf + 12) != JITK_ENTRY_HEADER) {
 		*problem = "unsupported format version";
 		return -1;
 	}
-	names = get64(buf + 64);
-	count = get32(buf + 72);
-	image = get64(buf + 80);
+	names = jitk__get64(buf + 64);
+	count = jitk__get32(buf + 72);
+	image = jitk__get64(buf + 80);
 	/* Sizes are checked against limits and the file before any use. */
 	if (names > JITK_ENTRY_MAX_NAMES || image > JITK_ENTRY_MAX_IMAGE ||
 	    count > names) {
@@ -205,7 +186,7 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 								     : "trailing bytes";
 		return -1;
 	}
-	if (buf[48 + 15] != 0 || (get32(buf + 76) & ~1u) || get64(buf + RESERVED_AT)) {
+	if (buf[48 + 15] != 0 || (jitk__get32(buf + 76) & ~1u) || jitk__get64(buf + RESERVED_AT)) {
 		*problem = "bad header fields";
 		return -1;
 	}
@@ -242,11 +223,33 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 	memcpy(out->key, buf + 16, JITK_HASH_SIZE);
 	memcpy(out->target, buf + 48, 16);
 	out->target[15] = '\0';
-	out->is_ptx = (int)(get32(buf + 76) & 1u);
+	out->is_ptx = (int)(jitk__get32(buf + 76) & 1u);
 	if (image)
 		memcpy(out->image, end, (size_t)image);
 	out->size = (size_t)image;
 	return 0;
+}
+
+const char *jitk__entry_mismatch(const jitk_cache_entry *e, const uint8_t key[JITK_HASH_SIZE],
+				 const char *target)
+{
+	if (memcmp(e->key, key, JITK_HASH_SIZE))
+		return "key mismatch";
+	if (strcmp(e->target, target))
+		return "target mismatch";
+	return NULL;
+}
+
+const char *jitk__entry_kind_problem(const jitk_cache_entry *e)
+{
+	jitk_arch a;
+
+	if (jitk__arch_parse(&a, e->target))
+		return "the target it names is not an architecture";
+	if (e->nnames != 1)
+		return "it does not hold exactly one kernel name";
+	return jitk__image_problem(e->image, e->size, e->is_ptx, a, (const char *const *)e->names,
+				   e->nnames);
 }
 
 void jitk__cache_entry_free(jitk_cache_entry *e)
@@ -555,6 +558,34 @@ static const char *layer_unusable(const char *top, char *why, size_t n)
 	return NULL;
 }
 
+/* A layer that is a file is a bundle: opened (and its index checked) now,
+ * so that a bad one is one warning, not one per lookup. *added is 0 when
+ * top is no regular file (then it is not one); returns -1 when out of
+ * memory. */
+static int add_bundle(jitk_cache *c, const char *top, int *added)
+{
+	char why[256];
+	jitk_bundle *b;
+	struct stat st;
+
+	*added = 0;
+	if (stat(top, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	*added = 1;
+	if (!jitk__bundle_magic(top)) {
+		jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: not a directory or a jitk bundle",
+			  top);
+		return 0;
+	}
+	if (jitk__bundle_open(&b, top, 1, why, sizeof(why))) {
+		jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: a bundle, but %s", top, why);
+		return strcmp(why, "out of memory") ? 0 : -1;
+	}
+	c->layers[c->nlayers] = NULL;
+	c->bundles[c->nlayers++] = b;
+	return 0;
+}
+
 static int add_layers(jitk_cache *c, const char *layers)
 {
 	char why[256];
@@ -564,22 +595,35 @@ static int add_layers(jitk_cache *c, const char *layers)
 		size_t n = colon ? (size_t)(colon - layers) : strlen(layers);
 		char *top = n ? jitk__strndup(layers, n) : NULL;
 		const char *bad;
+		char **p = NULL;
+		jitk_bundle **bp = NULL;
+		int file = 0;
 
 		if (n && !top)
 			return -1;
-		if (top && (bad = layer_unusable(top, why, sizeof(why)))) {
-			/* Once here, not once per lookup. */
-			jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: %s", top, bad);
-		} else if (top) {
-			char **p = realloc(c->layers, (c->nlayers + 1) * sizeof(*p));
-
+		if (top) {
+			p = realloc(c->layers, (c->nlayers + 1) * sizeof(*p));
 			if (p)
 				c->layers = p;
-			if (!p || !(p[c->nlayers] = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR))) {
+			bp = p ? realloc(c->bundles, (c->nlayers + 1) * sizeof(*bp)) : NULL;
+			if (bp)
+				c->bundles = bp;
+			if (!bp || add_bundle(c, top, &file)) {
 				free(top);
 				return -1;
 			}
-			c->nlayers++;
+		}
+		if (top && file) {
+			/* a bundle: added or warned about */
+		} else if (top && (bad = layer_unusable(top, why, sizeof(why)))) {
+			/* Once here, not once per lookup. */
+			jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: %s", top, bad);
+		} else if (top) {
+			if (!(p[c->nlayers] = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR))) {
+				free(top);
+				return -1;
+			}
+			c->bundles[c->nlayers++] = NULL;
 		}
 		free(top);
 		layers = colon ? colon + 1 : layers + n;
@@ -647,9 +691,12 @@ void jitk__cache_close(jitk_cache *c)
 
 	if (!c)
 		return;
-	for (i = 0; i < c->nlayers; i++)
+	for (i = 0; i < c->nlayers; i++) {
 		free(c->layers[i]);
+		jitk__bundle_close(c->bundles[i]);
+	}
 	free(c->layers);
+	free(c->bundles);
 	free(c->root);
 	free(c->top);
 	free(c);
@@ -814,9 +861,7 @@ static int lookup_in(jitk_cache *c, const char *root, int layer,
 	 * it cannot: one message, not one here and one there. */
 	if (dfd >= 0)
 		rc = entry_read_in(out, dfd, name, layer, &problem, &seen);
-	if (!rc && (memcmp(out->key, key, JITK_HASH_SIZE) || strcmp(out->target, target))) {
-		problem = memcmp(out->key, key, JITK_HASH_SIZE) ? "key mismatch"
-								 : "target mismatch";
+	if (!rc && (problem = jitk__entry_mismatch(out, key, target))) {
 		jitk__cache_entry_free(out);
 		rc = -1;
 	}
@@ -844,13 +889,31 @@ static int lookup_in(jitk_cache *c, const char *root, int layer,
 	return rc;
 }
 
+/* A bundle layer: a bad entry is a reject (logged, counted) and a miss. */
+static int bundle_lookup(jitk_cache *c, jitk_bundle *b, const uint8_t key[JITK_HASH_SIZE],
+			 const char *target, jitk_cache_entry *out)
+{
+	const char *problem = NULL;
+	char hex[HEXLEN + 1];
+	int rc = jitk__bundle_get(b, key, target, out, &problem);
+
+	if (rc && problem) {
+		jitk__hex(hex, key, JITK_HASH_SIZE);
+		atomic_fetch_add(&c->n.rejects, 1);
+		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s in bundle %s rejected: %s", hex,
+			  jitk__bundle_path(b), problem);
+	}
+	return rc;
+}
+
 int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
 		    const char *target, jitk_cache_entry *out, int *origin)
 {
 	size_t i;
 
 	for (i = 0; i < c->nlayers; i++)
-		if (!lookup_in(c, c->layers[i], 1, key, target, out)) {
+		if (c->bundles[i] ? !bundle_lookup(c, c->bundles[i], key, target, out)
+				  : !lookup_in(c, c->layers[i], 1, key, target, out)) {
 			atomic_fetch_add(&c->n.layer_hits, 1);
 			*origin = 2;
 			return JITK_OK;
@@ -862,6 +925,15 @@ int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
 	}
 	atomic_fetch_add(&c->n.misses, 1);
 	return JITK_ENOENT;
+}
+
+int jitk__cache_get_writable(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
+			     const char *target, jitk_cache_entry *out)
+{
+	if (!c->root || lookup_in(c, c->root, 0, key, target, out))
+		return JITK_ENOENT;
+	atomic_fetch_add(&c->n.hits, 1);
+	return JITK_OK;
 }
 
 /* ------------------------------------------------------------- publish */
@@ -1315,8 +1387,9 @@ static int remove_item(const cache_item *it)
 
 /* Check an entry's contents as a lookup does (root's entries are fine,
  * as in a layer) and that its key is its name: 0 good, 1 bad (*problem),
- * -1 removed meanwhile. */
-static int entry_check(const cache_item *it, const char **problem, struct stat *seen)
+ * -1 removed meanwhile. keep (NULL allowed) gets a good entry. */
+static int entry_check(const cache_item *it, const char **problem, struct stat *seen,
+		       jitk_cache_entry *keep)
 {
 	jitk_cache_entry e;
 	char hex[HEXLEN + 1];
@@ -1329,17 +1402,12 @@ static int entry_check(const cache_item *it, const char **problem, struct stat *
 	} else {
 		/* What a lookup would refuse to load, verify refuses too: an
 		 * image that is not code for the target it names. */
-		jitk_arch t;
-
-		if (jitk__arch_parse(&t, e.target))
-			*problem = "the target it names is not an architecture";
-		else if (e.nnames != 1)
-			*problem = "it does not hold exactly one kernel name";
-		else
-			*problem = jitk__image_problem(e.image, e.size, e.is_ptx, t,
-						       (const char *const *)e.names, e.nnames);
+		*problem = jitk__entry_kind_problem(&e);
 	}
-	jitk__cache_entry_free(&e);
+	if (keep && !*problem)
+		*keep = e;
+	else
+		jitk__cache_entry_free(&e);
 	return *problem ? 1 : 0;
 }
 
@@ -1369,7 +1437,7 @@ static int scan_one(void *p, const cache_item *it)
 			sc->report(sc->ctx, it->path, it->why, 1);
 		return 0;
 	case ITEM_ENTRY:
-		if (sc->verify && entry_check(it, &problem, &seen) < 0)
+		if (sc->verify && entry_check(it, &problem, &seen, NULL) < 0)
 			return 0;
 		if (!problem) {
 			sc->s->entries++;
@@ -1393,6 +1461,41 @@ int jitk__cache_scan(jitk_cache_summary *out, const char *root, int verify,
 
 	memset(out, 0, sizeof(*out));
 	return walk(root, 1, "read", scan_one, &sc);
+}
+
+typedef struct {
+	int (*fn)(void *ctx, const char *path, const jitk_cache_entry *e);
+	void (*report)(void *ctx, const char *path, const char *problem);
+	void *ctx;
+} each_ctx;
+
+static int each_one(void *p, const cache_item *it)
+{
+	each_ctx *ec = p;
+	const char *problem = it->why;
+	jitk_cache_entry e;
+	struct stat seen;
+	int k;
+
+	if (it->kind == ITEM_ENTRY && (k = entry_check(it, &problem, &seen, &e)) <= 0) {
+		if (k < 0)
+			return 0; /* removed meanwhile */
+		k = ec->fn(ec->ctx, it->path, &e);
+		jitk__cache_entry_free(&e);
+		return k ? -1 : 0;
+	}
+	if ((it->kind == ITEM_ENTRY || it->kind == ITEM_BAD) && ec->report)
+		ec->report(ec->ctx, it->path, problem);
+	return 0;
+}
+
+int jitk__cache_each(const char *root,
+		     int (*fn)(void *ctx, const char *path, const jitk_cache_entry *e),
+		     void (*report)(void *ctx, const char *path, const char *problem), void *ctx)
+{
+	each_ctx ec = { fn, report, ctx };
+
+	return walk(root, 1, "read", each_one, &ec);
 }
 
 static int clear_one(void *p, const cache_item *it)
@@ -1469,7 +1572,7 @@ static int prune_one(void *p, const cache_item *it)
 			pc->r->temp++;
 		return 0;
 	case ITEM_ENTRY:
-		if (pc->verify && (k = entry_check(it, &problem, &seen)))
+		if (pc->verify && (k = entry_check(it, &problem, &seen, NULL)))
 			return k < 0 ? 0 : prune_bad(pc, it, &seen);
 		break;
 	default:

@@ -26,8 +26,38 @@ typedef struct {
 
 typedef struct jitk_cache jitk_cache;
 
+/* Little-endian fields of entries and bundles. */
+static inline void jitk__put32(uint8_t *p, uint32_t v)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void jitk__put64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t jitk__get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t jitk__get64(const uint8_t *p)
+{
+	return (uint64_t)jitk__get32(p) | (uint64_t)jitk__get32(p + 4) << 32;
+}
+
 /* dir: the writable cache (NULL or "" = none); layers: colon-separated
- * read-only caches. A writable directory that cannot be created or is not
+ * read-only caches, each a cache directory or a bundle file (bundle.h). A
+ * bundle must be a regular file, this user's or root's, not writable by
+ * group or others, with a header and index that verify. A writable directory that cannot be created or is not
  * trusted (owned by someone else, world-writable without the sticky bit,
  * v1/, v1/tmp or v1/locks a symbolic link) is dropped with one warning: the
  * cache never fails its caller. A layer that does not exist or is not a
@@ -47,6 +77,10 @@ const char *jitk__cache_root(const jitk_cache *c);
  * that fails verification counts as a reject, is logged and is a miss. */
 int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
 		    const char *target, jitk_cache_entry *out, int *origin);
+/* The same in the writable cache alone (what another process may have
+ * published meanwhile: the look after taking the key's lock). */
+int jitk__cache_get_writable(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
+			     const char *target, jitk_cache_entry *out);
 /* Publish atomically (temporary file, fsync, rename, fsync of the
  * directory). Failure is logged and returned, never fatal. */
 int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e);
@@ -74,6 +108,19 @@ unsigned long long jitk__cache_thread_rejects(void);
 int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e);
 int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 		       const char **problem);
+/* SHA-256 of a header of head_len bytes (at most 256) with its checksum
+ * field at sum_at read as zeros, then rest: the checksum of entries and
+ * bundles. 0, or -1 when hashing failed. */
+int jitk__checksum_hole(uint8_t out[JITK_HASH_SIZE], const uint8_t *head, size_t head_len,
+			size_t sum_at, const uint8_t *rest, size_t rest_len);
+/* Why a decoded entry is not the one asked for ("key mismatch", "target
+ * mismatch"), or NULL: every tier checks this after decoding. */
+const char *jitk__entry_mismatch(const jitk_cache_entry *e, const uint8_t key[JITK_HASH_SIZE],
+				 const char *target);
+/* Why a decoded entry cannot be used as a kernel's image, or NULL: it must
+ * hold exactly one kernel name and code for its own target
+ * (jitk__image_problem). Lookups, bundles and the remote apply it. */
+const char *jitk__entry_kind_problem(const jitk_cache_entry *e);
 /* Read and verify one entry file; the same checks as a lookup (regular
  * file, owner, mode, single link, sizes, checksum). */
 int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
@@ -102,6 +149,15 @@ int jitk__cache_scan(jitk_cache_summary *out, const char *root, int verify,
 		     void (*report)(void *ctx, const char *path,
 				    const char *problem, int foreign),
 		     void *ctx);
+
+/* Call fn for every entry of the cache at root that verifies as a lookup
+ * would (regular file, owner or root, mode, one link, checksum, its key
+ * its name), with its path and the decoded entry (freed after fn); report
+ * gets each bad one. Refuses root as jitk__cache_scan does. fn returning
+ * nonzero stops the walk with JITK_EIO (errno ENOMEM: JITK_ENOMEM). */
+int jitk__cache_each(const char *root,
+		     int (*fn)(void *ctx, const char *path, const jitk_cache_entry *e),
+		     void (*report)(void *ctx, const char *path, const char *problem), void *ctx);
 
 /* Remove every entry, temporary file and bad entry; lock files stay (a
  * process may hold one). failed: what could not be removed. */

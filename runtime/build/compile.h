@@ -7,6 +7,8 @@
 
 #include "build/cache.h"
 #include "build/instance.h"
+#include "build/lease.h"
+#include "build/remote.h"
 #include "base/internal.h"
 #include "spec/spec.h"
 
@@ -39,6 +41,8 @@ struct jitk_compiler {
 	spec_set *specs;
 	char **templates; /* per family: the template with includes inlined */
 	jitk_cache *cache;
+	jitk_remote *remote; /* NULL: none */
+	jitk_lease *lease;   /* NULL: none */
 	jitk_logger log;
 	int no_compile;
 	int force_compile;
@@ -69,8 +73,12 @@ int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_op
 #define JITK_BUILD_FORCE 1u     /* ignore cache hits (driver rejected one) */
 #define JITK_BUILD_PTXAS_INFO 2u /* add --ptxas-options=-v; never cached */
 
-/* Get the image of instance inst for arch: cache layers, else NVRTC (under
- * the per-key lock), then publish. Only an image that is code for the
+/* Get the image of instance inst for arch: cache layers and the writable
+ * cache, else (under the per-key lock) the remote tier, else NVRTC (after
+ * taking or waiting for the key's lease, when there is a lease server),
+ * then publish and upload. A remote object is verified as a local entry
+ * is and published into the writable cache; nothing the remote does fails
+ * a build. Only an image that is code for the
  * target (jitk__image_problem) is published or returned: a cache hit that
  * is not is a reject (logged, evicted, compiled again). JITK_EARCH (reason
  * in the message) when a gate or constraint forbids it; JITK_EINVAL when

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "build/compile.h"
@@ -123,6 +124,7 @@ static int split_dirs(char ***out, size_t *n, const char *list)
 static const size_t compiler_options_size[] = {
 	0,
 	offsetof(jitk_compiler_options, cache_read_only) + sizeof(int), /* 1 */
+	offsetof(jitk_compiler_options, remote_lease_ttl_ms) + sizeof(int), /* 2 */
 };
 
 int jitk_compiler_options_init(jitk_compiler_options *opts, unsigned version)
@@ -154,6 +156,27 @@ int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_op
 	memcpy(o, in, compiler_options_size[in->version]);
 	o->version = JITK_COMPILER_OPTIONS_VERSION;
 	return 0;
+}
+
+/* The remote tier and the lease server, from the options, else the
+ * environment. A lease server without a remote has nothing to wait for. */
+static int remote_open(jitk_compiler *c, const jitk_compiler_options *o)
+{
+	const char *urls = o->remote ? o->remote : jitk__env("JITK_REMOTE_CACHE");
+	const char *lease = o->remote_lease ? o->remote_lease : jitk__env("JITK_REMOTE_LEASE");
+	int ro = o->remote_read_only >= 0 ? o->remote_read_only : jitk__env_flag("JITK_REMOTE_READONLY");
+	int rc = jitk__remote_open(&c->remote, urls, ro, o->remote_connect_timeout_ms,
+				   o->remote_timeout_ms, &c->log);
+
+	if (rc || !lease || !*lease)
+		return rc;
+	if (!c->remote) {
+		jitk__log(&c->log, JITK_LOG_WARN, "lease server %s ignored: there is no remote cache",
+			  strchr(lease, '@') ? "redis://...@..." : lease);
+		return 0;
+	}
+	return jitk__lease_open(&c->lease, lease, o->remote_connect_timeout_ms,
+				o->remote_lease_ttl_ms, &c->log);
 }
 
 int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
@@ -232,6 +255,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	} else if ((rc = jitk__cache_open(&c->cache, cache_dir, layers, &c->log))) {
 		goto fail;
 	}
+	if ((rc = remote_open(c, &o)))
+		goto fail;
 	*out = c;
 	c = NULL;
 	rc = JITK_OK;
@@ -257,6 +282,8 @@ void jitk_compiler_free(jitk_compiler *c)
 	free(c->templates);
 	jitk__spec_set_free(c->specs);
 	jitk__cache_close(c->cache);
+	jitk__lease_close(c->lease);
+	jitk__remote_close(c->remote);
 	free(c->dump_dir);
 	free(c->archs);
 	free(c);
@@ -535,11 +562,7 @@ static int usable_hit(jitk_compiler *c, const jitk_build *b, jitk_cache_entry *e
 		      int origin)
 {
 	char arch[JITK_ARCH_STRLEN];
-	const char *why = e->nnames != 1 ? "it does not hold exactly one kernel name"
-					 : jitk__image_problem(e->image, e->size, e->is_ptx,
-							       b->variant.target,
-							       (const char *const *)e->names,
-							       e->nnames);
+	const char *why = jitk__entry_kind_problem(e);
 
 	if (!why)
 		return 1;
@@ -552,13 +575,126 @@ static int usable_hit(jitk_compiler *c, const jitk_build *b, jitk_cache_entry *e
 	return 0;
 }
 
+static int no_compile(const jitk_compiler *c, const jitk_build *b, const char *target)
+{
+	return jitk__error(JITK_ENOCOMPILE,
+			   "%s for %s is not in the cache%s (key %.16s...) and compiling is disabled (JITK_NO_COMPILE)",
+			   c->specs->insts[b->variant.inst].name, target, c->remote ? " or the remote" : "",
+			   b->key_hex);
+}
+
+/* ------------------------------------------------------------ remote tier */
+
+/* Fetch b's key from the remote: 0 with b->entry and b->origin set, after
+ * the verification a local entry gets (entry header and checksum, key and
+ * target, code for the target), and published into the writable cache.
+ * JITK_ENOENT on a miss (counted when count_miss) or a reject (counted,
+ * warned); JITK_EIO when its URL is off. */
+static int remote_fetch(jitk_build *b, jitk_compiler *c, const char *target, int count_miss)
+{
+	jitk_remote_counters *n = jitk__remote_counters(c->remote);
+	const char *why = NULL;
+	jitk_cache_entry e;
+	uint8_t *bytes;
+	size_t len;
+	int rc = jitk__remote_get(c->remote, b->entry.key, &bytes, &len);
+
+	if (rc == JITK_ENOENT && count_miss)
+		atomic_fetch_add(&n->misses, 1);
+	if (rc)
+		return rc;
+	if (!jitk__entry_decode(&e, bytes, len, &why) &&
+	    ((why = jitk__entry_mismatch(&e, b->entry.key, target)) ||
+	     (why = jitk__entry_kind_problem(&e))))
+		jitk__cache_entry_free(&e);
+	free(bytes);
+	if (why) {
+		atomic_fetch_add(&n->rejects, 1);
+		jitk__log(&c->log, JITK_LOG_WARN,
+			  "remote object %.16s... for %s on %s from %s rejected: %s; compiling it",
+			  b->key_hex, c->specs->insts[b->variant.inst].name, target,
+			  jitk__remote_url(c->remote, b->entry.key), why);
+		return JITK_ENOENT;
+	}
+	atomic_fetch_add(&n->hits, 1);
+	b->entry = e;
+	b->origin = JITK_ORIGIN_REMOTE;
+	/* A failure to publish is the cache's to warn about; the image is
+	 * used from memory. */
+	if (jitk__cache_put(c->cache, &b->entry))
+		jitk__error_clear();
+	return 0;
+}
+
+static void remote_upload(jitk_build *b, jitk_compiler *c)
+{
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+
+	if (!jitk__entry_encode(&bytes, &len, &b->entry))
+		(void)jitk__remote_put(c->remote, b->entry.key, bytes, len);
+	free(bytes);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Before compiling a key the remote lacks: take its lease (*leased), or,
+ * while another process holds it, poll the remote until the holder's
+ * upload arrives (0: b->entry filled) or the lease is gone or expired
+ * (then compile anyway). A read-only process never takes a lease (it
+ * uploads nothing that others could wait for) but waits on others'. The
+ * wait is bounded by the lease's time to live. */
+static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int *leased)
+{
+	jitk_remote_counters *n = jitk__remote_counters(c->remote);
+	double start = jitk__now_ms(), deadline;
+	long left = 0, delay = 10;
+	int st, rc = JITK_ENOENT;
+
+	*leased = 0;
+	if (!c->lease || !jitk__remote_on(c->remote, b->entry.key))
+		return JITK_ENOENT;
+	st = jitk__remote_read_only(c->remote) ? jitk__lease_check(c->lease, b->key_hex, &left)
+					       : jitk__lease_take(c->lease, b->key_hex, &left);
+	if (st == JITK_LEASE_TAKEN)
+		*leased = 1;
+	if (st != JITK_LEASE_HELD)
+		return JITK_ENOENT;
+	atomic_fetch_add(&jitk__lease_counters(c->lease)->waits, 1);
+	jitk__log(&c->log, JITK_LOG_INFO,
+		  "waiting for %s on %s: another process holds the lease on %.16s... (%ld ms left)",
+		  c->specs->insts[b->variant.inst].name, target, b->key_hex, left);
+	deadline = start + (double)jitk__lease_ttl(c->lease) + 1000.0;
+	for (;;) {
+		sleep_ms(delay);
+		delay = delay * 2 > 100 ? 100 : delay * 2;
+		if (!(rc = remote_fetch(b, c, target, 0)) || !jitk__remote_on(c->remote, b->entry.key) ||
+		    jitk__now_ms() > deadline)
+			break;
+		if (jitk__lease_check(c->lease, b->key_hex, &left) != JITK_LEASE_HELD) {
+			/* given back after the upload, or expired: one last look */
+			rc = remote_fetch(b, c, target, 0);
+			break;
+		}
+	}
+	atomic_fetch_add(&n->wait_us, (unsigned long long)((jitk__now_ms() - start) * 1000.0));
+	return rc;
+}
+
 int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		unsigned flags)
 {
 	jitk_tu tu;
 	char target[JITK_ARCH_STRLEN];
-	int rc, lock = -1, origin = 0, rejected = 0;
+	int rc, lock = -1, origin = 0, rejected = 0, leased = 0;
 	int use_cache = !(flags & JITK_BUILD_PTXAS_INFO);
+	int ask_remote = use_cache && c->remote && !c->force_compile && !(flags & JITK_BUILD_FORCE);
 	unsigned long long rejects0 = jitk__cache_thread_rejects();
 
 	memset(b, 0, sizeof(*b));
@@ -581,25 +717,36 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 			rejected = 1;
 		}
 	}
-	if (c->no_compile && use_cache) {
-		rc = jitk__error(JITK_ENOCOMPILE,
-				 "%s for %s is not in the cache (key %.16s...) and compiling is disabled (JITK_NO_COMPILE)",
-				 c->specs->insts[inst].name, target, b->key_hex);
+	if (c->no_compile && use_cache && !ask_remote) {
+		rc = no_compile(c, b, target);
 		goto done;
 	}
-	if (use_cache) {
+	if (use_cache && !c->no_compile) {
 		jitk__cache_lock(c->cache, b->entry.key, &lock);
 		/* Someone may have published while we waited for the lock. */
 		if (lock >= 0 && !rejected && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
 			jitk_cache_entry e;
 
-			if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin) &&
-			    usable_hit(c, b, &e, origin)) {
+			/* (in the writable cache: the layers were just read, and a
+			 * bad entry there would be warned about twice) */
+			if (!jitk__cache_get_writable(c->cache, b->entry.key, target, &e) &&
+			    usable_hit(c, b, &e, origin = JITK_ORIGIN_CACHE)) {
 				b->entry = e;
 				b->origin = (jitk_origin)origin;
 				goto done;
 			}
 		}
+	}
+	if (ask_remote) {
+		if (!remote_fetch(b, c, target, 1))
+			goto done;
+		/* (a process that may not compile takes no lease) */
+		if (c->no_compile) {
+			rc = no_compile(c, b, target);
+			goto done;
+		}
+		if (!lease_wait(b, c, target, &leased))
+			goto done;
 	}
 	if ((rc = compile_now(b, c, &tu, flags)))
 		goto done;
@@ -607,8 +754,12 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	/* A failure to publish is warned about; the image stays in memory. */
 	if (use_cache && jitk__cache_put(c->cache, &b->entry))
 		b->origin = JITK_ORIGIN_MEMORY;
+	if (use_cache && c->remote && !jitk__remote_read_only(c->remote))
+		remote_upload(b, c);
 	jitk__error_clear();
 done:
+	if (leased)
+		jitk__lease_release(c->lease, b->key_hex);
 	jitk__cache_unlock(lock);
 	jitk__tu_free(&tu);
 	if (rc)
@@ -646,5 +797,36 @@ int jitk_precompile(jitk_origin *out_origin, jitk_compiler *c, const char *name,
 	if (out_origin)
 		*out_origin = b.origin;
 	jitk__build_free(&b);
+	return JITK_OK;
+}
+
+int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler)
+{
+	jitk_remote_stats s = JITK_REMOTE_STATS_INIT;
+
+	if (!out || !compiler)
+		return jitk__error(JITK_EINVAL, "jitk_remote_stats_get: NULL argument");
+	if (out->version != JITK_REMOTE_STATS_VERSION)
+		return jitk__error(JITK_EINVAL, "jitk_remote_stats version %u is not %d", out->version,
+				   JITK_REMOTE_STATS_VERSION);
+	if (compiler->remote) {
+		jitk_remote_counters *n = jitk__remote_counters(compiler->remote);
+
+		s.hits = atomic_load(&n->hits);
+		s.misses = atomic_load(&n->misses);
+		s.uploads = atomic_load(&n->uploads);
+		s.rejects = atomic_load(&n->rejects);
+		s.errors = atomic_load(&n->errors);
+		s.ms = (double)atomic_load(&n->us) / 1000.0;
+		s.lease_wait_ms = (double)atomic_load(&n->wait_us) / 1000.0;
+	}
+	if (compiler->lease) {
+		jitk_lease_counters *l = jitk__lease_counters(compiler->lease);
+
+		s.lease_taken = atomic_load(&l->taken);
+		s.lease_waits = atomic_load(&l->waits);
+		s.lease_errors = atomic_load(&l->errors);
+	}
+	*out = s;
 	return JITK_OK;
 }

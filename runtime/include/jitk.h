@@ -122,6 +122,28 @@ typedef struct jitk_compiler jitk_compiler;
  *   log_level   $JITK_LOG=error|warn|info|debug, default warn
  *   cache_read_only  use cache_dir for lookups only, never write it
  *               ($JITK_CACHE_READONLY=1); misses compile in memory
+ * Version 2 adds the remote tier (docs/cache-format.md, "The remote"):
+ *   remote      comma-separated base URLs, http:// or https://
+ *               ($JITK_REMOTE_CACHE); "" = none. Objects are
+ *               URL/v1/<key>; several URLs share the keys by rendezvous
+ *               hashing. Looked up after the local layers and cache; a
+ *               hit is verified like a local entry, then published into
+ *               the writable cache; a miss is compiled and uploaded (PUT).
+ *               Requests to S3 are signed (SigV4) when AWS_ACCESS_KEY_ID
+ *               and AWS_SECRET_ACCESS_KEY are set.
+ *   remote_read_only  look up only, never upload ($JITK_REMOTE_READONLY=1)
+ *   remote_lease  redis://[:PASSWORD@]HOST[:PORT][/DB] ($JITK_REMOTE_LEASE):
+ *               a process about to compile a key the remote lacks takes
+ *               a lease on it; the others poll the remote until the lease
+ *               holder has uploaded it or the lease expired; "" = none
+ *   remote_connect_timeout_ms  per connection (HTTP and Redis); < 1: 100
+ *   remote_timeout_ms  per HTTP request, all included; < 1: 2000
+ *   remote_lease_ttl_ms  how long a lease lasts (the longest anyone waits
+ *               for its holder); < 1: 10000
+ * A URL that fails once (refused, timed out, an HTTP status other than 200,
+ * 404 or a 2xx for an upload, a cut transfer) is off for the rest of the
+ * process, with one warning; a lease server that fails is off likewise.
+ * The remote never fails a build.
  * Flags and options win over the environment. Fill one with
  * jitk_compiler_options_init (or JITK_COMPILER_OPTIONS_INIT); a program
  * built against an older header passes its older version, which stays
@@ -138,12 +160,19 @@ typedef struct {
 	void *log_payload;
 	int log_level;
 	int cache_read_only;
+	/* version 2 */
+	const char *remote;
+	int remote_read_only;
+	const char *remote_lease;
+	int remote_connect_timeout_ms;
+	int remote_timeout_ms;
+	int remote_lease_ttl_ms;
 } jitk_compiler_options;
 
-#define JITK_COMPILER_OPTIONS_VERSION 1
+#define JITK_COMPILER_OPTIONS_VERSION 2
 #define JITK_COMPILER_OPTIONS_INIT                                            \
 	{ JITK_COMPILER_OPTIONS_VERSION, NULL, NULL, NULL, -1, -1, NULL,      \
-	  NULL, NULL, -1, -1 }
+	  NULL, NULL, -1, -1, NULL, -1, NULL, -1, -1, -1 }
 
 /* Set every field to its default for the given version (1 to
  * JITK_COMPILER_OPTIONS_VERSION). JITK_EINVAL for another version. */
@@ -203,7 +232,8 @@ typedef enum {
 	JITK_ORIGIN_COMPILED = 0, /* NVRTC ran now */
 	JITK_ORIGIN_CACHE = 1,    /* the writable cache */
 	JITK_ORIGIN_LAYER = 2,    /* a read-only layer */
-	JITK_ORIGIN_MEMORY = 3    /* compiled, but writing the cache failed */
+	JITK_ORIGIN_MEMORY = 3,   /* compiled, but writing the cache failed */
+	JITK_ORIGIN_REMOTE = 4    /* the remote tier (now also in the writable cache) */
 } jitk_origin;
 
 /* Make sure the cubin of the one instance NAME selects, for ARCH, is in
@@ -284,6 +314,84 @@ typedef struct {
 	uint64_t bad, temp, evicted, evicted_bytes, bytes_left, foreign, failed;
 } jitk_prune_result;
 JITK_API int jitk_cache_prune(jitk_prune_result *out, const char *dir, const char *max_bytes);
+
+/* Counters of the remote tier of one compiler (all zero without one).
+ * Set version (JITK_REMOTE_STATS_INIT does) before the call: fields up to
+ * that version's are filled, so the struct can grow. */
+typedef struct {
+	unsigned version;
+	uint64_t hits;         /* objects fetched, verified and used */
+	uint64_t misses;       /* lookups the remote had no object for */
+	uint64_t uploads;      /* objects written (PUT) */
+	uint64_t rejects;      /* objects that failed verification: neither used nor stored */
+	uint64_t errors;       /* failed requests; each turns its URL off */
+	uint64_t lease_taken;  /* cold keys this process took the lease on */
+	uint64_t lease_waits;  /* cold keys another process held the lease on */
+	uint64_t lease_errors; /* lease server failures (leases are then off) */
+	double ms;             /* time in HTTP requests */
+	double lease_wait_ms;  /* time waiting for other processes' leases */
+} jitk_remote_stats;
+
+#define JITK_REMOTE_STATS_VERSION 1
+#define JITK_REMOTE_STATS_INIT { JITK_REMOTE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0 }
+
+/* JITK_EINVAL for a NULL argument or an unknown version. Thread-safe. */
+JITK_API int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler);
+
+/* --------------------------------------------------------------- bundles */
+
+/* A bundle is one file holding verified cache entries and a sorted index
+ * (docs/cache-format.md, "Bundles"): for shared file systems with file
+ * count quotas, or a cache shipped inside a wheel or an image. A bundle
+ * named in JITK_CACHE_PATH (or cache_path) is a read-only layer, like a
+ * directory. */
+
+/* What a bundle operation did. Set version (JITK_BUNDLE_SUMMARY_INIT) first. */
+typedef struct {
+	unsigned version;
+	uint64_t entries; /* packed, unpacked, or verified good */
+	uint64_t bytes;   /* their size in entry bytes */
+	uint64_t skipped; /* pack: not of an architecture asked for; unpack: already there */
+	uint64_t bad;     /* entries that failed verification (never packed or unpacked) */
+} jitk_bundle_summary;
+
+#define JITK_BUNDLE_SUMMARY_VERSION 1
+#define JITK_BUNDLE_SUMMARY_INIT { JITK_BUNDLE_SUMMARY_VERSION, 0, 0, 0, 0 }
+
+/* Called for each bad entry: what names it (a path, or "key KEY (TARGET)"
+ * for an entry of a bundle), problem says why ("checksum mismatch"). */
+typedef void (*jitk_bundle_report_fn)(void *payload, const char *what, const char *problem);
+
+/* Write every entry of the cache at cache_dir (NULL: the default writable
+ * cache, as jitk_compiler_new finds it) whose target is for one of the SM
+ * numbers in archs (comma-separated: "sm_90,sm_100"; sm_90 takes sm_90,
+ * sm_90a and compute_90 entries; NULL = every entry) into the bundle file.
+ * Each entry is verified as a lookup would verify it (bad ones are
+ * reported and left out). The file is written next to its final name and
+ * renamed into place, so a reader never sees part of one; entries are in
+ * key order, so the same cache gives the same bytes. JITK_ENOENT or
+ * JITK_EIO (refused as jitk cache verify refuses a cache), JITK_EINVAL for
+ * a bad architecture list, JITK_EIO when the file cannot be written.
+ * report and out may be NULL. */
+JITK_API int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
+			     const char *archs, jitk_bundle_report_fn report, void *payload);
+
+/* Publish every entry of the bundle file into the writable cache at
+ * cache_dir (NULL: the default) with the normal atomic write path; entries
+ * already there (and good) are skipped, bad ones reported and left out.
+ * JITK_ENOENT (no such file), JITK_EIO (not a bundle, a header or index
+ * that fails verification, or a cache directory that cannot be used). */
+JITK_API int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
+			       jitk_bundle_report_fn report, void *payload);
+
+/* Check every byte of the bundle file: header and index (checksum, order,
+ * bounds, layout, zero padding) and every entry as a lookup would (header,
+ * checksum, key and target as indexed, code for its target). JITK_OK
+ * with out->bad counting the bad entries (each reported);
+ * JITK_ENOENT, or JITK_EIO when the header or index is bad (message says
+ * why). */
+JITK_API int jitk_bundle_verify(jitk_bundle_summary *out, const char *file,
+				jitk_bundle_report_fn report, void *payload);
 
 /* --------------------------------------------------------------- runtime */
 

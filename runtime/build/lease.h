@@ -1,0 +1,47 @@
+/* lease.h - cross-machine leases on cold keys, on a Redis server (hiredis).
+ * Before compiling a key the remote lacks, a process takes the key's lease
+ * (SET NX PX); the others poll the remote until the holder has uploaded
+ * it or the lease expired. Every failure fails open: the lease server is
+ * then off for the process (one warning) and everyone compiles.
+ * docs/cache-format.md, "Leases". */
+#ifndef JITK_LEASE_H
+#define JITK_LEASE_H
+
+#include <stdatomic.h>
+
+#include "base/internal.h"
+
+#define JITK_LEASE_TTL_MS 10000
+
+typedef struct jitk_lease jitk_lease;
+
+typedef struct {
+	atomic_ullong taken, waits, errors;
+} jitk_lease_counters;
+
+/* url: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (NULL or "" = none:
+ * *out stays NULL). A URL that does not parse is dropped with one warning.
+ * Nothing is connected yet. Fails only with JITK_ENOMEM. */
+int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long ttl_ms,
+		     const jitk_logger *log);
+void jitk__lease_close(jitk_lease *l);
+long jitk__lease_ttl(const jitk_lease *l);
+jitk_lease_counters *jitk__lease_counters(jitk_lease *l);
+
+/* What a lease operation found. */
+enum {
+	JITK_LEASE_OFF = 0,   /* no lease server (or it failed now): go ahead */
+	JITK_LEASE_TAKEN = 1, /* this process holds the lease now */
+	JITK_LEASE_HELD = 2,  /* another holds it; *left_ms: its time left */
+	JITK_LEASE_FREE = 3   /* nobody holds it */
+};
+
+/* Take the lease on the key hex (64 hex digits): TAKEN, HELD or OFF. */
+int jitk__lease_take(jitk_lease *l, const char *hex, long *left_ms);
+/* Whether someone holds it: HELD, FREE or OFF. */
+int jitk__lease_check(jitk_lease *l, const char *hex, long *left_ms);
+/* Give back a lease this process took (only if it still holds it: an
+ * expired lease someone else took since is left alone). */
+void jitk__lease_release(jitk_lease *l, const char *hex);
+
+#endif

@@ -1,0 +1,165 @@
+#!/bin/sh
+# tests/remote.sh BUILD_DIR - the remote tier and bundles from the command
+# line: jitk precompile --remote / $JITK_REMOTE_CACHE against an nginx
+# (WebDAV) this test starts on a free loopback port and stops, a remote
+# that is down, a read-only client, and jitk cache pack|unpack|verify FILE
+# with a bundle as the only layer under JITK_NO_COMPILE=1. Skips, saying
+# so, without nginx (.ci/run installs nginx-light). test_remote.c covers
+# the library against misbehaving servers.
+set -u
+b=${1:-build}
+jitk=$b/jitk
+w=$(mktemp -d "${TMPDIR:-/tmp}/jitk-remote-XXXXXX")
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$w"
+}
+trap cleanup EXIT
+fails=0 n=0
+
+nginx=$(command -v nginx || ls /usr/sbin/nginx /usr/local/sbin/nginx 2>/dev/null | head -n 1)
+if [ -z "$nginx" ]; then
+	echo "SKIP: remote: nginx not found (apt-get install nginx-light)"
+	exit 0
+fi
+
+# check NAME STATUS PATTERN CMD...: CMD exits with STATUS and its output
+# (stdout and stderr) matches the extended regular expression PATTERN.
+check() {
+	name=$1 want=$2 pat=$3
+	shift 3
+	n=$((n + 1))
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" != "$want" ] || ! printf '%s\n' "$out" | grep -Eq -- "$pat"; then
+		echo "FAIL: $name: exit $rc (want $want, output matching '$pat'):"
+		printf '%s\n' "$out" | sed 's/^/  /'
+		fails=$((fails + 1))
+	fi
+}
+
+# count NAME WANT PATTERN: the last output has WANT lines matching PATTERN.
+count() {
+	n=$((n + 1))
+	got=$(printf '%s\n' "$out" | grep -Ec -- "$3")
+	[ "$got" = "$2" ] || { echo "FAIL: $1: $got lines match '$3' (want $2)"; fails=$((fails + 1)); }
+}
+
+# nginx on a free port: try a few until one binds.
+mkdir -p "$w/store" "$w/body"
+for try in 1 2 3 4 5 6 7 8; do
+	port=$((20000 + ($$ * 7 + try * 977) % 40000))
+	cat >"$w/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $w/nginx.pid;
+error_log $w/error.log;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path $w/body;
+  proxy_temp_path $w/body;
+  fastcgi_temp_path $w/body;
+  uwsgi_temp_path $w/body;
+  scgi_temp_path $w/body;
+  server {
+    listen 127.0.0.1:$port;
+    root $w/store;
+    client_max_body_size 512m;
+    location / {
+      dav_methods PUT;
+      create_full_put_path on;
+      dav_access user:rw group:r all:r;
+      log_not_found off;
+    }
+  }
+}
+EOF
+	"$nginx" -p "$w" -c "$w/nginx.conf" >/dev/null 2>&1 &
+	pid=$!
+	sleep 0.3
+	kill -0 "$pid" 2>/dev/null && break
+	wait "$pid" 2>/dev/null
+	pid=
+done
+[ -n "$pid" ] || { echo "remote: nginx did not start:"; cat "$w/error.log"; exit 1; }
+url=http://127.0.0.1:$port/fleet
+syms="static_quant_fp8 rms_norm_scale_shift"
+pre() { "$jitk" precompile $syms --specs specs --arch sm_90 -j 2 "$@"; }
+k=$(pre --cache "$w/k" | sed -n 's/^precompiled \([0-9]*\) symbols.*/\1/p')
+rm -rf "$w/k"
+
+# Two fresh caches share compiles through the remote.
+check "first cache compiles and uploads" 0 ": $k compiled, 0 cached, 0 remote, 0 failed, 0 gated\$" \
+	pre --cache "$w/a" --remote "$url"
+n=$((n + 1))
+[ "$(find "$w/store/fleet/v1" -type f | wc -l)" = "$k" ] ||
+	{ echo "FAIL: the remote holds $(find "$w/store/fleet/v1" -type f | wc -l) objects, not $k"; fails=$((fails + 1)); }
+check "second cache: 0 compiled" 0 ": 0 compiled, 0 cached, $k remote, 0 failed, 0 gated\$" \
+	pre --cache "$w/b" --remote "$url"
+check "the progress lines say remote" 0 "^\[1/$k\] remote " pre --cache "$w/b2" --remote "$url"
+check "JITK_REMOTE_CACHE" 0 ": 0 compiled, 0 cached, $k remote, 0 failed, 0 gated\$" \
+	env JITK_REMOTE_CACHE="$url" "$jitk" precompile $syms --specs specs --arch sm_90 -j 2 --cache "$w/c"
+check "then local hits" 0 ": 0 compiled, $k cached, 0 remote, 0 failed, 0 gated\$" \
+	pre --cache "$w/b" --remote "$url"
+check "what was fetched verifies" 0 ": $k entries, .*, 0 bad\$" "$jitk" cache verify --cache "$w/b"
+
+# A remote that is down: one warning, everything compiled, exit 0.
+check "remote down" 0 ": $k compiled, 0 cached, 0 remote, 0 failed, 0 gated\$" \
+	pre --cache "$w/d" -j 1 --remote "http://127.0.0.1:1/x"
+count "remote down: one warning" 1 "warning: remote cache http://127.0.0.1:1/x: download of .* failed"
+count "remote down: no other warning" 1 "warning"
+
+# A read-only client compiles what the remote lacks and uploads nothing.
+check "read-only client" 0 ": $k compiled, 0 cached, 0 remote" \
+	env JITK_REMOTE_READONLY=1 "$jitk" precompile $syms --specs specs --arch sm_100 -j 2 \
+	--cache "$w/ro" --remote "$url/ro"
+n=$((n + 1))
+[ ! -e "$w/store/fleet/ro" ] || { echo "FAIL: a read-only client uploaded"; fails=$((fails + 1)); }
+
+# Bundles: pack every kernel for sm_90, use it as the only layer with
+# compiling disabled, unpack it, verify it, damage it.
+all=$("$jitk" precompile --specs specs --arch sm_90 --cache "$w/all" | sed -n 's/.*: \([0-9]*\) compiled, 0 cached.*/\1/p')
+"$jitk" precompile static_quant_fp8 --specs specs --arch sm_100 --cache "$w/all" >/dev/null 2>&1 ||
+	{ echo "FAIL: precompile for sm_100"; exit 1; }
+check "pack" 0 "^$w/k.jitkb: packed $all entries \([0-9]+ bytes\) from $w/all; 1 of other architectures and 0 bad left out\$" \
+	"$jitk" cache pack --cache "$w/all" --arch sm_90 -o "$w/k.jitkb"
+check "verify FILE" 0 "^$w/k.jitkb: $all entries, [0-9]+ bytes, 0 bad\$" "$jitk" cache verify "$w/k.jitkb"
+check "the bundle as the only layer, JITK_NO_COMPILE=1" 0 ": 0 compiled, $all cached, 0 remote, 0 failed, 0 gated\$" \
+	env JITK_CACHE_PATH="$w/k.jitkb" JITK_NO_COMPILE=1 "$jitk" precompile --specs specs --arch sm_90 \
+	--cache "$w/empty"
+n=$((n + 1))
+[ "$(find "$w/empty" -name '*.jitk' | wc -l)" = 0 ] || { echo "FAIL: a layer hit was written"; fails=$((fails + 1)); }
+check "sm_100 is not in it" 1 "is not in the cache .*JITK_NO_COMPILE" \
+	env JITK_CACHE_PATH="$w/k.jitkb" JITK_NO_COMPILE=1 "$jitk" precompile static_quant_fp8 --specs specs \
+	--arch sm_100 --cache "$w/empty"
+check "unpack" 0 "^$w/u: unpacked $all entries \([0-9]+ bytes\) from $w/k.jitkb; 0 already there, 0 bad left out\$" \
+	"$jitk" cache unpack "$w/k.jitkb" --cache "$w/u"
+check "unpack again" 0 "unpacked 0 entries .*; $all already there" "$jitk" cache unpack "$w/k.jitkb" --cache "$w/u"
+check "what was unpacked verifies" 0 ": $all entries, .*, 0 bad\$" "$jitk" cache verify --cache "$w/u"
+cp "$w/k.jitkb" "$w/bad.jitkb"
+printf '\377' | dd of="$w/bad.jitkb" bs=1 seek=400 conv=notrunc 2>/dev/null
+check "verify names a damaged entry" 1 "^bad entry: key [0-9a-f]{64} \(sm_90\): checksum mismatch\$" \
+	"$jitk" cache verify "$w/bad.jitkb"
+check "verify counts it" 1 ", 1 bad\$" "$jitk" cache verify "$w/bad.jitkb"
+check "a damaged entry is rejected once, then compiled" 0 ": 1 compiled, $((all - 1)) cached" \
+	env JITK_CACHE_PATH="$w/bad.jitkb" "$jitk" precompile --specs specs --arch sm_90 --cache "$w/e2"
+count "one warning for it" 1 "warning: cache entry [0-9a-f]{64} in bundle $w/bad.jitkb rejected: checksum mismatch"
+check "a file that is no bundle" 1 "^jitk: $w/nginx.conf: not a jitk bundle \(bad magic\)\$" \
+	"$jitk" cache verify "$w/nginx.conf"
+check "no such bundle" 1 "^jitk: no bundle at $w/nope\$" "$jitk" cache verify "$w/nope"
+
+# Usage errors: exit 2.
+check "pack without -o" 2 "cache pack: which file\? \(-o FILE\)" "$jitk" cache pack --cache "$w/all"
+check "unpack without a file" 2 "cache unpack: which bundle file\?" "$jitk" cache unpack --cache "$w/u"
+check "verify FILE and --cache" 2 "a bundle FILE or --cache DIR, not both" \
+	"$jitk" cache verify "$w/k.jitkb" --cache "$w/u"
+check "--arch on stats" 2 "--arch is an option of 'cache pack' only" "$jitk" cache stats --arch sm_90 --cache "$w/u"
+check "a bad --arch for pack" 2 "'sm_9x' is not an architecture" \
+	"$jitk" cache pack --cache "$w/all" --arch sm_9x -o "$w/x.jitkb"
+check "verify FILE extra" 2 "unexpected argument 'extra'" "$jitk" cache verify "$w/k.jitkb" extra
+
+[ "$fails" = 0 ] || { echo "remote: $fails of $n checks failed"; exit 1; }
+echo "remote: $n checks of --remote and the bundle commands passed"
