@@ -116,6 +116,21 @@ __device__ __forceinline__ void store(void *p, const vec<BYTES> &v)
 	}
 }
 
+// A vector of bf16 quantized with quantize_e4m3x2: half as many bytes.
+template <int BYTES>
+__device__ __forceinline__ void quantize_e4m3_vec(vec<BYTES / 2> &out, const vec<BYTES> &v,
+						  float rcp)
+{
+#pragma unroll
+	for (int w = 0; w < BYTES / 4; w++) {
+		unsigned pair = quantize_e4m3x2(bf16_lo(v.w[w]), bf16_hi(v.w[w]), rcp);
+		if (w % 2 == 0)
+			out.w[w / 2] = pair;
+		else
+			out.w[w / 2] |= pair << 16;
+	}
+}
+
 // Programmatic dependent launch (sm_90+). A kernel calls this before it
 // touches global memory: it waits until the kernels before it on the
 // stream have completed and their writes are visible (at once when it was
@@ -138,6 +153,43 @@ __device__ __forceinline__ float warp_sum(float v)
 	for (int m = 16; m > 0; m >>= 1)
 		v += __shfl_xor_sync(0xffffffffu, v, m);
 	return v;
+}
+
+__device__ __forceinline__ unsigned umax(unsigned a, unsigned b)
+{
+	return a > b ? a : b;
+}
+
+// Maximum over the 32 lanes of a warp (exact in any order).
+__device__ __forceinline__ unsigned warp_max(unsigned v)
+{
+#pragma unroll
+	for (int m = 16; m > 0; m >>= 1)
+		v = umax(v, __shfl_xor_sync(0xffffffffu, v, m));
+	return v;
+}
+
+// 1 / s correctly rounded (IEEE div.rn), for the per-token scales: the
+// contract's dynamic quantizer divides the IEEE way (unlike the static
+// one's div.full).
+__device__ __forceinline__ float reciprocal_rn(float s)
+{
+	return __fdiv_rn(1.0f, s);
+}
+
+// The per-token fp8 scale of a row whose largest |bf16| has the bits
+// AMAX_BITS (0..0x7fff): max(amax / 448, 1 / (448 * 512)), IEEE division;
+// a NaN amax (a NaN in the row) stays NaN.
+__device__ __forceinline__ float token_scale(unsigned amax_bits)
+{
+	const float amax = __uint_as_float(amax_bits << 16);
+	return amax != amax ? amax : fmaxf(__fdiv_rn(amax, 448.0f), 1.0f / 229376.0f);
+}
+
+// The largest |bf16| of the pair of bf16 values in WORD, as bits.
+__device__ __forceinline__ unsigned abs_max_bf16x2(unsigned word)
+{
+	return umax(word & 0x7fffu, (word >> 16) & 0x7fffu);
 }
 
 // Bulk asynchronous copies (sm_90+): one instruction moves a whole row

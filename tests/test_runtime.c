@@ -177,7 +177,7 @@ static void test_sm90_falls_back(void **state)
 	assert_int_equal(fake.launches[0].grid[0],
 			 GRID(rt, "fused_norm_scale_shift[hidden=3072]", "rows", 1024));
 	assert_int_equal(fake.launches[0].block[0], BLOCK(rt, "fused_norm_scale_shift[hidden=3072]"));
-	assert_int_equal(fake.launches[0].nparams, 11);
+	assert_int_equal(fake.launches[0].nparams, 27); /* the reference's 11, then issue 12's axes */
 	assert_int_equal(fake.launches[0].values[P_Y], a.y);
 	assert_int_equal(fake.launches[0].values[P_X], a.x);
 	assert_int_equal(fake.launches[0].values[P_ROWS], 1024);
@@ -811,8 +811,10 @@ static void test_full_tables_fail_loudly(void **state)
 	used = (size_t)snprintf(hidden, sizeof(hidden), "hidden: [3072, 1536, 5120");
 	for (i = 1; i <= 35; i++)
 		used += (size_t)snprintf(hidden + used, sizeof(hidden) - used, ", %d", 8 * i);
-	snprintf(hidden + used, sizeof(hidden) - used, ", 16384] }\n  fused_scale_residual_norm_scale_shift:");
-	t_edit(norm, "hidden: [3072, 1536, 5120] }\n  fused_scale_residual_norm_scale_shift:", hidden);
+	snprintf(hidden + used, sizeof(hidden) - used,
+		 ", 16384], modulation: shared, affine: none, outputs: y_q }\n  fused_scale_residual_norm_scale_shift:");
+	t_edit(norm, "hidden: [3072, 1536, 5120], modulation: shared, affine: none, outputs: y_q }\n"
+	       "  fused_scale_residual_norm_scale_shift:", hidden);
 	rt = runtime(f, &fake, 90, specs);
 	a.hidden = 16384;
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);

@@ -342,6 +342,40 @@ static void bind_slots(call *c, const jitk_kernel *k, size_t i)
 	}
 }
 
+/* A scalar or dim that no tensor told: when a tensor whose shape names it
+ * was given with another rank, that is the error to report (its shape is
+ * checked only later). 0 when there is none. */
+static int wrong_rank(call *c, const jitk_kernel *k, const char *name)
+{
+	const spec_family *f = c->f;
+	char want[128], got[128];
+	size_t i, d, used;
+
+	for (i = 0; i < f->nargs; i++) {
+		const spec_arg *a = &f->args[i];
+		const jitk_tensor *t;
+		int names = 0;
+
+		if (a->type != AT_TENSOR || !k->present[i] || !c->given[i])
+			continue;
+		t = c->given[i]->v.tensor;
+		for (d = 0; d < a->ndim; d++)
+			names |= !strcmp(a->shape[d].text, name);
+		if (!names || (size_t)t->ndim == a->ndim)
+			continue;
+		used = (size_t)snprintf(want, sizeof(want), "[");
+		for (d = 0; d < a->ndim && used < sizeof(want); d++)
+			used += (size_t)snprintf(want + used, sizeof(want) - used, "%s%s", d ? ", " : "",
+						 a->shape[d].text);
+		if (used < sizeof(want))
+			snprintf(want + used, sizeof(want) - used, "]");
+		return jitk__error(JITK_EINVAL, "%s: %s: expected shape %s (%zu dimensions), got %s (nothing launched)",
+				   c->name, a->name, want, a->ndim,
+				   shape_text(got, sizeof(got), t->shape, t->ndim));
+	}
+	return 0;
+}
+
 /* The scalars: given, else bound from a tensor, else the spec's
  * default. */
 static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
@@ -375,6 +409,10 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 			c->slots[i] = v;
 			c->slot_set[i] = 1;
 		} else if (!c->slot_set[i]) {
+			int rc;
+
+			if (!a->has_default && (rc = wrong_rank(c, k, a->name)))
+				return rc;
 			if (!a->has_default)
 				return jitk__error(JITK_EINVAL, "%s: missing argument %s (nothing launched)",
 						   c->name, a->name);
@@ -393,10 +431,16 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 			params[i] = (uint64_t)c->slots[i];
 		}
 	}
-	for (i = 0; i < f->ndims; i++)
-		if (!c->slot_set[f->nargs + i])
-			return jitk__error(JITK_EINVAL, "%s: no tensor tells the dimension %s (nothing launched)",
-					   c->name, f->dims[i]);
+	for (i = 0; i < f->ndims; i++) {
+		int rc;
+
+		if (c->slot_set[f->nargs + i])
+			continue;
+		if ((rc = wrong_rank(c, k, f->dims[i])))
+			return rc;
+		return jitk__error(JITK_EINVAL, "%s: no tensor tells the dimension %s (nothing launched)",
+				   c->name, f->dims[i]);
+	}
 	return 0;
 }
 
