@@ -118,6 +118,14 @@ int jitk__checksum(uint8_t out[JITK_SUM_SIZE], const void *a, size_t na, const v
 		   size_t nb);
 void jitk__hex(char *out, const uint8_t *bytes, size_t n);
 
+/* ----------------------------------------------------- profiler ranges */
+
+/* A range in the profiler's timeline (NVTX, domain "jitk"; trace.c),
+ * named from fmt: "resolve NAME on ARCH". Pushes and pops pair up on each
+ * thread. Without an attached tool nothing is formatted or recorded. */
+void jitk__range_push(const char *fmt, ...) JITK_PRINTF(1, 2);
+void jitk__range_pop(void);
+
 /* ---------------------------------------------------------------- time */
 
 double jitk__now_ms(void);
