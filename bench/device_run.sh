@@ -2,8 +2,8 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests memcheck racecheck triton sass precompile nvrtc bench plotdata sweep python
-# torch report (default all but sweep). report writes $OUT/performance.md (docs/performance.md
+# STEPS: any of tests memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
+# sweep python pyops torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
 # Every step runs even when an earlier one failed; the script exits 1 at the end, naming the
@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
 export LD_LIBRARY_PATH="$PWD/$b/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/$b/libjitk.so.$version"
-steps=${1:-"tests memcheck racecheck triton sass precompile nvrtc bench plotdata python torch report"}
+steps=${1:-"tests memcheck racecheck triton sass precompile nvrtc bench plotdata python pyops torch report"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 failed=
 # ran RC NAME: print "NAME rc=RC" and remember NAME when RC is not 0.
@@ -44,6 +44,13 @@ if has memcheck; then
 		>"$OUT/memcheck.log" 2>&1
 	ran $? memcheck
 	grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | tail -3
+fi
+if has memcheck_full; then
+	# the whole matrix, the 700k-row case included (slow under memcheck)
+	compute-sanitizer --tool memcheck --error-exitcode 3 "$b/tests/test_gpu" \
+		>"$OUT/memcheck_full.log" 2>&1
+	ran $? memcheck_full
+	grep -E "ERROR SUMMARY|PASSED|FAILED|^large" "$OUT/memcheck_full.log" | tail -4
 fi
 if has racecheck; then
 	JITK_GPU_QUICK=1 compute-sanitizer --tool racecheck --error-exitcode 3 "$b/tests/test_gpu" \
@@ -81,8 +88,8 @@ if has precompile; then
 	tail -1 "$tmp/pcj.log"
 	for i in 1 2 3; do
 		rm -rf "$tmp/pcx"
-		"$b/jitk" source fused_norm_scale_shift_fp8 --arch sm_100 --specs specs >"$tmp/s.cu" || rc=1
-		"$b/jitk" source fused_norm_scale_shift_fp8 --arch sm_100 --specs specs --options >"$tmp/s.opt" || rc=1
+		"$b/jitk" source 'fused_norm_scale_shift_fp8[hidden=3072]' --arch sm_100 --specs specs >"$tmp/s.cu" || rc=1
+		"$b/jitk" source 'fused_norm_scale_shift_fp8[hidden=3072]' --arch sm_100 --specs specs --options >"$tmp/s.opt" || rc=1
 		a=$(date +%s%N)
 		"$b/nvrtc_alone" "$tmp/s.cu" "$tmp/s.opt" >/dev/null || rc=1
 		b_=$(date +%s%N)
@@ -124,6 +131,24 @@ if has python; then
 	ran $? "python binding (torch)"
 	grep -E "^Ran|^OK|FAILED|Error" "$OUT/python.log"
 fi
+if has pyops; then
+	# the package from the source tree: its compiled call plan built for this
+	# machine's python, then the ops, DLPack and host-overhead tests
+	inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+	suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
+		-o "bindings/python/jitk/_fast$suf" >"$OUT/pyops.log" 2>&1
+	ran $? "python _fast build"
+	export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+	JITK_SPECS=specs:tests/families/specs python3 -m unittest -v tests/python/test_ops.py >>"$OUT/pyops.log" 2>&1
+	ran $? "python ops"
+	JITK_SPECS=specs:tests/families/specs python3 -m unittest -v tests/python/test_dlpack_gpu.py >>"$OUT/pyops.log" 2>&1
+	ran $? "python dlpack"
+	grep -E "^Ran|^OK|FAILED|Error|opcheck" "$OUT/pyops.log" | tail -12
+	python3 bench/py_overhead.py >"$OUT/py_overhead.log" 2>&1
+	ran $? "python overhead"
+	tail -20 "$OUT/py_overhead.log"
+fi
 if has torch; then
 	python3 bench/torch_baseline.py --rows 128,1024,4096,16384 --hidden 3072 >"$OUT/torch.log" 2>&1
 	ran $? torch
@@ -134,6 +159,8 @@ if has report; then
 	python3 bench/report.py "$OUT" "$OUT/performance.md"
 	ran $? report
 fi
+# At most 8 files come back from the machine: the logs as one archive.
+( cd "$OUT" && ls *.log >/dev/null 2>&1 && tar czf logs.tar.gz *.log && rm -f *.log )
 if [ -n "$failed" ]; then
 	echo "device_run: failed:$failed"
 	exit 1

@@ -1,27 +1,31 @@
 /* jitk - command-line front end: list, explain, source, precompile,
- * cache, bench. Exit status: 0 ok, 1 failure, 2 usage. */
+ * cache, bench. Exit status: 0 ok, 1 failure, 2 usage. It uses the public
+ * API only (jitk.h); the build gives it no other include directory. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "build/compile.h"
+#include "jitk.h"
 
 static const char *prog = "jitk";
 
 static const char usage_main[] =
 	"usage: jitk [--version] [--help] COMMAND [ARGS]\n"
 	"\n"
-	"  list                      every symbol, its family, parameters and gates\n"
+	"  list [NAME]               every symbol, its family, parameters and gates\n"
 	"  explain NAME --arch ARCH  which variant runs on ARCH, or the fallback and why\n"
 	"  source NAME --arch ARCH   the translation unit (--options: NVRTC options)\n"
 	"  precompile [NAME...]      compile symbols x architectures into a cache\n"
@@ -29,38 +33,43 @@ static const char usage_main[] =
 	"                            inspect or maintain a cache directory\n"
 	"  bench                     kernel and JIT timings on this machine's GPU\n"
 	"\n"
+	"NAME is a symbol (all its instances) or symbol[param=value,...].\n"
 	"Common options: --specs DIR[:DIR] (default $JITK_SPECS, else the installed\n"
 	"specs), --cache DIR (default $JITK_CACHE_DIR, $XDG_CACHE_HOME/jitk,\n"
 	"~/.cache/jitk). 'jitk COMMAND --help' says more.\n";
 
 static const char usage_list[] =
-	"usage: jitk list [--specs DIR]\n"
+	"usage: jitk list [NAME] [--specs DIR]\n"
 	"\n"
-	"Print every symbol instance: name, family, parameter values and the\n"
+	"Print every symbol instance (or those NAME selects: a symbol, or\n"
+	"symbol[param=value,...]): name, family, parameter values and the\n"
 	"architecture gates that apply to it.\n";
 
 static const char usage_explain[] =
 	"usage: jitk explain NAME --arch ARCH [--specs DIR]\n"
 	"\n"
 	"Say whether NAME runs on ARCH (sm_90, sm_100a, compute_90...) and with\n"
-	"which tuning, or which fallback runs instead and why. Needs no GPU.\n"
+	"which tuning, or which fallback runs instead and why; for each instance\n"
+	"when NAME selects several (a bare symbol name). Needs no GPU.\n"
 	"Exit 0 when NAME or its fallback runs there, 1 when neither can.\n";
 
 static const char usage_source[] =
 	"usage: jitk source NAME --arch ARCH [--options] [--specs DIR]\n"
 	"\n"
-	"Print the exact translation unit jitk compiles for NAME on ARCH. With\n"
-	"--options, print instead the NVRTC options, one per line, then one line\n"
-	"'name-expression EXPR' per name expression: enough to reproduce the\n"
-	"compile with NVRTC alone.\n";
+	"Print the exact translation unit jitk compiles for NAME on ARCH; NAME\n"
+	"must select one instance (symbol[param=value,...]; jitk list names\n"
+	"them). With --options, print instead the NVRTC options, one per line,\n"
+	"then one line 'name-expression EXPR' per name expression: enough to\n"
+	"reproduce the compile with NVRTC alone.\n";
 
 static const char usage_precompile[] =
 	"usage: jitk precompile [NAME...] [--arch LIST] [--cache DIR] [--specs DIR]\n"
 	"                       [-j N]\n"
 	"\n"
-	"Compile the named symbols (default: all) for every architecture in LIST\n"
-	"(comma-separated; default sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the\n"
-	"cache, N at a time (1 to 1024; default: the number of cores).\n"
+	"Compile the instances the NAMEs select (default: all) for every\n"
+	"architecture in LIST (comma-separated; default\n"
+	"sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the cache, N at a time (1 to\n"
+	"1024; default: the number of cores).\n"
 	"Combinations a gate forbids are counted as gated; any other error is a\n"
 	"failure, named with its message. Ends with one summary line; exit 1 if\n"
 	"any failed. Needs no GPU.\n";
@@ -116,13 +125,21 @@ long jitk_cli_number(const char *what, const char *s, long min, long max)
 	return v;
 }
 
+double jitk_cli_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void log_stderr(void *payload, jitk_log_level level, const char *msg)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
 	(void)payload;
 	fprintf(stderr, "%s: %s: %s\n", prog,
-		(unsigned)level < JITK_ARRAY_SIZE(names) ? names[level] : "log", msg);
+		(unsigned)level < CLI_ARRAY_SIZE(names) ? names[level] : "log", msg);
 }
 
 static int fail_last(void)
@@ -145,9 +162,23 @@ static int fail_last(void)
 	return 1;
 }
 
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		exit(1);
+	}
+	return p;
+}
+
 /* --------------------------------------------------------------- options */
 
 #define JITK_CLI_MAX_JOBS 1024
+/* Room for an architecture's name: the longest, compute_NNNNa, has 13
+ * characters; a longer item of an --arch list is refused as it is. */
+#define CLI_ARCH_MAX 24
 
 typedef struct {
 	const char *specs;
@@ -167,32 +198,23 @@ typedef struct {
 static int option_allowed(const char *allowed, const char *name, size_t n, char *near,
 			  size_t near_size)
 {
-	const char *w = allowed;
-	int bestd = 3;
+	char words[128], given[64], *w[16];
+	size_t nw = 0;
+	char *p;
+	int i;
 
 	near[0] = '\0';
-	while (*w) {
-		size_t len = strcspn(w, " ");
-		char word[32];
-
-		if (len == n && !strncmp(w, name, n))
+	snprintf(words, sizeof(words), "%s", allowed);
+	for (p = strtok(words, " "); p && nw < CLI_ARRAY_SIZE(w); p = strtok(NULL, " ")) {
+		if (strlen(p) == n && !strncmp(p, name, n))
 			return 1;
-		if (len < sizeof(word) && n <= JITK_EDIT_MAX_LEN) {
-			char given[JITK_EDIT_MAX_LEN + 1];
-			int d;
-
-			memcpy(word, w, len);
-			word[len] = '\0';
-			memcpy(given, name, n);
-			given[n] = '\0';
-			if ((d = jitk__edit_distance(given, word)) < bestd) {
-				bestd = d;
-				snprintf(near, near_size, "%s", word);
-			}
-		}
-		w += len;
-		while (*w == ' ')
-			w++;
+		w[nw++] = p;
+	}
+	if (n < sizeof(given)) {
+		memcpy(given, name, n);
+		given[n] = '\0';
+		if ((i = jitk_nearest(given, (const char *const *)w, nw)) >= 0)
+			snprintf(near, near_size, "%s", w[i]);
 	}
 	return 0;
 }
@@ -273,28 +295,16 @@ static void want_args(const cli_opts *o, const char *usage, int min, int max, co
 		jitk_cli_usage_error(usage, "unexpected argument '%s'", o->pos[max]);
 }
 
-/* A target given on the command line: a malformed one, or one the library
- * refuses (JITK_EINVAL: e.g. a target NVRTC does not know), is a usage
- * error. c may be NULL (syntax only). */
-static void check_arch(jitk_compiler *c, const char *arch, jitk_arch *out)
+/* A target given on the command line: a malformed one (c NULL: before
+ * the specs are loaded), or one the library refuses (a target NVRTC does
+ * not know), is a usage error, with the library's message. */
+static void check_arch(jitk_compiler *c, const char *arch)
 {
-	jitk_arch a;
-	char *text = NULL;
-
-	if (jitk__arch_parse(&a, arch))
-		jitk_cli_usage_error(NULL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
-				     arch);
-	if (out)
-		*out = a;
-	if (!c || !c->specs->ninsts)
+	if (!jitk_check_target(c, arch))
 		return;
-	if (jitk_explain(&text, c, c->specs->insts[0].name, arch) == JITK_EINVAL) {
-		free(text);
-		fail_last();
-		jitk_compiler_free(c);
-		exit(2);
-	}
-	free(text);
+	fail_last();
+	jitk_compiler_free(c);
+	exit(2);
 }
 
 static jitk_compiler *open_compiler(const cli_opts *o)
@@ -314,71 +324,21 @@ static jitk_compiler *open_compiler(const cli_opts *o)
 
 /* ------------------------------------------------------------------ list */
 
-static void gates_text(jbuf *b, const spec_instance *in)
-{
-	const spec_family *f = in->sym->fam;
-	size_t i, start = b->len;
-
-	for (i = 0; i < f->ngates + in->sym->ngates; i++) {
-		const spec_gate *g = i < f->ngates ? &f->gates[i] : &in->sym->gates[i - f->ngates];
-		const char *sep = b->len > start ? " " : "";
-
-		if (!jitk__spec_cond_holds(&g->when, in->vals))
-			continue;
-		if (g->arch.min && g->arch.max)
-			jitk__jbuf_printf(b, "%ssm_%d..sm_%d", sep, g->arch.min, g->arch.max);
-		else if (g->arch.min)
-			jitk__jbuf_printf(b, "%ssm_%d+", sep, g->arch.min);
-		else
-			jitk__jbuf_printf(b, "%s<=sm_%d", sep, g->arch.max);
-	}
-	if (b->len == start)
-		jitk__jbuf_puts(b, "-");
-}
-
 static int cmd_list(int argc, char **argv)
 {
 	cli_opts o;
 	jitk_compiler *c;
-	size_t i, w = 4;
+	char *text = NULL;
 	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_list, "--specs");
-	want_args(&o, usage_list, 0, 0, "");
+	want_args(&o, usage_list, 0, 1, "");
 	c = open_compiler(&o);
-	for (i = 0; i < c->specs->ninsts; i++)
-		if (strlen(c->specs->insts[i].name) > w)
-			w = strlen(c->specs->insts[i].name);
-	printf("%-*s  %-18s %-54s %s\n", (int)w, "NAME", "FAMILY", "PARAMETERS", "GATES");
-	for (i = 0; i < c->specs->ninsts; i++) {
-		const spec_instance *in = &c->specs->insts[i];
-		const spec_family *f = in->sym->fam;
-		jbuf params, gates;
-		size_t p;
-
-		jitk__jbuf_init(&params);
-		jitk__jbuf_init(&gates);
-		for (p = 0; p < f->nparams; p++) {
-			char tmp[32];
-
-			jitk__jbuf_printf(&params, "%s%s=%s", p ? " " : "", f->params[p].name,
-					  jitk__spec_value_text(&f->params[p], in->vals[p], tmp));
-		}
-		if (!f->nparams)
-			jitk__jbuf_puts(&params, "-");
-		gates_text(&gates, in);
-		if (params.oom || gates.oom) {
-			fprintf(stderr, "%s: out of memory\n", prog);
-			rc = 1;
-		} else {
-			printf("%-*s  %-18s %-54s %s\n", (int)w, in->name, f->name, params.data,
-			       gates.data);
-		}
-		jitk__jbuf_free(&params);
-		jitk__jbuf_free(&gates);
-		if (rc)
-			break;
-	}
+	if (jitk_list(&text, c, o.npos ? o.pos[0] : NULL))
+		rc = fail_last();
+	else
+		fputs(text, stdout);
+	jitk_free(text);
 	jitk_compiler_free(c);
 	return rc;
 }
@@ -396,55 +356,41 @@ static int cmd_explain(int argc, char **argv)
 	want_args(&o, usage_explain, 1, 1, "symbol NAME");
 	if (!o.arch)
 		jitk_cli_usage_error(usage_explain, "missing --arch ARCH");
-	check_arch(NULL, o.arch, NULL);
+	check_arch(NULL, o.arch);
 	c = open_compiler(&o);
+	check_arch(c, o.arch);
 	rc = jitk_explain(&text, c, o.pos[0], o.arch);
 	if (text)
 		fputs(text, stdout);
 	if (rc && rc != JITK_EARCH)
 		fail_last();
-	free(text);
+	jitk_free(text);
 	jitk_compiler_free(c);
-	/* EINVAL: the library refused the target given with --arch */
-	return !rc ? 0 : rc == JITK_EINVAL ? 2 : 1;
+	return rc ? 1 : 0;
 }
 
 static int cmd_source(int argc, char **argv)
 {
 	cli_opts o;
 	jitk_compiler *c;
-	jitk_tu tu;
-	jitk_variant v;
-	jitk_arch a;
-	uint8_t key[JITK_HASH_SIZE];
-	size_t inst, i;
-	int rc;
+	char *tu = NULL, *options = NULL;
+	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_source, "--specs --arch --options");
 	want_args(&o, usage_source, 1, 1, "symbol NAME");
 	if (!o.arch)
 		jitk_cli_usage_error(usage_source, "missing --arch ARCH");
-	check_arch(NULL, o.arch, &a);
+	check_arch(NULL, o.arch);
 	c = open_compiler(&o);
-	check_arch(c, o.arch, NULL);
-	rc = jitk__spec_find(c->specs, o.pos[0], &inst);
-	if (!rc)
-		rc = jitk__prepare(&tu, key, &v, c, inst, a);
-	if (rc) {
-		fail_last();
-		jitk_compiler_free(c);
-		return 1;
-	}
-	if (o.options) {
-		for (i = 0; i < tu.noptions; i++)
-			printf("%s\n", tu.options[i]);
-		printf("name-expression %s\n", tu.name_expr);
-	} else {
-		fputs(tu.source, stdout);
-	}
-	jitk__tu_free(&tu);
+	check_arch(c, o.arch);
+	if (jitk_source(&tu, &options, c, o.pos[0], o.arch))
+		rc = fail_last();
+	else
+		fputs(o.options ? options : tu, stdout);
+	jitk_free(tu);
+	jitk_free(options);
 	jitk_compiler_free(c);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------------ precompile */
@@ -472,36 +418,42 @@ typedef struct {
 	jitk_compiler *c;
 	size_t (*items)[2]; /* instance, architecture index */
 	size_t nitems;
-	jitk_arch *archs;
+	char (*archs)[CLI_ARCH_MAX];
 	pre_shared *sh;     /* shared between processes */
 	size_t sh_size;
 	int fd;             /* write end of the result pipe */
 	unsigned char *reported; /* parent: per item, a result was counted */
 	pid_t *pids;        /* parent: per worker slot, 0 when none runs */
-	size_t done, compiled, cached, failed, gated;
+	size_t done, compiled, cached, remote, failed, gated;
 	int tty;
 } pre_ctx;
+
+static const char *item_name(const pre_ctx *x, size_t i)
+{
+	return jitk_instance_name(x->c, x->items[i][0]);
+}
+
+static const char *item_arch(const pre_ctx *x, size_t i)
+{
+	return x->archs[x->items[i][1]];
+}
 
 static void pre_worker(pre_ctx *x, size_t slot)
 {
 	for (;;) {
 		size_t i = atomic_fetch_add(&x->sh->next, 1);
 		pre_record rec;
-		jitk_build b;
+		jitk_origin origin = JITK_ORIGIN_COMPILED;
 		ssize_t w;
 
 		if (i >= x->nitems)
 			break;
 		atomic_store(&x->sh->current[slot], (long)i);
 		rec.item = (uint32_t)i;
-		rec.origin = 0;
-		rec.rc = jitk__build(&b, x->c, x->items[i][0], x->archs[x->items[i][1]], 0);
-		if (!rec.rc) {
-			rec.origin = b.origin;
-			jitk__build_free(&b);
-		} else if (rec.rc != JITK_EARCH) {
+		rec.rc = jitk_precompile(&origin, x->c, item_name(x, i), item_arch(x, i));
+		rec.origin = rec.rc ? 0 : (int32_t)origin;
+		if (rec.rc && rec.rc != JITK_EARCH)
 			fail_last(); /* the message names symbol, variant, arch */
-		}
 		do
 			w = write(x->fd, &rec, sizeof(rec));
 		while (w < 0 && errno == EINTR);
@@ -509,17 +461,16 @@ static void pre_worker(pre_ctx *x, size_t slot)
 	}
 }
 
-/* Count item i with outcome what, and print its progress line. */
-static void pre_count(pre_ctx *x, size_t i, const char *what, size_t *counter)
+/* Count item i with outcome what (and a note after it, or ""), and print
+ * its progress line. */
+static void pre_count(pre_ctx *x, size_t i, const char *what, const char *note,
+		      size_t *counter)
 {
-	char arch[JITK_ARCH_STRLEN];
-
 	x->reported[i] = 1;
 	x->done++;
 	(*counter)++;
-	jitk__arch_format(arch, x->archs[x->items[i][1]]);
-	printf("%s[%zu/%zu] %-8s %s %s%s", x->tty ? "\r\033[K" : "", x->done, x->nitems, what,
-	       x->c->specs->insts[x->items[i][0]].name, arch, x->tty ? "" : "\n");
+	printf("%s[%zu/%zu] %-8s %s %s%s%s", x->tty ? "\r\033[K" : "", x->done, x->nitems, what,
+	       item_name(x, i), item_arch(x, i), note, x->tty ? "" : "\n");
 	fflush(stdout);
 }
 
@@ -536,14 +487,17 @@ static void pre_read_records(pre_ctx *x, int fd)
 			return; /* EAGAIN: nothing more for now */
 		if (rec.item >= x->nitems || x->reported[rec.item])
 			continue;
-		if (!rec.rc && rec.origin == JITK_ORIGIN_COMPILED)
-			pre_count(x, rec.item, "compiled", &x->compiled);
-		else if (!rec.rc)
-			pre_count(x, rec.item, "cached", &x->cached);
-		else if (rec.rc == JITK_EARCH)
-			pre_count(x, rec.item, "gated", &x->gated);
-		else
-			pre_count(x, rec.item, "FAILED", &x->failed);
+		if (rec.rc == JITK_EARCH)
+			pre_count(x, rec.item, "gated", "", &x->gated);
+		else if (rec.rc)
+			pre_count(x, rec.item, "FAILED", "", &x->failed);
+		else if (rec.origin == JITK_ORIGIN_COMPILED)
+			pre_count(x, rec.item, "compiled", "", &x->compiled);
+		else if (rec.origin == JITK_ORIGIN_MEMORY) /* the library warned why */
+			pre_count(x, rec.item, "compiled", " (in memory only: not written to the cache)",
+				  &x->compiled);
+		else /* the cache or a read-only layer */
+			pre_count(x, rec.item, "cached", "", &x->cached);
 	}
 }
 
@@ -567,13 +521,21 @@ static int pre_spawn(pre_ctx *x, size_t slot, int rfd)
 	return 0;
 }
 
+/* Before a message on stderr: end the progress line on a terminal. */
+static void pre_clear_line(const pre_ctx *x)
+{
+	if (x->tty)
+		fputs("\r\033[K", stdout);
+	fflush(stdout);
+}
+
 /* A worker ended with status st: if it held an item it did not report,
  * that item failed, and the user is told which and why. Returns 1 when
  * the worker ended abnormally. */
 static int pre_reaped(pre_ctx *x, size_t slot, int st)
 {
 	long i = atomic_load(&x->sh->current[slot]);
-	char why[96], arch[JITK_ARCH_STRLEN];
+	char why[96];
 
 	x->pids[slot] = 0;
 	if (WIFEXITED(st) && !WEXITSTATUS(st) && i < 0)
@@ -587,13 +549,10 @@ static int pre_reaped(pre_ctx *x, size_t slot, int st)
 		fprintf(stderr, "%s: %s between items\n", prog, why);
 		return 1;
 	}
-	jitk__arch_format(arch, x->archs[x->items[i][1]]);
-	if (x->tty)
-		fputs("\r\033[K", stdout);
-	fflush(stdout);
-	fprintf(stderr, "%s: %s while compiling %s for %s\n", prog, why,
-		x->c->specs->insts[x->items[i][0]].name, arch);
-	pre_count(x, (size_t)i, "FAILED", &x->failed);
+	pre_clear_line(x);
+	fprintf(stderr, "%s: %s while compiling %s for %s\n", prog, why, item_name(x, (size_t)i),
+		item_arch(x, (size_t)i));
+	pre_count(x, (size_t)i, "FAILED", "", &x->failed);
 	return 1;
 }
 
@@ -648,23 +607,22 @@ static int pre_run(pre_ctx *x, size_t jobs)
 
 /* The architectures of a --arch list (out: room for strlen(list) + 1);
  * empty or malformed items are usage errors. */
-static size_t parse_arch_list(jitk_arch *out, const char *list)
+static size_t parse_arch_list(char (*out)[CLI_ARCH_MAX], const char *list)
 {
 	const char *p = list;
 	size_t n = 0;
 
 	for (;;) {
 		size_t len = strcspn(p, ",");
-		char tok[JITK_ARCH_STRLEN];
 
 		if (!len)
 			jitk_cli_usage_error(NULL, "empty architecture in '%s'", list);
-		if (len >= sizeof(tok))
+		if (len >= CLI_ARCH_MAX)
 			jitk_cli_usage_error(NULL, "'%.*s...' is not an architecture (sm_90, sm_100a, compute_90...)",
-					     (int)sizeof(tok) - 1, p);
-		memcpy(tok, p, len);
-		tok[len] = '\0';
-		check_arch(NULL, tok, &out[n++]);
+					     CLI_ARCH_MAX - 1, p);
+		memcpy(out[n], p, len);
+		out[n][len] = '\0';
+		check_arch(NULL, out[n++]);
 		if (!p[len])
 			return n;
 		p += len + 1;
@@ -675,51 +633,43 @@ static int cmd_precompile(int argc, char **argv)
 {
 	cli_opts o;
 	pre_ctx x;
-	const char *list;
+	const char *list, *dir;
 	unsigned char *chosen = NULL;
-	size_t narchs, i, j, ninst = 0, *insts = NULL;
-	double t0 = jitk__now_ms();
+	size_t narchs, ninsts, i, j, k, ninst = 0, *insts = NULL;
+	double t0 = jitk_cli_now_ms();
 	long jobs;
 	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_precompile, "--specs --cache --arch -j --jobs");
 	memset(&x, 0, sizeof(x));
 	list = o.arch ? o.arch : "sm_80,sm_86,sm_89,sm_90,sm_100,sm_120";
-	x.archs = calloc(strlen(list) + 1, sizeof(*x.archs));
-	if (!x.archs) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return 1;
-	}
+	x.archs = xcalloc(strlen(list) + 1, sizeof(*x.archs));
 	narchs = parse_arch_list(x.archs, list);
 	x.c = open_compiler(&o);
-	for (j = 0; j < narchs; j++) {
-		char arch[JITK_ARCH_STRLEN];
-
-		jitk__arch_format(arch, x.archs[j]);
-		check_arch(x.c, arch, NULL);
-	}
+	for (j = 0; j < narchs; j++)
+		check_arch(x.c, x.archs[j]);
 	x.tty = isatty(STDOUT_FILENO);
 	/* The instances to build, each once, in spec order. */
-	chosen = calloc(x.c->specs->ninsts + 1, 1);
-	insts = calloc(x.c->specs->ninsts + 1, sizeof(*insts));
+	ninsts = jitk_instance_count(x.c);
+	chosen = calloc(ninsts + 1, 1);
+	insts = calloc(ninsts + 1, sizeof(*insts));
 	if (!chosen || !insts)
 		goto oom;
-	for (i = 0; i < x.c->specs->ninsts; i++)
+	for (i = 0; i < ninsts; i++)
 		chosen[i] = !o.npos;
 	for (i = 0; i < (size_t)o.npos; i++) {
-		size_t inst;
+		size_t *sel = NULL, nsel = 0;
 
-		if (jitk__spec_find(x.c->specs, o.pos[i], &inst)) {
+		if (jitk_select(&sel, &nsel, x.c, o.pos[i])) {
 			rc = fail_last();
 			goto done;
 		}
-		/* A bare symbol name means all its instances. */
-		for (j = 0; j < x.c->specs->ninsts; j++)
-			if (j == inst || (!strchr(o.pos[i], '[') &&
-					  !strcmp(x.c->specs->insts[j].sym->name, o.pos[i])))
-				chosen[j] = 1;
+		for (k = 0; k < nsel; k++)
+			if (sel[k] < ninsts)
+				chosen[sel[k]] = 1;
+		jitk_free(sel);
 	}
-	for (i = 0; i < x.c->specs->ninsts; i++)
+	for (i = 0; i < ninsts; i++)
 		if (chosen[i])
 			insts[ninst++] = i;
 	x.nitems = ninst * narchs;
@@ -749,25 +699,20 @@ static int cmd_precompile(int argc, char **argv)
 		rc = pre_run(&x, (size_t)jobs);
 	/* Whatever no worker reported (every worker gone) failed too. */
 	for (i = 0; i < x.nitems; i++) {
-		char arch[JITK_ARCH_STRLEN];
-
 		if (x.reported[i])
 			continue;
-		jitk__arch_format(arch, x.archs[x.items[i][1]]);
-		if (x.tty)
-			fputs("\r\033[K", stdout);
-		fflush(stdout);
+		pre_clear_line(&x);
 		fprintf(stderr, "%s: %s for %s was not built: no worker was left to build it\n", prog,
-			x.c->specs->insts[x.items[i][0]].name, arch);
-		pre_count(&x, i, "FAILED", &x.failed);
+			item_name(&x, i), item_arch(&x, i));
+		pre_count(&x, i, "FAILED", "", &x.failed);
 	}
 	if (x.tty)
 		fputs("\r\033[K", stdout);
+	dir = jitk_compiler_cache_dir(x.c);
 	printf("precompiled %zu symbols x %zu architectures (%s) into %s in %.2f s with %ld "
-	       "processes: %zu compiled, %zu cached, %zu failed, %zu gated\n",
-	       ninst, narchs, list, jitk__cache_root(x.c->cache) ? jitk__cache_root(x.c->cache) : "(memory)",
-	       (jitk__now_ms() - t0) / 1000.0, x.nitems ? jobs : 0L, x.compiled, x.cached, x.failed,
-	       x.gated);
+	       "processes: %zu compiled, %zu cached, %zu remote, %zu failed, %zu gated\n",
+	       ninst, narchs, list, dir ? dir : "(memory)", (jitk_cli_now_ms() - t0) / 1000.0,
+	       x.nitems ? jobs : 0L, x.compiled, x.cached, x.remote, x.failed, x.gated);
 	if (x.failed)
 		rc = 1;
 	goto done;
@@ -795,46 +740,32 @@ static void report_item(void *ctx, const char *path, const char *problem, int fo
 	printf("%s: %s: %s\n", foreign ? "foreign" : "bad entry", path, problem);
 }
 
-/* The size bound of prune: --max-bytes (not a size: a usage error), else
- * $JITK_CACHE_MAX_BYTES (not a size: one warning and no bound, as in the
- * library). */
-static uint64_t prune_bound(const cli_opts *o)
+/* jitk cache prune: the bound is --max-bytes (not a size: a usage error),
+ * else $JITK_CACHE_MAX_BYTES (not a size: one warning and no bound, as in
+ * the library). The library checks the size before it touches anything. */
+static int cache_prune(jitk_prune_result *out, const char *dir, const cli_opts *o)
 {
-	const char *v = o->max_bytes ? o->max_bytes : jitk__env("JITK_CACHE_MAX_BYTES");
-	uint64_t n;
+	const char *env = getenv("JITK_CACHE_MAX_BYTES");
+	const char *bound = o->max_bytes ? o->max_bytes : env && *env ? env : NULL;
+	int rc = jitk_cache_prune(out, dir, bound);
 
-	if (!v || (!jitk__parse_size(&n, v) && n))
-		return v ? n : 0;
+	if (rc != JITK_EINVAL || !bound)
+		return rc;
 	if (o->max_bytes) {
-		fprintf(stderr, "%s: --max-bytes: '%s' is not a size (" JITK_SIZE_SYNTAX ")\n", prog, v);
+		fprintf(stderr, "%s: --max-bytes: %s\n", prog, jitk_error_last()->message);
 		die_usage(usage_cache);
 	}
-	fprintf(stderr, "%s: warning: JITK_CACHE_MAX_BYTES='%s' is not a size (" JITK_SIZE_SYNTAX
-		"); no bound\n", prog, v);
-	return 0;
-}
-
-static char *cache_dir_of(const cli_opts *o)
-{
-	const char *v;
-
-	if (o->cache)
-		return jitk__strdup(o->cache);
-	if ((v = jitk__env("JITK_CACHE_DIR")))
-		return jitk__strdup(v);
-	if ((v = jitk__env("XDG_CACHE_HOME")))
-		return jitk__asprintf("%s/jitk", v);
-	if ((v = jitk__env("HOME")))
-		return jitk__asprintf("%s/.cache/jitk", v);
-	return NULL;
+	fprintf(stderr, "%s: warning: JITK_CACHE_MAX_BYTES=%s; no bound\n", prog,
+		jitk_error_last()->message);
+	return jitk_cache_prune(out, dir, NULL);
 }
 
 static int cmd_cache(int argc, char **argv)
 {
 	static const char *const cmds[] = { "stats", "verify", "clear", "prune" };
 	cli_opts o;
-	char *dir;
-	const char *what;
+	char *def = NULL;
+	const char *what, *dir;
 	size_t i;
 	int rc = 0;
 
@@ -847,9 +778,9 @@ static int cmd_cache(int argc, char **argv)
 		die_usage(usage_cache);
 	}
 	what = o.pos[0];
-	for (i = 0; i < JITK_ARRAY_SIZE(cmds) && strcmp(what, cmds[i]); i++)
+	for (i = 0; i < CLI_ARRAY_SIZE(cmds) && strcmp(what, cmds[i]); i++)
 		;
-	if (i == JITK_ARRAY_SIZE(cmds)) {
+	if (i == CLI_ARRAY_SIZE(cmds)) {
 		fprintf(stderr, "%s: unknown cache command '%s'\n", prog, what);
 		die_usage(usage_cache);
 	}
@@ -857,16 +788,22 @@ static int cmd_cache(int argc, char **argv)
 		fprintf(stderr, "%s: --max-bytes is an option of 'cache prune' only\n", prog);
 		die_usage(usage_cache);
 	}
-	dir = cache_dir_of(&o);
-	if (!dir) {
-		fprintf(stderr, "%s: no cache directory (give --cache DIR)\n", prog);
+	if (o.cache) {
+		dir = o.cache;
+	} else if ((rc = jitk_cache_default_dir(&def))) {
+		if (rc == JITK_ENOENT)
+			fprintf(stderr, "%s: no cache directory (give --cache DIR)\n", prog);
+		else
+			fail_last();
 		return 1;
+	} else {
+		dir = def;
 	}
 	if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
 		int verify = !strcmp(what, "verify");
 		jitk_cache_summary s;
 
-		if (jitk__cache_scan(&s, dir, verify, verify ? report_item : NULL, NULL)) {
+		if (jitk_cache_stats(&s, dir, verify, verify ? report_item : NULL, NULL)) {
 			rc = fail_last();
 		} else {
 			printf("%s: %llu entries, %llu bytes, %llu temporary files, %llu lock files, "
@@ -882,7 +819,7 @@ static int cmd_cache(int argc, char **argv)
 	} else if (!strcmp(what, "clear")) {
 		jitk_clear_result r;
 
-		if (jitk__cache_clear(&r, dir)) {
+		if (jitk_cache_clear(&r, dir)) {
 			rc = fail_last();
 		} else {
 			printf("%s: removed %llu files; %llu foreign files left alone", dir,
@@ -893,10 +830,9 @@ static int cmd_cache(int argc, char **argv)
 			rc = r.failed ? 1 : 0;
 		}
 	} else {
-		uint64_t bound = prune_bound(&o);
 		jitk_prune_result pr;
 
-		if (jitk__cache_prune(&pr, dir, bound, JITK_TEMP_MAX_AGE_S, JITK_PRUNE_VERIFY)) {
+		if (cache_prune(&pr, dir, &o)) {
 			rc = fail_last();
 		} else {
 			printf("%s: removed %llu bad entries, %llu old temporary files, %llu entries "
@@ -912,7 +848,7 @@ static int cmd_cache(int argc, char **argv)
 			rc = pr.failed ? 1 : 0;
 		}
 	}
-	free(dir);
+	jitk_free(def);
 	return rc;
 }
 
@@ -927,9 +863,9 @@ int main(int argc, char **argv)
 		{ "list", cmd_list }, { "explain", cmd_explain }, { "source", cmd_source },
 		{ "precompile", cmd_precompile }, { "cache", cmd_cache }, { "bench", jitk_cli_bench },
 	};
-	const char *cmd, *near = NULL;
+	const char *names[CLI_ARRAY_SIZE(cmds)], *cmd;
 	size_t i;
-	int bestd = 3;
+	int near;
 
 	if (argc < 2)
 		jitk_cli_usage_error(usage_main, "missing COMMAND");
@@ -943,25 +879,21 @@ int main(int argc, char **argv)
 
 		if (argc > 2)
 			jitk_cli_usage_error(usage_main, "unexpected argument '%s'", argv[2]);
-		jitk__nvrtc_version(&major, &minor);
-		printf("jitk %s (NVRTC %d.%d, cache format %d)\n", JITK_VERSION, major, minor,
-		       JITK_CACHE_FORMAT);
+		jitk_nvrtc_version(&major, &minor);
+		printf("jitk %s (NVRTC %d.%d, cache format %d)\n", jitk_version(), major, minor,
+		       jitk_cache_format());
 		return 0;
 	}
-	for (i = 0; i < JITK_ARRAY_SIZE(cmds); i++) {
-		int d;
-
+	for (i = 0; i < CLI_ARRAY_SIZE(cmds); i++) {
 		if (!strcmp(cmd, cmds[i].name))
 			return cmds[i].fn(argc - 2, argv + 2);
-		if ((d = jitk__edit_distance(cmd, cmds[i].name)) < bestd) {
-			bestd = d;
-			near = cmds[i].name;
-		}
+		names[i] = cmds[i].name;
 	}
 	if (cmd[0] == '-')
 		jitk_cli_usage_error(usage_main, "unknown option '%s'", cmd);
-	if (near)
-		jitk_cli_usage_error(usage_main, "unknown command '%s' (did you mean '%s'?)", cmd, near);
+	if ((near = jitk_nearest(cmd, names, CLI_ARRAY_SIZE(names))) >= 0)
+		jitk_cli_usage_error(usage_main, "unknown command '%s' (did you mean '%s'?)", cmd,
+				     names[near]);
 	jitk_cli_usage_error(usage_main, "unknown command '%s'", cmd);
 	return 2;
 }

@@ -84,7 +84,7 @@ run() {
 # --- counting: gated, failed (compile error), compiled
 run count --specs "$tmp/broken" --cache "$tmp/c1" --arch sm_80,sm_90 -j 2
 [ "$rc" = 1 ] || fail "a failed compile: exit $rc, not 1"
-has "$tmp/count.out" "1 compiled, 0 cached, 2 failed, 1 gated"
+has "$tmp/count.out" "1 compiled, 0 cached, 0 remote, 2 failed, 1 gated"
 has "$tmp/count.out" "FAILED   broken sm_80"
 has "$tmp/count.out" "FAILED   broken sm_90"
 has "$tmp/count.out" "gated    quick sm_80"
@@ -93,11 +93,11 @@ has "$tmp/count.err" "jitk: compiling broken () for sm_80 failed:"
 # only gates: exit 0
 run gated quick --specs "$tmp/broken" --cache "$tmp/c1" --arch sm_80,sm_89
 [ "$rc" = 0 ] || fail "only gated items: exit $rc, not 0"
-has "$tmp/gated.out" "0 compiled, 0 cached, 0 failed, 2 gated"
+has "$tmp/gated.out" "0 compiled, 0 cached, 0 remote, 0 failed, 2 gated"
 # a miss with compiling disabled is a failure, named
 JITK_NO_COMPILE=1 run nocomp quick --specs "$tmp/broken" --cache "$tmp/c2" --arch sm_90
 [ "$rc" = 1 ] || fail "JITK_NO_COMPILE miss: exit $rc, not 1"
-has "$tmp/nocomp.out" "0 compiled, 0 cached, 1 failed, 0 gated"
+has "$tmp/nocomp.out" "0 compiled, 0 cached, 0 remote, 1 failed, 0 gated"
 has "$tmp/nocomp.err" "quick for sm_90 is not in the cache"
 
 # --- a worker that dies
@@ -123,7 +123,7 @@ kill_worker() {
 	while [ $i -lt 600 ] && kill -0 "$pid" 2>/dev/null; do
 		if ls "$tmp/dump/$1".sm_90.*.cu >/dev/null 2>&1 &&
 			grep -q "compiled quick sm_90" "$2"; then
-			for c in $(children "$pid"); do kill -KILL "$c"; done
+			for c in $(children "$pid"); do kill -KILL "$c" 2>/dev/null; done
 			return 0
 		fi
 		sleep 0.1
@@ -149,7 +149,7 @@ for jobs in 2 1; do
 	[ "$rc" = 1 ] || fail "-j $jobs, a worker killed: exit $rc, not 1"
 	has "$tmp/die$jobs.err" "jitk: worker killed by signal 9 (Killed) while compiling slow for sm_90"
 	has "$tmp/die$jobs.out" "FAILED   slow sm_90"
-	has "$tmp/die$jobs.out" "1 compiled, 0 cached, 1 failed, 0 gated"
+	has "$tmp/die$jobs.out" "1 compiled, 0 cached, 0 remote, 1 failed, 0 gated"
 done
 
 [ "$fails" = 0 ] || { echo "cli_precompile: $fails failed"; exit 1; }

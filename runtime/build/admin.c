@@ -77,12 +77,17 @@ int jitk_check_target(const jitk_compiler *c, const char *arch)
 {
 	jitk_arch a;
 
-	if (!c || !arch)
+	if (!arch)
 		return jitk__error(JITK_EINVAL, "jitk_check_target: NULL argument");
 	if (jitk__arch_parse(&a, arch))
 		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
 				   arch);
-	return jitk__check_target(c, a);
+	return c ? jitk__check_target(c, a) : JITK_OK;
+}
+
+int jitk_cache_format(void)
+{
+	return JITK_CACHE_FORMAT;
 }
 
 /* The gates that apply to an instance: "sm_89+", "sm_90+", or "-". */

@@ -192,6 +192,7 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	}
 	rt->ops = ops;
 	rt->impl = impl;
+	rt->device = o.device;
 	rt->capture = o.capture;
 	rt->programmatic = o.programmatic != 0;
 	rt->manifest_fd = -1;

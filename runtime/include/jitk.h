@@ -277,7 +277,9 @@ JITK_API int jitk_precompile_manifest(jitk_precompile_counts *out, jitk_compiler
 				      jitk_precompile_progress_fn progress, void *ctx);
 
 /* Make sure ARCH is a target this NVRTC can compile for: JITK_EINVAL
- * naming it and listing those it can, else JITK_OK. */
+ * naming it and listing those it can, else JITK_OK. With compiler NULL,
+ * only that ARCH is well formed ("sm_90", "sm_100a", "compute_90"...):
+ * JITK_EINVAL saying it is not an architecture, else JITK_OK. */
 JITK_API int jitk_check_target(const jitk_compiler *compiler, const char *arch);
 
 /* A table of every instance the selector selects (NULL: all): name,
@@ -308,6 +310,10 @@ JITK_API int jitk_parse_size(uint64_t *out, const char *text);
  * JITK_ENOENT when none of them is set. */
 JITK_API int jitk_cache_default_dir(char **out);
 
+/* The format number of the cache entries this library reads and writes
+ * (docs/cache-format.md); it is part of every cache key. */
+JITK_API int jitk_cache_format(void);
+
 /* Each function below administers the cache at dir (the directory
  * holding v1/). It refuses, with one message, a dir that does not exist
  * (JITK_ENOENT, "no cache at DIR") or whose directories fail the trust
@@ -333,9 +339,9 @@ typedef struct {
 JITK_API int jitk_cache_clear(jitk_clear_result *out, const char *dir);
 
 /* Remove the bad entries verify names, temporary files older than an
- * hour, and the least recently used entries beyond max_bytes (a size as
- * jitk_parse_size reads it, JITK_EINVAL when it is not one; NULL: no
- * bound). */
+ * hour, and the least recently used entries beyond max_bytes (a positive
+ * size as jitk_parse_size reads it; NULL: no bound). A max_bytes that is
+ * not one is JITK_EINVAL before anything is looked at or removed. */
 typedef struct {
 	uint64_t bad, temp, evicted, evicted_bytes, bytes_left, foreign, failed;
 } jitk_prune_result;
@@ -518,7 +524,9 @@ typedef enum {
 	JITK_ARG_I32 = 2,
 	JITK_ARG_I64 = 3,
 	JITK_ARG_F32 = 4,
-	JITK_ARG_TENSOR = 5
+	JITK_ARG_TENSOR = 5,
+	/* A DLPack tensor (a DLTensor; jitk_op_call_dlpack only). */
+	JITK_ARG_DLPACK = 6
 } jitk_arg_type;
 
 typedef struct {
@@ -526,6 +534,7 @@ typedef struct {
 	jitk_arg_type type;
 	union {
 		const jitk_tensor *tensor;
+		const void *dlpack; /* a DLTensor (dlpack/dlpack.h) */
 		int32_t i32;
 		int64_t i64;
 		float f32;
@@ -576,6 +585,25 @@ JITK_API int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode,
 JITK_API int jitk_call(jitk_call_info *out, jitk_runtime *rt, const char *selector,
 		       jitk_call_mode mode, const jitk_arg *args, size_t nargs,
 		       jitk_stream stream);
+
+/* The generic call with tensors given as DLPack tensors: arguments of
+ * type JITK_ARG_DLPACK point to a DLTensor (dlpack/dlpack.h; its layout is
+ * the same from DLPack 0.6 to 1.x: pass a DLManagedTensor's dl_tensor, or
+ * a DLManagedTensorVersioned's). Each is turned into a jitk_tensor: data +
+ * byte_offset, the dtype, the shape, and the strides (NULL: C-contiguous);
+ * it must be on a CUDA device (kDLCUDA or kDLCUDAManaged) whose device_id
+ * is the runtime's device, with lanes 1 and at most JITK_MAX_DIMS
+ * dimensions, else JITK_EINVAL naming the argument (nothing launched).
+ * JITK_ARG_TENSOR and scalar arguments may be mixed in. Then as
+ * jitk_op_call. The caller keeps the DLPack tensors alive for the call;
+ * the kernel runs on stream, on which the producer must have made the data
+ * ready (DLPack's __dlpack__(stream=...) protocol). */
+JITK_API int jitk_op_call_dlpack(jitk_call_info *out, jitk_op *op, jitk_call_mode mode,
+				 const jitk_arg *args, size_t nargs, jitk_stream stream);
+/* jitk_op_get, then jitk_op_call_dlpack. */
+JITK_API int jitk_call_dlpack(jitk_call_info *out, jitk_runtime *rt, const char *selector,
+			      jitk_call_mode mode, const jitk_arg *args, size_t nargs,
+			      jitk_stream stream);
 
 /* Validate a tensor that an argument with `configured: RULE` in the spec
  * of symbol's family requires (a static quantization scale: one finite,

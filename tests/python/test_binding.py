@@ -1,5 +1,6 @@
 """CPU tests of the Python binding (no GPU, no PyTorch needed): run by
-tests/python.sh in CI."""
+tests/python.sh in CI on the source tree, and by tests/pip_install.sh on
+the installed package (JITK_TEST_INSTALLED=1: jitk comes from the venv)."""
 import os
 import shutil
 import sys
@@ -7,7 +8,8 @@ import tempfile
 import unittest
 
 ROOT = os.environ.get("JITK_TEST_ROOT", os.getcwd())
-sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+if not os.environ.get("JITK_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 import jitk  # noqa: E402
 
 SPECS = os.path.join(ROOT, "specs")
@@ -156,7 +158,7 @@ class ArgumentTests(unittest.TestCase):
         def no_tensor(v, name):
             raise jitk.ArgumentTypeError(f"{name} must be a torch.Tensor, not {type(v).__name__}")
         v, t = ValueError, TypeError
-        make = jitk._make_args
+        make = jitk._core._make_args
         self.assertArgumentError(v, "n 18446744073709551616 is out of range", make, kinds,
                                  {"n": 2 ** 64}, no_tensor)
         self.assertArgumentError(v, "m 2147483648 is out of range", make, kinds,
@@ -167,10 +169,10 @@ class ArgumentTests(unittest.TestCase):
                                  no_tensor)
         self.assertArgumentError(t, "x must be a torch.Tensor, not str", make, kinds,
                                  {"x": "3"}, no_tensor)
-        arr, keep = make(kinds, {"n": 5, "m": 7, "eps": 0.5}, no_tensor)
+        arr, n, keep = make(kinds, {"n": 5, "m": 7, "eps": 0.5, "x": None}, no_tensor)
         self.assertEqual((arr[0].name, arr[0].v.i64, arr[1].v.i32, arr[2].v.f32),
                          (b"n", 5, 7, 0.5))
-        self.assertEqual(keep, [])
+        self.assertEqual((n, keep), (3, []))  # a tensor given as None is left out
         rt = jitk.Runtime.__new__(jitk.Runtime)
         rt._h, rt.device = None, 0
         self.assertArgumentError(t, "names must be a list of selectors, not one string",

@@ -16,14 +16,19 @@ jitk.ArgumentTypeError (also a TypeError), status EINVAL, before anything
 reaches the library: a string with a NUL character, a number that does not
 fit its C type, a wrong type.
 
-libjitk is found through $JITK_LIBRARY, else next to this file in a
-source tree (build/libjitk.so), else the system's library path.
+Tensors of other frameworks (CuPy, JAX: any object with __dlpack__) are
+passed through DLPack (jitk_op_call_dlpack), on that framework's stream.
+
+libjitk is found through $JITK_LIBRARY, else inside the installed
+package (jitk/lib/libjitk.so.0, with specs/ and templates/ beside it), else
+in the source tree (build/libjitk.so), else on the system's library path.
 """
 import ctypes
 import ctypes.util
 import math
 import operator
 import os
+import sys
 
 __all__ = ["Error", "ArgumentError", "ArgumentTypeError", "Compiler", "Runtime", "version"]
 
@@ -41,21 +46,25 @@ def _load():
     if os.environ.get("JITK_LIBRARY"):
         names.append(os.environ["JITK_LIBRARY"])
     here = os.path.dirname(os.path.abspath(__file__))
-    names.append(os.path.join(here, "..", "..", "build", "libjitk.so"))
+    names.append(os.path.join(here, "lib", "libjitk.so.0"))          # the installed package
+    names.append(os.path.join(here, "..", "..", "..", "build", "libjitk.so"))  # a source tree
     found = ctypes.util.find_library("jitk")
     if found:
         names.append(found)
     names.append("libjitk.so.0")
     errors = []
     for n in names:
+        if os.sep in n and not os.path.exists(n):
+            errors.append(f"{n}: no such file")
+            continue
         try:
-            return ctypes.CDLL(n)
+            return ctypes.CDLL(n), n
         except OSError as e:
             errors.append(f"{n}: {e}")
     raise ImportError("cannot load libjitk: " + "; ".join(errors))
 
 
-_lib = _load()
+_lib, library_path = _load()
 _c = ctypes
 
 
@@ -92,8 +101,8 @@ class _Tensor(_c.Structure):
 
 
 class _ArgValue(_c.Union):
-    _fields_ = [("tensor", _c.POINTER(_Tensor)), ("i32", _c.c_int32), ("i64", _c.c_int64),
-                ("f32", _c.c_float)]
+    _fields_ = [("tensor", _c.POINTER(_Tensor)), ("dlpack", _c.c_void_p), ("i32", _c.c_int32),
+                ("i64", _c.c_int64), ("f32", _c.c_float)]
 
 
 class _Arg(_c.Structure):
@@ -140,6 +149,13 @@ _preload = _sig("jitk_preload", _c.c_int, _P, _c.POINTER(_c.c_char_p), _c.c_size
 _op_get = _sig("jitk_op_get", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
 _op_call = _sig("jitk_op_call", _c.c_int, _c.POINTER(_CallInfo), _P, _c.c_int,
                 _c.POINTER(_Arg), _c.c_size_t, _P)
+_op_call_dlpack = _sig("jitk_op_call_dlpack", _c.c_int, _c.POINTER(_CallInfo), _P, _c.c_int,
+                       _c.POINTER(_Arg), _c.c_size_t, _P)
+_list = _sig("jitk_list", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
+_check_target = _sig("jitk_check_target", _c.c_int, _P, _c.c_char_p)
+_select = _sig("jitk_select", _c.c_int, _c.POINTER(_c.POINTER(_c.c_size_t)),
+                _c.POINTER(_c.c_size_t), _P, _c.c_char_p)
+_compiler_cache_dir = _sig("jitk_compiler_cache_dir", _c.c_char_p, _P)
 _configure = _sig("jitk_configure", _c.c_int, _P, _c.c_char_p, _c.c_char_p, _c.POINTER(_Tensor))
 _unconfigure = _sig("jitk_unconfigure", _c.c_int, _P, _c.c_uint64)
 _stats_get = _sig("jitk_stats_get", _c.c_int, _c.POINTER(_Stats), _P, _c.c_char_p)
@@ -315,6 +331,21 @@ class Compiler(_Handle):
         name when it has one instance."""
         return [_instance_name(self._h, i).decode() for i in range(_instance_count(self._h))]
 
+    def select(self, selector):
+        """The names of the instances a selector selects."""
+        idx = _c.POINTER(_c.c_size_t)()
+        n = _c.c_size_t()
+        _check(_select(_c.byref(idx), _c.byref(n), self._h, _b(selector, "selector")))
+        try:
+            return [_instance_name(self._h, idx[i]).decode() for i in range(n.value)]
+        finally:
+            _free(idx)
+
+    def cache_dir(self):
+        """The writable cache directory, or None without one."""
+        d = _compiler_cache_dir(self._h)
+        return d.decode() if d else None
+
     def describe(self, selector=None):
         """The specs' symbols as a dict (jitk_describe's JSON): parameters,
         instances, argument tables with dtypes and shapes, fallbacks."""
@@ -351,7 +382,7 @@ def _torch():
 
 
 _MODES = {"strict": 0, "try": 1, "auto": 2}
-_ARG_I32, _ARG_I64, _ARG_F32, _ARG_TENSOR = 2, 3, 4, 5
+_ARG_I32, _ARG_I64, _ARG_F32, _ARG_TENSOR, _ARG_DLPACK = 2, 3, 4, 5, 6
 
 
 def _dtype_codes(torch):
@@ -364,18 +395,26 @@ def _dtype_codes(torch):
 def _make_args(kinds, args, tensor):
     """The C argument array of a call: each value checked against its kind
     in the spec (kinds: name -> 'tensor', 'i32', 'i64' or 'f32'); tensor(v,
-    name) describes a tensor. Returns the array and the tensor descriptions
-    it points to (keep them alive for the call)."""
+    name) describes a tensor: a _Tensor, or the address of a DLTensor (an
+    int). A tensor given as None is left out (a nullable argument). Returns
+    the array, its length and the tensor descriptions it points to (keep
+    them alive for the call)."""
     arr = (_Arg * max(1, len(args)))()
     keep = []
-    for i, (name, v) in enumerate(args.items()):
+    i = 0
+    for name, v in args.items():
         kind = kinds.get(name)
+        if kind == "tensor" and v is None:
+            continue
         arr[i].name = _b(name, "argument name")
         if kind == "tensor":
             t = tensor(v, name)
             keep.append(t)
-            arr[i].type = _ARG_TENSOR
-            arr[i].v.tensor = _c.pointer(t)
+            if isinstance(t, int):
+                arr[i].type, arr[i].v.dlpack = _ARG_DLPACK, t
+            else:
+                arr[i].type = _ARG_TENSOR
+                arr[i].v.tensor = _c.pointer(t)
         elif kind == "i32":
             arr[i].type, arr[i].v.i32 = _ARG_I32, _int(v, name, *_INT32)
         elif kind == "i64":
@@ -384,7 +423,28 @@ def _make_args(kinds, args, tensor):
             arr[i].type, arr[i].v.f32 = _ARG_F32, _f32(v, name)
         else:  # not an argument of the symbol: the library names it
             arr[i].type = _ARG_I64
-    return arr, keep
+        i += 1
+    return arr, i, keep
+
+
+def _is_torch_tensor(v):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(v, torch.Tensor)
+
+
+_cuda = None
+
+
+def _sync_legacy_stream():
+    """Wait for CUDA's legacy default stream (the DLPack path of a
+    framework that has no stream to share)."""
+    global _cuda
+    if _cuda is None:
+        _cuda = _c.CDLL("libcuda.so.1")
+        _cuda.cuStreamSynchronize.argtypes = [_P]
+    rc = _cuda.cuStreamSynchronize(None)
+    if rc:
+        raise Error(-10, f"cuStreamSynchronize failed with CUresult {rc}")
 
 
 class Runtime(_Handle):
@@ -423,6 +483,7 @@ class Runtime(_Handle):
         self._h = h
         self._ops = {}
         self._kinds = {}
+        self._args = {}
 
     @property
     def arch(self):
@@ -463,6 +524,7 @@ class Runtime(_Handle):
             sym = selector.split("[", 1)[0]
             d = self.describe(sym)["symbols"][0]
             self._kinds[selector] = {a["name"]: a["kind"] for a in d["args"]}
+            self._args[op.value] = d["args"]
             self._ops[selector] = op
         return op
 
@@ -485,27 +547,85 @@ class Runtime(_Handle):
             d.shape[i], d.strides[i] = n, st
         return d
 
-    def call(self, selector, mode="strict", **args):
+    def call(self, selector, mode="strict", stream=None, **args):
         """Call any symbol: tensors and scalars by the spec's names. The
         instance is picked from the shapes; every dtype, shape, stride,
         alignment and aliasing rule is checked by the library. mode:
         'strict', 'try' or 'auto'. Returns (fallback, reason, instance):
         fallback is True when 'auto' ran the spec's fallback (or when 'try'
-        launched nothing: then reason says why)."""
+        launched nothing: then reason says why).
+
+        Tensors are torch.Tensors (the kernel runs on PyTorch's current
+        stream) or any objects with __dlpack__ (CuPy, JAX...): then every
+        tensor goes through DLPack, exported for the stream of the first
+        tensor's framework (CuPy's current stream; PyTorch's); a framework
+        without one (JAX) gets the legacy default stream, and the call
+        waits for it before returning. stream (an int handle) overrides the
+        choice."""
         if mode not in _MODES:
             raise ArgumentError(f"mode must be 'strict', 'try' or 'auto', not {mode!r}")
         op = self._op(selector)
-        arr, keep = _make_args(self._kinds[selector], args, self._tensor)
+        kinds = self._kinds[selector]
+        tensors = [v for n, v in args.items() if kinds.get(n) == "tensor" and v is not None]
         info = _CallInfo()
-        stream = self._stream() if keep else None
-        rc = _check(_op_call(_c.byref(info), op, _MODES[mode], arr, len(args), stream))
+        if all(_is_torch_tensor(t) for t in tensors):
+            arr, n, keep = _make_args(kinds, args, self._tensor)
+            if stream is None and keep:
+                stream = self._stream()
+            rc = _check(_op_call(_c.byref(info), op, _MODES[mode], arr, n, _P(stream)))
+        else:
+            rc = self._call_dlpack(op, kinds, info, mode, args, tensors, stream)
         reason = info.reason.decode() if info.reason else None
         inst = info.instance.decode() if info.instance else None
         return (rc == 1 or bool(info.fallback)), reason, inst
 
+    def _call_dlpack(self, op, kinds, info, mode, args, tensors, stream):
+        from . import _dlpack
+        wait = False
+        if stream is None:
+            stream = _dlpack.framework_stream(tensors[0], self.device)
+            wait = stream is None
+        capsules = []
+        outs = {a["name"] for a in self._args[op.value] if a.get("io") in ("out", "inout")}
+
+        def tensor(v, name):
+            if not hasattr(v, "__dlpack__"):
+                raise ArgumentTypeError(f"{name} must be a tensor with __dlpack__, not "
+                                        f"{type(v).__name__}")
+            cap = _dlpack.export(v, stream, name)
+            capsules.append(cap)
+            try:
+                addr, read_only = _dlpack.view(cap, name)
+            except ValueError as e:
+                raise ArgumentError(str(e)) from None
+            if read_only and name in outs:
+                raise ArgumentError(f"{name}: the DLPack tensor is read-only, and jitk writes it")
+            return addr
+        arr, n, _ = _make_args(kinds, args, tensor)
+        rc = _check(_op_call_dlpack(_c.byref(info), op, _MODES[mode], arr, n,
+                                    _P(stream or None)))
+        if wait:
+            _sync_legacy_stream()
+        del capsules
+        return rc
+
     def configure(self, symbol, arg, t):
         """Validate a tensor a `configured:` argument of symbol needs (one
         device read), tied to its allocation."""
+        if not _is_torch_tensor(t) and hasattr(t, "__dlpack__"):
+            from . import _dlpack
+            cap = _dlpack.export(t, None, arg)
+            addr, _ = _dlpack.view(cap, arg)
+            dl = _dlpack.DLTensor.from_address(addr)
+            d = _Tensor()
+            d.data = (dl.data or 0) + dl.byte_offset
+            d.dtype.code, d.dtype.bits, d.dtype.lanes = dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
+            d.ndim = dl.ndim
+            for i in range(min(dl.ndim, _MAX_DIMS)):
+                d.shape[i] = dl.shape[i]
+                d.strides[i] = dl.strides[i] if dl.strides else 1
+            _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
+            return
         d = self._tensor(t, arg)
         _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
 
