@@ -741,12 +741,17 @@ static void test_explain_with_a_cache(void **state)
 	/* the lookup stops at the image that runs */
 	assert_null(strstr(text, "compute_"));
 	jitk_free(text);
-	/* the same entry, as a read-only layer: named by its key */
+	/* the same entry in the second of two read-only layers */
 	jitk_compiler_free(c);
-	c = t_compiler(SPECS, NULL, cache, NULL);
+	{
+		char *layers = jitk__asprintf("%s/nothing:%s", f->dir, cache);
+
+		c = t_compiler(SPECS, NULL, layers, NULL);
+		free(layers);
+	}
 	assert_int_equal(jitk_explain_cache(&text, c, I64, "sm_103"), 0);
-	snprintf(want, sizeof(want), "  image:    sm_100f, cached in a read-only layer (key %s): ",
-		 k100f);
+	snprintf(want, sizeof(want), "  image:    sm_100f, cached in a read-only layer at %s/%.2s/%s.jitk: ",
+		 root, k100f, k100f);
 	assert_non_null(strstr(text, want));
 	jitk_free(text);
 	/* on sm_90 nothing here runs */

@@ -43,6 +43,7 @@ struct jitk_compiler {
 	int no_compile;
 	int force_compile;
 	char *dump_dir;
+	char *layer_dirs; /* the read-only layers, colon-separated, as opened (or NULL) */
 	int nvrtc_major, nvrtc_minor;
 	int *archs; /* the SM numbers this NVRTC compiles for, ascending */
 	size_t narchs;

@@ -226,10 +226,13 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 			goto fail;
 		}
 		rc = jitk__cache_open(&c->cache, "", both, &c->log);
-		free(both);
+		c->layer_dirs = both; /* for jitk_explain_cache's entry paths */
 		if (rc)
 			goto fail;
 	} else if ((rc = jitk__cache_open(&c->cache, cache_dir, layers, &c->log))) {
+		goto fail;
+	} else if (layers && !(c->layer_dirs = jitk__strdup(layers))) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
 		goto fail;
 	}
 	*out = c;
@@ -258,6 +261,7 @@ void jitk_compiler_free(jitk_compiler *c)
 	jitk__spec_set_free(c->specs);
 	jitk__cache_close(c->cache);
 	free(c->dump_dir);
+	free(c->layer_dirs);
 	free(c->archs);
 	free(c);
 }

@@ -3,6 +3,7 @@
  * JSON description that bindings generate their operations from. */
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,27 @@ static int same_bindings(const jitk_variant *x, const jitk_variant *y)
 	return 1;
 }
 
+/* The first layer holding key's entry: its path (malloc'd), or NULL. The
+ * lookup tries the layers in this order, so it is the one that was read. */
+static char *layer_entry(const jitk_compiler *c, const char *hex)
+{
+	const char *p = c->layer_dirs;
+
+	while (p && *p) {
+		size_t len = strcspn(p, ":");
+		char *path = len ? jitk__asprintf("%.*s/%s/%.2s/%s.jitk", (int)len, p,
+						  JITK_CACHE_SUBDIR, hex, hex)
+				 : NULL;
+		struct stat st;
+
+		if (path && !lstat(path, &st) && S_ISREG(st.st_mode))
+			return path;
+		free(path);
+		p += len + (p[len] == ':');
+	}
+	return NULL;
+}
+
 /* Which image a runtime on gpu would run for inst (the lookup order of
  * jitk__lookup_run), and each target it tries. */
 static void describe_image(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch gpu,
@@ -235,13 +257,17 @@ static void describe_image(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch gpu
 	if (rc == JITK_OK) {
 		const jitk_run_probe *p = &probes[n - 1];
 		const char *root = jitk__cache_root(c->cache);
+		char *in_layer = p->origin == JITK_ORIGIN_LAYER ? layer_entry(c, p->key_hex) : NULL;
 
 		jitk__arch_format(t, p->target);
 		jitk__jbuf_printf(b, "%simage:    %s, ", indent, t);
 		if (p->origin == JITK_ORIGIN_CACHE && root)
 			jitk__jbuf_printf(b, "cached at %s/%.2s/%s.jitk: ", root, p->key_hex, p->key_hex);
+		else if (in_layer)
+			jitk__jbuf_printf(b, "cached in a read-only layer at %s: ", in_layer);
 		else
 			jitk__jbuf_printf(b, "cached in a read-only layer (key %s): ", p->key_hex);
+		free(in_layer);
 		put_why(b, p, gpu);
 		jitk__jbuf_puts(b, "\n");
 		if (!same_bindings(&bb.variant, own)) {
