@@ -236,8 +236,7 @@ static void test_each_image_kind_runs(void **state)
 
 static void test_warmup_manifest_then_sealed(void **state)
 {
-	char *cache = t_path(tmpdir, "warm-cache"), *cache2 = t_path(tmpdir, "deploy-cache"),
-	     *manifest = t_path(tmpdir, "warm.txt"), *text;
+	char *cache, *cache2, *manifest, *text;
 	jitk_precompile_counts counts;
 	jitk_compiler *c;
 	jitk_runtime *rt;
@@ -247,6 +246,9 @@ static void test_warmup_manifest_then_sealed(void **state)
 
 	(void)state;
 	NEED_GPU();
+	cache = t_path(tmpdir, "warm-cache");
+	cache2 = t_path(tmpdir, "deploy-cache");
+	manifest = t_path(tmpdir, "warm.txt");
 	problem_make(&p);
 	/* warmup: one instance, recorded */
 	rt = runtime_over(cache, JITK_SEAL_OFF, manifest);
