@@ -339,6 +339,47 @@ static void test_seal_from_the_environment(void **state)
 			    "jitk_runtime_options.seal 5 is not a jitk_seal_mode");
 }
 
+/* Options of version 3 (the Python binding's, an older program's) have no
+ * seal field: _init writes only their bytes, and such a runtime takes the
+ * seal from JITK_SEAL. */
+static void test_seal_with_version_3_options(void **state)
+{
+	fixture *f = *state;
+	struct {
+		unsigned version;
+		int device;
+		jitk_capture_policy capture;
+		int programmatic;
+		const jitk_compiler_options *compiler;
+		unsigned char after[32]; /* not the caller's: untouched */
+	} v3;
+	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
+	fake_device fake;
+	jitk_runtime *rt = NULL;
+	jitk_kernel *k;
+	size_t i;
+
+	(void)f;
+	memset(&v3, 0x5a, sizeof(v3));
+	assert_int_equal(jitk_runtime_options_init((jitk_runtime_options *)(void *)&v3, 3), 0);
+	assert_int_equal(v3.version, 3);
+	assert_null(v3.compiler);
+	for (i = 0; i < sizeof(v3.after); i++)
+		assert_int_equal(v3.after[i], 0x5a);
+	co.specs = SPECS;
+	co.cache_dir = "";
+	co.cache_path = "";
+	co.log = t_log_fn;
+	v3.compiler = &co;
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	setenv("JITK_SEAL", "error", 1);
+	assert_int_equal(jitk__runtime_new_with(&rt, (jitk_runtime_options *)(void *)&v3, &fake_ops, &fake), 0);
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), JITK_ENOCOMPILE);
+	jitk_runtime_free(rt);
+	unsetenv("JITK_SEAL");
+}
+
 /* A cached image the driver refuses is evicted and compiled again - but
  * not in a runtime sealed with ERROR: that compile is refused too. */
 static void test_seal_covers_the_recompile_after_a_driver_rejection(void **state)
@@ -847,6 +888,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_seal_error_refuses_a_miss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_warn_logs_and_compiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_from_the_environment, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seal_with_version_3_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_covers_the_recompile_after_a_driver_rejection,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_records_and_precompiles, setup, teardown),
