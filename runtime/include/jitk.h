@@ -449,9 +449,10 @@ JITK_API int jitk_runtime_manifest(jitk_runtime *rt, const char *path);
 
 /* The kernel of the one instance NAME selects, resolved on first use: the
  * cache (read-only layers, then the writable cache) for the targets that
- * run on this GPU in turn - the exact one (sm_103), its family targets
- * (sm_103f, sm_100f), PTX (compute_103, ...) - else NVRTC for the exact
- * target, then cuLibraryLoadData. Later calls are one lock-free read.
+ * run on this GPU in turn - the exact one (sm_103, then sm_103a), its
+ * family targets (sm_103f, sm_100f), PTX (compute_103, ...) - else NVRTC
+ * for the exact target, then cuLibraryLoadData. Later calls are one
+ * lock-free read.
  * *out is borrowed from rt. JITK_ENOENT, JITK_EINVAL (the selector names
  * several instances), JITK_EARCH (a gate forbids it here; see
  * jitk_explain), JITK_ECOMPILE, JITK_ENOCOMPILE (also: a sealed runtime
