@@ -27,8 +27,10 @@ static const char usage_main[] =
 	"\n"
 	"  list [NAME]               every symbol, its family, parameters and gates\n"
 	"  explain NAME --arch ARCH  which variant runs on ARCH, or the fallback and why\n"
+	"                            (--cache DIR: and which cached image)\n"
 	"  source NAME --arch ARCH   the translation unit (--options: NVRTC options)\n"
 	"  precompile [NAME...]      compile symbols x architectures into a cache\n"
+	"                            (--manifest FILE: what a warmup recorded)\n"
 	"  cache stats|verify|clear|prune\n"
 	"                            inspect or maintain a cache directory\n"
 	"  cache pack|unpack|verify FILE\n"
@@ -49,11 +51,16 @@ static const char usage_list[] =
 	"architecture gates that apply to it.\n";
 
 static const char usage_explain[] =
-	"usage: jitk explain NAME --arch ARCH [--specs DIR]\n"
+	"usage: jitk explain NAME --arch ARCH [--cache DIR] [--specs DIR]\n"
 	"\n"
 	"Say whether NAME runs on ARCH (sm_90, sm_100a, compute_90...) and with\n"
 	"which tuning, or which fallback runs instead and why; for each instance\n"
 	"when NAME selects several (a bare symbol name). Needs no GPU.\n"
+	"With --cache DIR (ARCH a GPU: sm_NN), also which image a GPU of ARCH would\n"
+	"run from DIR (and $JITK_CACHE_PATH) and why: every target a runtime tries\n"
+	"in order - the exact one, the family targets (sm_100f runs on sm_103),\n"
+	"PTX - with its key and what DIR holds for it, then the entry that wins or\n"
+	"that the kernel would be compiled. DIR is only read.\n"
 	"Exit 0 when NAME or its fallback runs there, 1 when neither can.\n";
 
 static const char usage_source[] =
@@ -68,11 +75,16 @@ static const char usage_source[] =
 static const char usage_precompile[] =
 	"usage: jitk precompile [NAME...] [--arch LIST] [--cache DIR] [--specs DIR]\n"
 	"                       [--remote URL[,URL...]] [-j N]\n"
+	"       jitk precompile --manifest FILE [--arch LIST] [--cache DIR] [--specs DIR]\n"
+	"                       [--remote URL[,URL...]] [-j N]\n"
 	"\n"
 	"Compile the instances the NAMEs select (default: all) for every\n"
 	"architecture in LIST (comma-separated; default\n"
-	"sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the cache, N at a time (1 to\n"
-	"1024; default: the number of cores).\n"
+	"sm_80,sm_86,sm_89,sm_90,sm_100,sm_120; family targets such as sm_100f\n"
+	"and arch-specific ones such as sm_90a too) into the cache, N at a time\n"
+	"(1 to 1024; default: the number of cores).\n"
+	"With --manifest, compile exactly the 'INSTANCE ARCH' pairs of FILE (what\n"
+	"JITK_MANIFEST_OUT recorded), or with --arch those instances for LIST.\n"
 	"Combinations a gate forbids are counted as gated; any other error is a\n"
 	"failure, named with its message. With a remote (--remote, else\n"
 	"$JITK_REMOTE_CACHE), what the cache lacks is fetched from it (verified,\n"
@@ -204,6 +216,7 @@ typedef struct {
 	const char *max_bytes;
 	const char *remote;
 	const char *out;
+	const char *manifest;
 	int options;
 	int jobs;
 	int help;
@@ -300,6 +313,8 @@ static void parse_opts(cli_opts *o, int argc, char **argv, const char *usage,
 			o->remote = val;
 		else if (is_opt(a, n, "-o"))
 			o->out = val;
+		else if (is_opt(a, n, "--manifest"))
+			o->manifest = val;
 		else /* -j, --jobs */
 			o->jobs = (int)jitk_cli_number("-j", val, 1, JITK_CLI_MAX_JOBS);
 	}
@@ -330,7 +345,9 @@ static void check_arch(jitk_compiler *c, const char *arch)
 	exit(2);
 }
 
-static jitk_compiler *open_compiler(const cli_opts *o)
+/* read_only: the cache is a read-only layer (nothing written, stamped or
+ * removed there). */
+static jitk_compiler *open_compiler_with(const cli_opts *o, int read_only)
 {
 	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
 	jitk_compiler *c = NULL;
@@ -339,11 +356,18 @@ static jitk_compiler *open_compiler(const cli_opts *o)
 	co.cache_dir = o->cache;
 	co.remote = o->remote;
 	co.log = log_stderr;
+	if (read_only)
+		co.cache_read_only = 1;
 	if (jitk_compiler_new(&c, &co)) {
 		fail_last();
 		exit(1);
 	}
 	return c;
+}
+
+static jitk_compiler *open_compiler(const cli_opts *o)
+{
+	return open_compiler_with(o, 0);
 }
 
 /* ------------------------------------------------------------------ list */
@@ -376,14 +400,26 @@ static int cmd_explain(int argc, char **argv)
 	char *text = NULL;
 	int rc;
 
-	parse_opts(&o, argc, argv, usage_explain, "--specs --arch");
+	parse_opts(&o, argc, argv, usage_explain, "--specs --arch --cache");
 	want_args(&o, usage_explain, 1, 1, "symbol NAME");
 	if (!o.arch)
 		jitk_cli_usage_error(usage_explain, "missing --arch ARCH");
 	check_arch(NULL, o.arch);
-	c = open_compiler(&o);
+	if (o.cache) {
+		jitk_cache_summary sum;
+
+		if (!strncmp(o.arch, "compute_", 8) || o.arch[strlen(o.arch) - 1] == 'a' ||
+		    o.arch[strlen(o.arch) - 1] == 'f')
+			jitk_cli_usage_error(usage_explain, "--cache needs a GPU's architecture (sm_NN), not %s",
+					     o.arch);
+		/* a cache that is not there is refused, not made */
+		if (jitk_cache_stats(&sum, o.cache, 0, NULL, NULL))
+			return fail_last();
+	}
+	c = open_compiler_with(&o, o.cache != NULL);
 	check_arch(c, o.arch);
-	rc = jitk_explain(&text, c, o.pos[0], o.arch);
+	rc = o.cache ? jitk_explain_cache(&text, c, o.pos[0], o.arch)
+		     : jitk_explain(&text, c, o.pos[0], o.arch);
 	if (text)
 		fputs(text, stdout);
 	if (rc && rc != JITK_EARCH)
@@ -655,6 +691,53 @@ static size_t parse_arch_list(char (*out)[CLI_ARCH_MAX], const char *list)
 	}
 }
 
+/* The instance named name (one the compiler defines: the manifest reader
+ * checked). */
+static size_t instance_index(jitk_compiler *c, const char *name)
+{
+	size_t i, n = jitk_instance_count(c);
+
+	for (i = 0; i < n && strcmp(jitk_instance_name(c, i), name); i++)
+		;
+	return i;
+}
+
+/* The pairs of a manifest (distinct; archs, when given, replacing the
+ * recorded architectures) as the items to build: x->archs gets the
+ * distinct architectures, x->items the pairs, *ninst the number of
+ * distinct instances. 0, or 1 after saying why. */
+static int manifest_items(pre_ctx *x, const char *path, const char *archs, size_t *ninst,
+			  size_t *narchs)
+{
+	jitk_manifest_item *m = NULL;
+	size_t n = 0, i, j, ni = jitk_instance_count(x->c);
+	unsigned char *seen;
+
+	if (jitk_manifest_read(&m, &n, x->c, path, archs))
+		return fail_last();
+	free(x->archs);
+	x->archs = xcalloc(n + 1, sizeof(*x->archs));
+	x->items = xcalloc(n + 1, sizeof(*x->items));
+	seen = xcalloc(ni + 1, 1);
+	*narchs = *ninst = 0;
+	for (i = 0; i < n; i++) {
+		size_t inst = instance_index(x->c, m[i].instance);
+
+		for (j = 0; j < *narchs && strcmp(x->archs[j], m[i].arch); j++)
+			;
+		if (j == *narchs)
+			snprintf(x->archs[(*narchs)++], CLI_ARCH_MAX, "%s", m[i].arch);
+		x->items[i][0] = inst;
+		x->items[i][1] = j;
+		*ninst += !seen[inst];
+		seen[inst] = 1;
+	}
+	x->nitems = n;
+	free(seen);
+	jitk_free(m);
+	return 0;
+}
+
 static int cmd_precompile(int argc, char **argv)
 {
 	cli_opts o;
@@ -666,7 +749,10 @@ static int cmd_precompile(int argc, char **argv)
 	long jobs;
 	int rc = 0;
 
-	parse_opts(&o, argc, argv, usage_precompile, "--specs --cache --arch --remote -j --jobs");
+	parse_opts(&o, argc, argv, usage_precompile,
+		   "--specs --cache --arch --remote --manifest -j --jobs");
+	if (o.manifest && o.npos)
+		jitk_cli_usage_error(usage_precompile, "NAME and --manifest exclude each other");
 	memset(&x, 0, sizeof(x));
 	list = o.arch ? o.arch : "sm_80,sm_86,sm_89,sm_90,sm_100,sm_120";
 	x.archs = xcalloc(strlen(list) + 1, sizeof(*x.archs));
@@ -675,6 +761,11 @@ static int cmd_precompile(int argc, char **argv)
 	for (j = 0; j < narchs; j++)
 		check_arch(x.c, x.archs[j]);
 	x.tty = isatty(STDOUT_FILENO);
+	if (o.manifest) {
+		if ((rc = manifest_items(&x, o.manifest, o.arch, &ninst, &narchs)))
+			goto done;
+		goto planned;
+	}
 	/* The instances to build, each once, in spec order. */
 	ninsts = jitk_instance_count(x.c);
 	chosen = calloc(ninsts + 1, 1);
@@ -699,6 +790,7 @@ static int cmd_precompile(int argc, char **argv)
 		if (chosen[i])
 			insts[ninst++] = i;
 	x.nitems = ninst * narchs;
+planned:
 	jobs = o.jobs > 0 ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
 	if (jobs > JITK_CLI_MAX_JOBS)
 		jobs = JITK_CLI_MAX_JOBS;
@@ -706,7 +798,8 @@ static int cmd_precompile(int argc, char **argv)
 		jobs = (long)x.nitems;
 	if (jobs < 1)
 		jobs = 1;
-	x.items = calloc(x.nitems + 1, sizeof(*x.items));
+	if (!x.items) /* a manifest's are made already */
+		x.items = calloc(x.nitems + 1, sizeof(*x.items));
 	x.reported = calloc(x.nitems + 1, 1);
 	x.pids = calloc((size_t)jobs, sizeof(*x.pids));
 	x.sh_size = sizeof(pre_shared) + (size_t)jobs * sizeof(atomic_long);
@@ -716,7 +809,7 @@ static int cmd_precompile(int argc, char **argv)
 	if (!x.items || !x.reported || !x.pids || !x.sh)
 		goto oom;
 	atomic_init(&x.sh->next, 0);
-	for (i = 0; i < ninst; i++)
+	for (i = 0; i < ninst && !o.manifest; i++)
 		for (j = 0; j < narchs; j++) {
 			x.items[i * narchs + j][0] = insts[i];
 			x.items[i * narchs + j][1] = j;
@@ -735,9 +828,14 @@ static int cmd_precompile(int argc, char **argv)
 	if (x.tty)
 		fputs("\r\033[K", stdout);
 	dir = jitk_compiler_cache_dir(x.c);
-	printf("precompiled %zu symbols x %zu architectures (%s) into %s in %.2f s with %ld "
-	       "processes: %zu compiled, %zu cached, %zu remote, %zu failed, %zu gated\n",
-	       ninst, narchs, list, dir ? dir : "(memory)", (jitk_cli_now_ms() - t0) / 1000.0,
+	if (o.manifest)
+		printf("precompiled the manifest %s (%zu pairs of %zu instances and %zu architectures)",
+		       o.manifest, x.nitems, ninst, narchs);
+	else
+		printf("precompiled %zu symbols x %zu architectures (%s)", ninst, narchs, list);
+	printf(" into %s in %.2f s with %ld processes: %zu compiled, %zu cached, %zu remote, "
+	       "%zu failed, %zu gated\n",
+	       dir ? dir : "(memory)", (jitk_cli_now_ms() - t0) / 1000.0,
 	       x.nitems ? jobs : 0L, x.compiled, x.cached, x.remote, x.failed, x.gated);
 	if (x.failed)
 		rc = 1;

@@ -723,7 +723,7 @@ static void test_failed_create_closes_the_device(void **state)
 	fake.cc = 90;
 	o.version = 99;
 	assert_int_equal(t_fake_runtime_with(&rt, &fake, f->specs, f->cache, &o), JITK_EINVAL);
-	assert_string_equal(jitk_error_last()->message, "jitk_runtime_options version 99 is not 1 to 3");
+	assert_string_equal(jitk_error_last()->message, "jitk_runtime_options version 99 is not 1 to 4");
 	assert_null(rt);
 	assert_int_equal(fake.closed, 1);
 	o.version = 0;

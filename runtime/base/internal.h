@@ -110,7 +110,21 @@ void jitk__hasher_field(jitk_hasher *h, const char *tag, const void *data,
 /* Writes the digest and frees h. 0, or -1 when the library failed. */
 int jitk__hasher_final(jitk_hasher *h, uint8_t out[JITK_HASH_SIZE]);
 int jitk__sha256(uint8_t out[JITK_HASH_SIZE], const void *data, size_t n);
+
+/* The checksum of cache entries: XXH3-128 over a then b (either may be
+ * empty). 0, or -1 when out of memory. */
+#define JITK_SUM_SIZE 16
+int jitk__checksum(uint8_t out[JITK_SUM_SIZE], const void *a, size_t na, const void *b,
+		   size_t nb);
 void jitk__hex(char *out, const uint8_t *bytes, size_t n);
+
+/* ----------------------------------------------------- profiler ranges */
+
+/* A range in the profiler's timeline (NVTX, domain "jitk"; trace.c),
+ * named from fmt: "resolve NAME on ARCH". Pushes and pops pair up on each
+ * thread. Without an attached tool nothing is formatted or recorded. */
+void jitk__range_push(const char *fmt, ...) JITK_PRINTF(1, 2);
+void jitk__range_pop(void);
 
 /* ---------------------------------------------------------------- time */
 

@@ -80,12 +80,13 @@ struct jitk_cache {
 /* Header fields (little endian):
  *   0 magic[8]  8 format u32  12 header size u32  16 key[32]
  *  48 target[16]  64 names size u64  72 names count u32  76 flags u32
- *  80 image size u64  88 checksum[32]  120 reserved u64
- * The checksum covers the whole header (with the checksum field itself
- * read as zeros), the names and the image; reserved must be 0. Format 1
- * left bytes 88..127 out. */
+ *  80 image size u64  88 checksum[16]  104 zero[16]  120 reserved u64
+ * The checksum (XXH3-128, canonical byte order) covers the whole header
+ * (with the checksum field itself read as zeros), the names and the image;
+ * bytes 104..127 must be 0. Format 1 left bytes 88..127 out; format 2 held
+ * a SHA-256 in bytes 88..119. */
 #define SUM_AT 88
-#define RESERVED_AT 120
+#define ZERO_AT (SUM_AT + JITK_SUM_SIZE)
 
 int jitk__checksum_hole(uint8_t out[JITK_HASH_SIZE], const uint8_t *head, size_t head_len,
 			size_t sum_at, const uint8_t *rest, size_t rest_len)
@@ -102,10 +103,25 @@ int jitk__checksum_hole(uint8_t out[JITK_HASH_SIZE], const uint8_t *head, size_t
 	return jitk__hasher_final(h, out);
 }
 
-static int checksum(uint8_t out[JITK_HASH_SIZE], const uint8_t *head,
+static int checksum(uint8_t out[JITK_SUM_SIZE], const uint8_t *head,
 		    const uint8_t *rest, size_t rest_len)
 {
-	return jitk__checksum_hole(out, head, JITK_ENTRY_HEADER, SUM_AT, rest, rest_len);
+	uint8_t copy[JITK_ENTRY_HEADER];
+
+	memcpy(copy, head, sizeof(copy));
+	memset(copy + SUM_AT, 0, JITK_SUM_SIZE);
+	return jitk__checksum(out, copy, sizeof(copy), rest, rest_len);
+}
+
+/* Bytes 104..127: zero in every valid entry. */
+static int tail_is_zero(const uint8_t *head)
+{
+	size_t i;
+
+	for (i = ZERO_AT; i < JITK_ENTRY_HEADER; i++)
+		if (head[i])
+			return 0;
+	return 1;
 }
 
 int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
@@ -143,7 +159,7 @@ int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 		memcpy(p, e->image, e->size);
 	if (checksum(buf + SUM_AT, buf, buf + JITK_ENTRY_HEADER, names + e->size)) {
 		free(buf);
-		return jitk__error(JITK_ENOMEM, "SHA-256 failed");
+		return jitk__error(JITK_ENOMEM, "out of memory (checksum)");
 	}
 	*out = buf;
 	*len = total;
@@ -153,7 +169,7 @@ int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 		       const char **problem)
 {
-	uint8_t sum[JITK_HASH_SIZE];
+	uint8_t sum[JITK_SUM_SIZE];
 	uint64_t names, image;
 	uint32_t count, i;
 	const uint8_t *p, *end;
@@ -186,12 +202,12 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 								     : "trailing bytes";
 		return -1;
 	}
-	if (buf[48 + 15] != 0 || (jitk__get32(buf + 76) & ~1u) || jitk__get64(buf + RESERVED_AT)) {
+	if (buf[48 + 15] != 0 || (jitk__get32(buf + 76) & ~1u) || !tail_is_zero(buf)) {
 		*problem = "bad header fields";
 		return -1;
 	}
 	if (checksum(sum, buf, buf + JITK_ENTRY_HEADER, (size_t)(names + image)) ||
-	    memcmp(sum, buf + SUM_AT, JITK_HASH_SIZE)) {
+	    memcmp(sum, buf + SUM_AT, JITK_SUM_SIZE)) {
 		*problem = "checksum mismatch";
 		return -1;
 	}

@@ -8,8 +8,8 @@
 
 #include "base/internal.h"
 
-#define JITK_CACHE_FORMAT 2 /* entry bytes; 2: the checksum covers the whole header */
-#define JITK_CACHE_SUBDIR "v1" /* the directory layout (unchanged by format 2) */
+#define JITK_CACHE_FORMAT 3 /* entry bytes; 2: the checksum covers the whole header; 3: it is XXH3-128 */
+#define JITK_CACHE_SUBDIR "v1" /* the directory layout (unchanged by formats 2 and 3) */
 #define JITK_ENTRY_HEADER 128
 #define JITK_ENTRY_MAX_IMAGE (256u << 20) /* 256 MiB */
 #define JITK_ENTRY_MAX_NAMES (64u << 10)

@@ -47,6 +47,7 @@ struct jitk_compiler {
 	int no_compile;
 	int force_compile;
 	char *dump_dir;
+	char *layer_dirs; /* the read-only layers, colon-separated, as opened (or NULL) */
 	int nvrtc_major, nvrtc_minor;
 	int *archs; /* the SM numbers this NVRTC compiles for, ascending */
 	size_t narchs;
@@ -72,6 +73,11 @@ int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_op
 /* Flags of jitk__build. */
 #define JITK_BUILD_FORCE 1u     /* ignore cache hits (driver rejected one) */
 #define JITK_BUILD_PTXAS_INFO 2u /* add --ptxas-options=-v; never cached */
+/* A sealed runtime (jitk_runtime_seal): a miss that would compile is
+ * logged with symbol, instance, arch and key (WARN) or refused with
+ * JITK_ENOCOMPILE (ERROR). */
+#define JITK_BUILD_SEAL_WARN 4u
+#define JITK_BUILD_SEAL_ERROR 8u
 
 /* Get the image of instance inst for arch: cache layers and the writable
  * cache, else (under the per-key lock) the remote tier, else NVRTC (after
@@ -87,6 +93,61 @@ int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_op
 int jitk__build(jitk_build *out, jitk_compiler *c, size_t inst, jitk_arch arch,
 		unsigned flags);
 void jitk__build_free(jitk_build *b);
+
+/* ------------------------------------------------- what runs on a GPU */
+
+/* The targets whose images can run on a GPU of compute capability cc, in
+ * the order a lookup tries them, among those this NVRTC compiles for:
+ * the exact one (sm_CC, then sm_CCa: an arch-specific image runs on its
+ * own SM), the family targets of its major version (sm_NNf
+ * with NN <= CC and NN / 10 == CC / 10, nearest first: an 'f' image runs
+ * on its family's later minors), then PTX (compute_NN for NN <= CC,
+ * nearest first: the driver compiles PTX for any newer GPU). At most max
+ * are written; returns how many. */
+typedef enum { JITK_RUN_EXACT = 0, JITK_RUN_FAMILY = 1, JITK_RUN_PTX = 2 } jitk_run_kind;
+#define JITK_MAX_RUN_TARGETS 64
+size_t jitk__run_targets(jitk_arch *out, jitk_run_kind *kinds, size_t max,
+			 const jitk_compiler *c, int cc);
+
+/* What looking one target up found (jitk__lookup_run). */
+typedef enum {
+	JITK_PROBE_HIT = 0,      /* cached and usable: this image runs */
+	JITK_PROBE_MISSING = 1,  /* not in the cache */
+	JITK_PROBE_REJECTED = 2, /* in the cache but it failed verification */
+	JITK_PROBE_GATED = 3,    /* a gate forbids the instance on this target */
+	JITK_PROBE_FOREIGN = 4,  /* the tuning asks for sm_NNa, which runs on sm_NN only */
+	JITK_PROBE_NO_TARGET = 5 /* the tuning asks for a target NVRTC does not have */
+} jitk_probe_state;
+
+typedef struct {
+	jitk_arch asked;  /* the target tried */
+	jitk_arch target; /* what it compiles as (sm_100 -> sm_100a by arch_specific) */
+	jitk_run_kind kind;
+	jitk_probe_state state;
+	int origin; /* on a hit: JITK_ORIGIN_CACHE or JITK_ORIGIN_LAYER */
+	char key_hex[2 * JITK_HASH_SIZE + 1];
+} jitk_run_probe;
+
+/* Look instance inst up for a GPU of compute capability cc, in the cache
+ * only (nothing compiles): each target of jitk__run_targets in turn; the
+ * first usable hit fills *b (b->variant is specialized for the target that
+ * hit: its tuning is what the image was built with). JITK_OK on a hit;
+ * JITK_ENOENT when no target is cached (or force_compile ignores the
+ * cache); JITK_EARCH when a gate forbids the instance on cc itself;
+ * JITK_ESPEC. probes (NULL allowed) gets what each target tried found,
+ * *nprobes how many (at most JITK_MAX_RUN_TARGETS). b->rejects counts
+ * entries that failed verification. */
+int jitk__lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
+		     jitk_run_probe *probes, size_t *nprobes);
+
+/* ----------------------------------------------------------- manifests */
+
+/* The longest manifest line, newline included. */
+#define JITK_MANIFEST_LINE_MAX 1024
+/* The manifest line of instance on arch, "INSTANCE ARCH\n", into buf: its
+ * length, or -1 when it does not fit. One definition of the format for the
+ * writer (the runtime) and the reader (jitk_manifest_read). */
+int jitk__manifest_line(char *buf, size_t n, const char *instance, const char *arch);
 
 /* The translation unit, options and key of instance inst for arch, as the
  * build would make them (for jitk source and the tests). */

@@ -249,10 +249,13 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 			goto fail;
 		}
 		rc = jitk__cache_open(&c->cache, "", both, &c->log);
-		free(both);
+		c->layer_dirs = both; /* for jitk_explain_cache's entry paths */
 		if (rc)
 			goto fail;
 	} else if ((rc = jitk__cache_open(&c->cache, cache_dir, layers, &c->log))) {
+		goto fail;
+	} else if (layers && !(c->layer_dirs = jitk__strdup(layers))) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
 		goto fail;
 	}
 	if ((rc = remote_open(c, &o)))
@@ -285,6 +288,7 @@ void jitk_compiler_free(jitk_compiler *c)
 	jitk__lease_close(c->lease);
 	jitk__remote_close(c->remote);
 	free(c->dump_dir);
+	free(c->layer_dirs);
 	free(c->archs);
 	free(c);
 }
@@ -506,10 +510,12 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 		opts[n++] = tu->options[i];
 	if (flags & JITK_BUILD_PTXAS_INFO)
 		opts[n++] = "--ptxas-options=-v";
+	jitk__arch_format(arch, b->variant.target);
+	jitk__range_push("compile %s for %s", name, arch);
 	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", opts, n, exprs, 1,
 				 b->variant.target.kind == 'c');
+	jitk__range_pop();
 	free(opts);
-	jitk__arch_format(arch, b->variant.target);
 	jitk__variant_params(&b->variant, params, sizeof(params));
 	if (rc) {
 		first_error(first, sizeof(first), out.log);
@@ -575,13 +581,35 @@ static int usable_hit(jitk_compiler *c, const jitk_build *b, jitk_cache_entry *e
 	return 0;
 }
 
-static int no_compile(const jitk_compiler *c, const jitk_build *b, const char *target)
+/* Whether a miss may compile: not with JITK_NO_COMPILE, nor in a runtime
+ * sealed with JITK_SEAL_ERROR; a runtime sealed with JITK_SEAL_WARN logs
+ * it. The message names symbol, instance, architecture and the full key,
+ * which jitk precompile --manifest or a cache listing can be checked
+ * against. */
+static int compile_allowed(const jitk_compiler *c, const jitk_build *b, const char *target,
+			   unsigned flags)
 {
-	return jitk__error(JITK_ENOCOMPILE,
-			   "%s for %s is not in the cache%s (key %.16s...) and compiling is disabled (JITK_NO_COMPILE)",
-			   c->specs->insts[b->variant.inst].name, target, c->remote ? " or the remote" : "",
-			   b->key_hex);
+	const spec_instance *in = &c->specs->insts[b->variant.inst];
+	char arch[JITK_ARCH_STRLEN];
+
+	if (c->no_compile)
+		return jitk__error(JITK_ENOCOMPILE,
+				   "%s for %s is not in the cache%s (key %.16s...) and compiling is disabled (JITK_NO_COMPILE)",
+				   in->name, target, c->remote ? " or the remote" : "", b->key_hex);
+	if (!(flags & (JITK_BUILD_SEAL_WARN | JITK_BUILD_SEAL_ERROR)))
+		return 0;
+	jitk__arch_format(arch, b->variant.arch);
+	if (flags & JITK_BUILD_SEAL_ERROR)
+		return jitk__error(JITK_ENOCOMPILE,
+				   "sealed runtime: %s (symbol %s) on %s is not in the cache (target %s, key %s); "
+				   "compiling refused, nothing launched",
+				   in->name, in->sym->name, arch, target, b->key_hex);
+	jitk__log(&c->log, JITK_LOG_WARN,
+		  "sealed runtime: compiling %s (symbol %s) on %s: not in the cache (target %s, key %s)",
+		  in->name, in->sym->name, arch, target, b->key_hex);
+	return 0;
 }
+
 
 /* ------------------------------------------------------------ remote tier */
 
@@ -717,11 +745,12 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 			rejected = 1;
 		}
 	}
-	if (c->no_compile && use_cache && !ask_remote) {
-		rc = no_compile(c, b, target);
+	/* The seal and JITK_NO_COMPILE are checked where a miss would compile:
+	 * after the layers, and after the remote where there is one (a process
+	 * that may not compile takes neither the lock nor a lease). */
+	if (use_cache && !ask_remote && (rc = compile_allowed(c, b, target, flags)))
 		goto done;
-	}
-	if (use_cache && !c->no_compile) {
+	if (use_cache && !c->no_compile && !(flags & JITK_BUILD_SEAL_ERROR)) {
 		jitk__cache_lock(c->cache, b->entry.key, &lock);
 		/* Someone may have published while we waited for the lock. */
 		if (lock >= 0 && !rejected && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
@@ -740,11 +769,8 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	if (ask_remote) {
 		if (!remote_fetch(b, c, target, 1))
 			goto done;
-		/* (a process that may not compile takes no lease) */
-		if (c->no_compile) {
-			rc = no_compile(c, b, target);
+		if ((rc = compile_allowed(c, b, target, flags)))
 			goto done;
-		}
 		if (!lease_wait(b, c, target, &leased))
 			goto done;
 	}
@@ -773,6 +799,150 @@ void jitk__build_free(jitk_build *b)
 	jitk__cache_entry_free(&b->entry);
 	free(b->log);
 	b->log = NULL;
+}
+
+/* ------------------------------------------------- what runs on a GPU */
+
+size_t jitk__run_targets(jitk_arch *out, jitk_run_kind *kinds, size_t max,
+			 const jitk_compiler *c, int cc)
+{
+	size_t n = 0, i;
+
+#define RUN_ADD(a_cc, a_kind, a_suffix, k)                                   \
+	do {                                                                   \
+		if (n < max) {                                                 \
+			out[n].cc = (a_cc);                                    \
+			out[n].kind = (a_kind);                                \
+			out[n].suffix = (a_suffix);                            \
+			kinds[n++] = (k);                                      \
+		}                                                              \
+	} while (0)
+	if (nvrtc_knows(c, cc)) {
+		jitk_arch a = { cc, 's', 'a' };
+
+		RUN_ADD(cc, 's', 0, JITK_RUN_EXACT);
+		/* an arch-specific image runs on its own SM */
+		if (jitk__arch_suffix_ok(a))
+			RUN_ADD(cc, 's', 'a', JITK_RUN_EXACT);
+	}
+	/* c->archs is ascending: walk it down for nearest first */
+	for (i = c->narchs; i-- > 0;) {
+		jitk_arch f = { c->archs[i], 's', 'f' };
+
+		if (f.cc <= cc && f.cc / 10 == cc / 10 && jitk__arch_suffix_ok(f))
+			RUN_ADD(f.cc, 's', 'f', JITK_RUN_FAMILY);
+	}
+	for (i = c->narchs; i-- > 0;)
+		if (c->archs[i] <= cc)
+			RUN_ADD(c->archs[i], 'c', 0, JITK_RUN_PTX);
+#undef RUN_ADD
+	return n;
+}
+
+/* One target of the lookup order: its key, then the cache. *state says
+ * what was found; JITK_OK on a usable hit (b filled), JITK_ENOENT when
+ * the target does not serve, an error when the spec cannot be specialized
+ * there. */
+static int probe_target(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch t, int cc,
+			jitk_run_probe *p)
+{
+	const char *name = c->specs->insts[inst].name;
+	char target[JITK_ARCH_STRLEN];
+	unsigned long long rejects0 = jitk__cache_thread_rejects();
+	jitk_cache_entry e;
+	jitk_tu tu;
+	int rc, origin = 0;
+
+	memset(b, 0, sizeof(*b));
+	p->asked = p->target = t;
+	p->state = JITK_PROBE_MISSING;
+	p->key_hex[0] = '\0';
+	rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, t);
+	if (rc == JITK_EARCH || rc == JITK_EINVAL) {
+		/* gated on this target, or its tuning asks for a target NVRTC
+		 * lacks (arch_specific where no sm_NNa exists): it cannot serve */
+		p->state = rc == JITK_EARCH ? JITK_PROBE_GATED : JITK_PROBE_NO_TARGET;
+		jitk__error_clear();
+		return JITK_ENOENT;
+	}
+	if (rc)
+		return rc;
+	jitk__tu_free(&tu);
+	p->target = b->variant.target;
+	jitk__hex(b->key_hex, b->entry.key, JITK_HASH_SIZE);
+	memcpy(p->key_hex, b->key_hex, sizeof(p->key_hex));
+	if (b->variant.target.suffix == 'a' && b->variant.target.cc != cc) {
+		p->state = JITK_PROBE_FOREIGN;
+		return JITK_ENOENT;
+	}
+	jitk__arch_format(target, b->variant.target);
+	jitk__range_push("cache lookup %s for %s", name, target);
+	rc = jitk__cache_get(c->cache, b->entry.key, target, &e, &origin);
+	jitk__range_pop();
+	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
+	if (rc) {
+		if (b->rejects)
+			p->state = JITK_PROBE_REJECTED;
+		return JITK_ENOENT;
+	}
+	if (!usable_hit(c, b, &e, origin)) {
+		p->state = JITK_PROBE_REJECTED;
+		b->rejects++;
+		return JITK_ENOENT;
+	}
+	memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
+	b->entry = e;
+	b->origin = (jitk_origin)origin;
+	p->state = JITK_PROBE_HIT;
+	p->origin = origin;
+	return JITK_OK;
+}
+
+int jitk__lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
+		     jitk_run_probe *probes, size_t *nprobes)
+{
+	jitk_arch targets[JITK_MAX_RUN_TARGETS], gpu = { cc, 's', 0 }, exact = gpu;
+	jitk_run_kind kinds[JITK_MAX_RUN_TARGETS];
+	jitk_run_probe own;
+	unsigned rejects = 0;
+	size_t n, i, k;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	if (nprobes)
+		*nprobes = 0;
+	if (inst >= c->specs->ninsts)
+		return jitk__error(JITK_ENOENT, "no symbol #%zu", inst);
+	/* The gates are the GPU's, whatever image would serve it. */
+	if ((rc = jitk__specialize(&b->variant, c->specs, inst, gpu)))
+		return rc;
+	if (!b->variant.available)
+		return not_available(&b->variant);
+	if (c->force_compile)
+		return JITK_ENOENT;
+	n = jitk__run_targets(targets, kinds, JITK_MAX_RUN_TARGETS, c, cc);
+	for (i = 0, k = 0; i < n; i++) {
+		jitk_run_probe *p = probes ? &probes[k] : &own;
+
+		/* sm_CCa after sm_CC: the same key when the tuning asks for
+		 * arch_specific (sm_CC compiles as sm_CCa) */
+		if (i && targets[i].suffix == 'a' && kinds[i] == JITK_RUN_EXACT &&
+		    exact.suffix == 'a')
+			continue;
+		rc = probe_target(b, c, inst, targets[i], cc, p);
+		p->kind = kinds[i];
+		if (i == 0)
+			exact = p->target;
+		rejects += b->rejects;
+		if (nprobes)
+			*nprobes = ++k;
+		if (rc != JITK_ENOENT)
+			break;
+	}
+	if (rc == JITK_ENOENT || n == 0)
+		memset(b, 0, sizeof(*b));
+	b->rejects = rejects;
+	return n ? rc : JITK_ENOENT;
 }
 
 /* ------------------------------------------------------------- public */

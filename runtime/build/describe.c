@@ -3,6 +3,7 @@
  * JSON description that bindings generate their operations from. */
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,9 +175,141 @@ static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 	describe_args(out, v, indent);
 }
 
+/* --------------------------------------------------- explain --cache */
+
+static const char *probe_state_text(jitk_probe_state st)
+{
+	switch (st) {
+	case JITK_PROBE_HIT: return "cached: this image runs";
+	case JITK_PROBE_MISSING: return "not cached";
+	case JITK_PROBE_REJECTED: return "cached, but the entry fails verification (a miss)";
+	case JITK_PROBE_GATED: return "a gate forbids the instance on this target";
+	case JITK_PROBE_FOREIGN: return "an arch-specific image, which runs on its own SM only";
+	case JITK_PROBE_NO_TARGET: return "its tuning asks for a target NVRTC does not have";
+	}
+	return "?";
+}
+
+/* Why the winning image runs on gpu. */
+static void put_why(jbuf *b, const jitk_run_probe *p, jitk_arch gpu)
+{
+	char t[JITK_ARCH_STRLEN], g[JITK_ARCH_STRLEN];
+
+	jitk__arch_format(t, p->target);
+	jitk__arch_format(g, gpu);
+	if (p->kind == JITK_RUN_EXACT)
+		jitk__jbuf_printf(b, "the exact target of %s", g);
+	else if (p->kind == JITK_RUN_FAMILY)
+		jitk__jbuf_printf(b, "%s is a family target: its code runs on sm_%d and every later "
+				  "sm_%dx GPU, %s among them, and nothing more exact is cached",
+				  t, p->target.cc, p->target.cc / 10, g);
+	else
+		jitk__jbuf_printf(b, "PTX: the driver compiles %s for %s when it loads it (the first "
+				  "load takes longer), and no cubin that runs here is cached", t, g);
+}
+
+/* Whether two variants bind every name alike (the tuning an image was
+ * built with against the GPU's own). */
+static int same_bindings(const jitk_variant *x, const jitk_variant *y)
+{
+	size_t i;
+
+	if (x->nenv != y->nenv)
+		return 0;
+	for (i = 0; i < x->nenv; i++)
+		if (strcmp(x->env[i].name, y->env[i].name) || x->env[i].value != y->env[i].value)
+			return 0;
+	return 1;
+}
+
+/* The first layer holding key's entry: its path (malloc'd), or NULL. The
+ * lookup tries the layers in this order, so it is the one that was read. */
+static char *layer_entry(const jitk_compiler *c, const char *hex)
+{
+	const char *p = c->layer_dirs;
+
+	while (p && *p) {
+		size_t len = strcspn(p, ":");
+		char *path = len ? jitk__asprintf("%.*s/%s/%.2s/%s.jitk", (int)len, p,
+						  JITK_CACHE_SUBDIR, hex, hex)
+				 : NULL;
+		struct stat st;
+
+		if (path && !lstat(path, &st) && S_ISREG(st.st_mode))
+			return path;
+		free(path);
+		p += len + (p[len] == ':');
+	}
+	return NULL;
+}
+
+/* Which image a runtime on gpu would run for inst (the lookup order of
+ * jitk__lookup_run), and each target it tries. */
+static void describe_image(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch gpu,
+			   const jitk_variant *own, const char *indent)
+{
+	jitk_run_probe probes[JITK_MAX_RUN_TARGETS];
+	jitk_build bb;
+	size_t n = 0, i;
+	int rc = jitk__lookup_run(&bb, c, inst, gpu.cc, probes, &n);
+	char t[JITK_ARCH_STRLEN];
+
+	if (rc == JITK_OK) {
+		const jitk_run_probe *p = &probes[n - 1];
+		const char *root = jitk__cache_root(c->cache);
+		char *in_layer = p->origin == JITK_ORIGIN_LAYER ? layer_entry(c, p->key_hex) : NULL;
+
+		jitk__arch_format(t, p->target);
+		jitk__jbuf_printf(b, "%simage:    %s, ", indent, t);
+		if (p->origin == JITK_ORIGIN_CACHE && root)
+			jitk__jbuf_printf(b, "cached at %s/%.2s/%s.jitk: ", root, p->key_hex, p->key_hex);
+		else if (in_layer)
+			jitk__jbuf_printf(b, "cached in a read-only layer at %s: ", in_layer);
+		else
+			jitk__jbuf_printf(b, "cached in a read-only layer (key %s): ", p->key_hex);
+		free(in_layer);
+		put_why(b, p, gpu);
+		jitk__jbuf_puts(b, "\n");
+		if (!same_bindings(&bb.variant, own)) {
+			jitk__jbuf_printf(b, "%s           built with its target's tuning:", indent);
+			for (i = c->specs->insts[inst].sym->fam->nparams; i < bb.variant.nenv; i++)
+				jitk__jbuf_printf(b, " %s=%lld", bb.variant.env[i].name,
+						  (long long)bb.variant.env[i].value);
+			jitk__jbuf_puts(b, "\n");
+		}
+		jitk__build_free(&bb);
+	} else if (rc == JITK_ENOENT && c->force_compile) {
+		jitk__jbuf_printf(b, "%simage:    none: force_compile ignores the cache; a runtime "
+				  "compiles it\n", indent);
+	} else if (rc == JITK_ENOENT) {
+		jitk__arch_format(t, n ? probes[0].target : gpu);
+		jitk__jbuf_printf(b, "%simage:    none cached: a runtime would compile it for %s (key %s)\n",
+				  indent, t, n ? probes[0].key_hex : "?");
+	} else {
+		jitk__jbuf_printf(b, "%simage:    none: %s\n", indent, jitk_error_last()->message);
+	}
+	jitk__error_clear();
+	if (n)
+		jitk__jbuf_printf(b, "%slookup:\n", indent);
+	for (i = 0; i < n; i++) {
+		const jitk_run_probe *p = &probes[i];
+		char asked[JITK_ARCH_STRLEN + 16];
+
+		jitk__arch_format(asked, p->asked);
+		if (p->target.suffix != p->asked.suffix) {
+			jitk__arch_format(t, p->target);
+			snprintf(asked + strlen(asked), sizeof(asked) - strlen(asked), " (%s)", t);
+		}
+		jitk__jbuf_printf(b, "%s  %-20s %-6s %-16s %s\n", indent, asked,
+				  p->kind == JITK_RUN_EXACT ? "exact" : p->kind == JITK_RUN_FAMILY ? "family" : "PTX",
+				  *p->key_hex ? p->key_hex : "-", probe_state_text(p->state));
+	}
+}
+
 /* Explain one instance; *runs is cleared when neither it nor its
- * fallback can run. */
-static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int *runs)
+ * fallback can run. with_cache: also which cached image would run. */
+static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int *runs,
+		       int with_cache)
 {
 	const spec_instance *in = &c->specs->insts[inst];
 	jitk_variant v;
@@ -205,6 +338,8 @@ static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int 
 			  jitk__variant_params(&v, params, sizeof(params)));
 	if (v.available) {
 		describe_variant(b, c, &v, "  ");
+		if (with_cache)
+			describe_image(b, c, inst, a, &v, "  ");
 	} else {
 		jitk__jbuf_printf(b, "  reason:   %s\n", v.reason);
 		if (!in->nfallback)
@@ -224,6 +359,8 @@ static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int 
 					  fv.available ? "runs" : fv.reason);
 			if (fv.available)
 				describe_variant(b, c, &fv, "    ");
+			if (fv.available && with_cache)
+				describe_image(b, c, in->fallback[i], a, &fv, "    ");
 		}
 	}
 	if (!ok)
@@ -231,7 +368,8 @@ static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int 
 	return 0;
 }
 
-int jitk_explain(char **out, jitk_compiler *c, const char *name, const char *arch)
+static int explain(char **out, jitk_compiler *c, const char *name, const char *arch,
+		   int with_cache)
 {
 	size_t *insts = NULL, n = 0, i;
 	jitk_arch a;
@@ -240,15 +378,21 @@ int jitk_explain(char **out, jitk_compiler *c, const char *name, const char *arc
 	int rc, runs = 1;
 
 	if (!out || !c || !name || !arch)
-		return jitk__error(JITK_EINVAL, "jitk_explain: NULL argument");
+		return jitk__error(JITK_EINVAL, "%s: NULL argument",
+				   with_cache ? "jitk_explain_cache" : "jitk_explain");
 	*out = NULL;
-	if ((rc = check_arch(c, &a, arch)) || (rc = jitk_select(&insts, &n, c, name)))
+	if ((rc = check_arch(c, &a, arch)))
+		return rc;
+	if (with_cache && (a.kind != 's' || a.suffix))
+		return jitk__error(JITK_EINVAL, "%s is not a GPU: the image that runs is chosen for a "
+				   "GPU's own architecture (sm_NN)", arch);
+	if ((rc = jitk_select(&insts, &n, c, name)))
 		return rc;
 	jitk__jbuf_init(&b);
 	for (i = 0; i < n && !rc; i++) {
 		if (i)
 			jitk__jbuf_puts(&b, "\n");
-		rc = explain_one(&b, c, insts[i], a, &runs);
+		rc = explain_one(&b, c, insts[i], a, &runs, with_cache);
 	}
 	free(insts);
 	if (rc) {
@@ -262,6 +406,16 @@ int jitk_explain(char **out, jitk_compiler *c, const char *name, const char *arc
 	if (!runs)
 		return jitk__error(JITK_EARCH, "%s cannot run on %s, nor its fallback", name, archs);
 	return JITK_OK;
+}
+
+int jitk_explain(char **out, jitk_compiler *c, const char *name, const char *arch)
+{
+	return explain(out, c, name, arch, 0);
+}
+
+int jitk_explain_cache(char **out, jitk_compiler *c, const char *name, const char *arch)
+{
+	return explain(out, c, name, arch, 1);
 }
 
 /* -------------------------------------------------------------- source */

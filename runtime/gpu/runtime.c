@@ -6,10 +6,14 @@
  * acquire load. A gate that forbids the instance here is remembered in the
  * slot too, so fallbacks are decided without work. */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include <nvrtc.h>
 
@@ -73,6 +77,17 @@ typedef struct {
 	int programmatic; /* version 2 */
 } runtime_options_v2;
 
+/* The size of each version of jitk_runtime_options from 3 on, whose
+ * fields are the current struct's first ones (1 and 2 embedded the
+ * compiler's options: runtime_options_v2). */
+static const size_t runtime_options_size[] = {
+	0,
+	0,
+	0,
+	offsetof(jitk_runtime_options, compiler) + sizeof(const jitk_compiler_options *), /* 3 */
+	offsetof(jitk_runtime_options, manifest) + sizeof(const char *),                  /* 4 */
+};
+
 int jitk_runtime_options_init(jitk_runtime_options *opts, unsigned version)
 {
 	if (!opts)
@@ -89,13 +104,14 @@ int jitk_runtime_options_init(jitk_runtime_options *opts, unsigned version)
 		memcpy(o, &def, n);
 		return JITK_OK;
 	}
-	if (version != JITK_RUNTIME_OPTIONS_VERSION)
+	if (version < 3 || version > JITK_RUNTIME_OPTIONS_VERSION)
 		return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 to %u",
 				   version, JITK_RUNTIME_OPTIONS_VERSION);
 	{
 		const jitk_runtime_options def = JITK_RUNTIME_OPTIONS_INIT;
 
-		*opts = def;
+		memcpy(opts, &def, runtime_options_size[version]);
+		opts->version = version;
 	}
 	return JITK_OK;
 }
@@ -119,11 +135,38 @@ static int read_options(jitk_runtime_options *o, jitk_compiler_options *comp,
 		o->programmatic = in->version == 2 ? v->programmatic : 0;
 		return jitk__compiler_options_read(comp, (const jitk_compiler_options *)(const void *)&v->compiler);
 	}
-	if (in->version != JITK_RUNTIME_OPTIONS_VERSION)
+	if (in->version < 3 || in->version > JITK_RUNTIME_OPTIONS_VERSION)
 		return jitk__error(JITK_EINVAL, "jitk_runtime_options version %u is not 1 to %u",
 				   in->version, JITK_RUNTIME_OPTIONS_VERSION);
-	*o = *in;
+	memcpy(o, in, runtime_options_size[in->version]);
+	o->version = JITK_RUNTIME_OPTIONS_VERSION;
 	return jitk__compiler_options_read(comp, in->compiler);
+}
+
+/* The seal mode to start with: the option, else $JITK_SEAL. A value that
+ * is not a mode is an error: a deployment that asked for a seal must not
+ * run unsealed because of a typo. */
+static int initial_seal(int *out, int opt)
+{
+	const char *v;
+
+	*out = JITK_SEAL_OFF;
+	if (opt >= 0) {
+		if (opt > JITK_SEAL_ERROR)
+			return jitk__error(JITK_EINVAL, "jitk_runtime_options.seal %d is not a jitk_seal_mode",
+					   opt);
+		*out = opt;
+		return 0;
+	}
+	if (!(v = jitk__env("JITK_SEAL")) || !strcmp(v, "0") || !strcasecmp(v, "off"))
+		return 0;
+	if (!strcasecmp(v, "warn"))
+		*out = JITK_SEAL_WARN;
+	else if (!strcasecmp(v, "error"))
+		*out = JITK_SEAL_ERROR;
+	else
+		return jitk__error(JITK_EINVAL, "JITK_SEAL='%.40s' is not warn, error or off", v);
+	return 0;
 }
 
 int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
@@ -133,14 +176,14 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	jitk_compiler_options co;
 	jitk_runtime *rt = NULL;
 	size_t i;
-	int rc;
+	int rc, seal;
 
 	if (!out) {
 		rc = jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
 		goto fail_impl;
 	}
 	*out = NULL;
-	if ((rc = read_options(&o, &co, opts)))
+	if ((rc = read_options(&o, &co, opts)) || (rc = initial_seal(&seal, o.seal)))
 		goto fail_impl;
 	rt = calloc(1, sizeof(*rt));
 	if (!rt) {
@@ -152,8 +195,11 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	rt->device = o.device;
 	rt->capture = o.capture;
 	rt->programmatic = o.programmatic != 0;
+	rt->manifest_fd = -1;
 	pthread_mutex_init(&rt->ops_mu, NULL);
 	pthread_rwlock_init(&rt->configured_mu, NULL);
+	pthread_mutex_init(&rt->manifest_mu, NULL);
+	atomic_store(&rt->seal, seal);
 	if ((rc = ops->open(impl, o.device, &rt->info))) {
 		rc = jitk__error(JITK_ENODEV, "cannot open CUDA device %d: %s", o.device,
 				 ops->error_name(impl, rc));
@@ -180,6 +226,16 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	}
 	jitk__log(&rt->comp->log, JITK_LOG_INFO, "device %d: %s, sm_%d, %d SMs; kernels for %s",
 		  o.device, rt->info.name, rt->info.cc, rt->info.sm_count, rt->arch_str);
+	{
+		const char *manifest = o.manifest ? o.manifest : jitk__env("JITK_MANIFEST_OUT");
+
+		/* Like an unusable cache, a manifest that cannot be written
+		 * does not stop the runtime: one warning. */
+		if (manifest && jitk_runtime_manifest(rt, manifest))
+			jitk__log(&rt->comp->log, JITK_LOG_WARN, "%s; not recording a manifest",
+				  jitk_error_last()->message);
+		jitk__error_clear();
+	}
 	*out = rt;
 	return JITK_OK;
 fail:
@@ -241,6 +297,10 @@ void jitk_runtime_free(jitk_runtime *rt)
 		pthread_mutex_destroy(&rt->slots[i].mu);
 	}
 	free(rt->slots);
+	if (rt->manifest_fd >= 0)
+		close(rt->manifest_fd);
+	free(rt->manifest_path);
+	pthread_mutex_destroy(&rt->manifest_mu);
 	jitk__ops_free(rt);
 	jitk_compiler_free(rt->comp);
 	if (rt->ops && rt->ops->close)
@@ -409,6 +469,8 @@ static int load_build(jitk_runtime *rt, jitk_slot *s, jitk_build *b,
 		return jitk__error(JITK_ECOMPILE, "%s: cache entry holds no kernel name",
 				   rt->comp->specs->insts[b->variant.inst].name);
 	atomic_fetch_add(&s->loads, 1);
+	jitk__range_push("load %s (%s)", rt->comp->specs->insts[b->variant.inst].name,
+			 b->entry.target);
 	r = rt->ops->load(rt->impl, b->entry.image, b->entry.is_ptx, lib);
 	if (!r) {
 		r = rt->ops->get_kernel(rt->impl, *lib, b->entry.names[0], fn);
@@ -417,6 +479,7 @@ static int load_build(jitk_runtime *rt, jitk_slot *s, jitk_build *b,
 			*lib = NULL;
 		}
 	}
+	jitk__range_pop();
 	if (r) {
 		atomic_fetch_add(&s->load_failures, 1);
 		return jitk__error(JITK_EDRIVER, "the driver rejected the image of %s for %s: %s",
@@ -437,7 +500,64 @@ static void count_build(jitk_slot *s, const jitk_build *b)
 	}
 }
 
-static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
+static unsigned seal_flags(jitk_runtime *rt)
+{
+	int seal = atomic_load(&rt->seal);
+
+	return seal == JITK_SEAL_ERROR ? JITK_BUILD_SEAL_ERROR
+	       : seal == JITK_SEAL_WARN ? JITK_BUILD_SEAL_WARN
+					: 0;
+}
+
+/* The image for this GPU: the cache for each target that runs here
+ * (exact, family, PTX: jitk__lookup_run), else a build for rt->arch,
+ * which compiles unless the seal or JITK_NO_COMPILE forbids it. */
+static int find_or_build(jitk_build *b, jitk_runtime *rt, size_t inst, unsigned flags)
+{
+	jitk_slot *s = &rt->slots[inst];
+	int rc = JITK_ENOENT;
+
+	if (!(flags & JITK_BUILD_FORCE)) {
+		rc = jitk__lookup_run(b, rt->comp, inst, rt->info.cc, NULL, NULL);
+		atomic_fetch_add(&s->cache_rejects, b->rejects);
+	}
+	if (rc != JITK_ENOENT)
+		return rc;
+	rc = jitk__build(b, rt->comp, inst, rt->arch, flags | seal_flags(rt));
+	atomic_fetch_add(&s->cache_rejects, b->rejects);
+	return rc;
+}
+
+/* One "INSTANCE ARCH" line into the manifest, under manifest_mu. */
+static void manifest_write(jitk_runtime *rt, size_t inst)
+{
+	char line[JITK_MANIFEST_LINE_MAX];
+	int n = jitk__manifest_line(line, sizeof(line), rt->comp->specs->insts[inst].name,
+				    rt->arch_str);
+	ssize_t w;
+
+	rt->slots[inst].manifest_gen = rt->manifest_gen;
+	do
+		w = n > 0 ? write(rt->manifest_fd, line, (size_t)n) : -1;
+	while (w < 0 && errno == EINTR);
+	if (w != n && !rt->manifest_failed) {
+		rt->manifest_failed = 1;
+		jitk__log(&rt->comp->log, JITK_LOG_WARN, "cannot append %s to the manifest %s: %s",
+			  rt->comp->specs->insts[inst].name, rt->manifest_path,
+			  n <= 0 ? "name too long" : w < 0 ? strerror(errno) : "short write");
+	}
+}
+
+/* A newly resolved instance goes into the manifest once. */
+static void manifest_record(jitk_runtime *rt, size_t inst)
+{
+	pthread_mutex_lock(&rt->manifest_mu);
+	if (rt->manifest_fd >= 0 && rt->slots[inst].manifest_gen != rt->manifest_gen)
+		manifest_write(rt, inst);
+	pthread_mutex_unlock(&rt->manifest_mu);
+}
+
+static int resolve_build(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 {
 	jitk_slot *s = &rt->slots[inst];
 	jitk_kernel *k = NULL;
@@ -445,8 +565,7 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	double t0 = jitk__now_ms();
 	int rc;
 
-	rc = jitk__build(&b, rt->comp, inst, rt->arch, 0);
-	atomic_fetch_add(&s->cache_rejects, b.rejects);
+	rc = find_or_build(&b, rt, inst, 0);
 	if (rc == JITK_EARCH) {
 		/* Remember why; later requests answer from the slot. */
 		s->reason = jitk__strdup(jitk_error_last()->message);
@@ -473,8 +592,7 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 			  jitk_error_last()->message);
 		jitk__cache_evict(rt->comp->cache, b.entry.key);
 		jitk__build_free(&b);
-		rc = jitk__build(&b, rt->comp, inst, rt->arch, JITK_BUILD_FORCE);
-		atomic_fetch_add(&s->cache_rejects, b.rejects);
+		rc = find_or_build(&b, rt, inst, JITK_BUILD_FORCE);
 		if (!rc) {
 			count_build(s, &b);
 			rc = load_build(rt, s, &b, &k->lib, &k->fn);
@@ -500,6 +618,68 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	atomic_store_explicit(&s->kernel, k, memory_order_release);
 	*out = k;
 	return 0;
+}
+
+static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
+{
+	int rc;
+
+	jitk__range_push("resolve %s on %s", rt->comp->specs->insts[inst].name, rt->arch_str);
+	rc = resolve_build(out, rt, inst);
+	jitk__range_pop();
+	if (!rc)
+		manifest_record(rt, inst);
+	return rc;
+}
+
+int jitk_runtime_seal(jitk_runtime *rt, jitk_seal_mode mode)
+{
+	static const char *const names[] = { "off", "warn", "error" };
+
+	if (!rt)
+		return jitk__error(JITK_EINVAL, "jitk_runtime_seal: NULL runtime");
+	if ((int)mode < JITK_SEAL_OFF || mode > JITK_SEAL_ERROR)
+		return jitk__error(JITK_EINVAL, "jitk_runtime_seal: %d is not a jitk_seal_mode",
+				   (int)mode);
+	atomic_store(&rt->seal, (int)mode);
+	jitk__log(&rt->comp->log, JITK_LOG_INFO, "runtime sealed: %s", names[mode]);
+	return JITK_OK;
+}
+
+int jitk_runtime_manifest(jitk_runtime *rt, const char *path)
+{
+	char *copy = NULL;
+	int fd = -1;
+	size_t i;
+
+	if (!rt)
+		return jitk__error(JITK_EINVAL, "jitk_runtime_manifest: NULL runtime");
+	if (path) {
+		if (!(copy = jitk__strdup(path)))
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			int e = errno;
+
+			free(copy);
+			return jitk__error(JITK_EIO, "cannot open the manifest %s: %s", path,
+					   strerror(e));
+		}
+	}
+	pthread_mutex_lock(&rt->manifest_mu);
+	if (rt->manifest_fd >= 0)
+		close(rt->manifest_fd);
+	free(rt->manifest_path);
+	rt->manifest_fd = fd;
+	rt->manifest_path = copy;
+	rt->manifest_failed = 0;
+	rt->manifest_gen++;
+	/* what is resolved already goes in first */
+	for (i = 0; fd >= 0 && i < rt->nslots; i++)
+		if (atomic_load_explicit(&rt->slots[i].kernel, memory_order_acquire))
+			manifest_write(rt, i);
+	pthread_mutex_unlock(&rt->manifest_mu);
+	return JITK_OK;
 }
 
 const char *jitk__unavailable_reason(jitk_runtime *rt, size_t inst)
@@ -562,6 +742,11 @@ int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name)
 	if ((rc = jitk__spec_find(rt->comp->specs, name, &inst)))
 		return rc;
 	return jitk__resolve(out, rt, inst, 0, NULL);
+}
+
+const char *jitk_kernel_target(const jitk_kernel *k)
+{
+	return k ? k->entry.target : NULL;
 }
 
 int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k)

@@ -61,6 +61,7 @@ typedef struct {
 	char *reason; /* when unavailable; written once under mu */
 	atomic_ullong compiles, cache_hits, cache_misses, cache_rejects, loads,
 		load_failures, launches, compile_us, load_us;
+	unsigned manifest_gen; /* the manifest generation that holds it (under rt->manifest_mu) */
 } jitk_slot;
 
 /* A selector bound to the runtime (jitk_op): the symbol, the instances it
@@ -100,6 +101,15 @@ struct jitk_runtime {
 	jitk_configured *configured;
 	size_t nconfigured, capconfigured;
 	pthread_rwlock_t configured_mu;
+	atomic_int seal; /* jitk_seal_mode */
+	/* The manifest (jitk_runtime_manifest): an O_APPEND descriptor and
+	 * its generation (each new file starts one, so that every resolved
+	 * instance is written to it once); under manifest_mu. */
+	pthread_mutex_t manifest_mu;
+	int manifest_fd;
+	char *manifest_path;
+	int manifest_failed; /* a write failed: warned once */
+	unsigned manifest_gen;
 };
 
 /* Resolve instance inst. check_capture: consult stream's capture state

@@ -221,6 +221,19 @@ JITK_API int jitk_describe(char **out, const jitk_compiler *compiler, const char
 JITK_API int jitk_explain(char **out, jitk_compiler *compiler, const char *name,
 			  const char *arch);
 
+/* jitk_explain, and for each instance that runs (or fallback step), which
+ * image a GPU of ARCH (sm_NN) would run from the compiler's cache layers
+ * and writable cache, and why: the targets a runtime's lookup tries, in
+ * order - the exact one, the family targets (an sm_100f image runs on
+ * sm_103), then PTX - each with its key and what the cache holds for it,
+ * then the image that wins ("image:   sm_100f, cached ...") or that the
+ * kernel would be compiled. Reads the cache as a lookup does: create the
+ * compiler with cache_read_only = 1 to leave the cache untouched (no
+ * recency stamps, no removal of entries that fail verification).
+ * JITK_EINVAL for an ARCH that is not sm_NN; otherwise as jitk_explain. */
+JITK_API int jitk_explain_cache(char **out, jitk_compiler *compiler, const char *name,
+				const char *arch);
+
 /* The translation unit NVRTC compiles for the one instance NAME selects
  * on ARCH (*out), and its options followed by one line
  * "name-expression EXPR" (*out_options, NULL allowed). jitk_free both. */
@@ -243,6 +256,55 @@ typedef enum {
  * jitk_explain. */
 JITK_API int jitk_precompile(jitk_origin *out, jitk_compiler *compiler, const char *name,
 			     const char *arch);
+
+/* ------------------------------------------------------------ manifests */
+
+/* A warmup manifest (written by jitk_runtime_manifest or
+ * JITK_MANIFEST_OUT) is text, one "INSTANCE ARCH" line per instance a
+ * process resolved ("tadd3[cols=64] sm_90"); blank lines and lines
+ * starting with '#' are comments. A NAME may be any selector (a symbol
+ * name stands for every instance it has). Several processes may append to
+ * one file: repeated lines are read once. */
+typedef struct {
+	const char *instance;
+	const char *arch;
+} jitk_manifest_item;
+
+/* Read the manifest at path: *out is an array of *n distinct (instance,
+ * architecture) pairs, in the order they first appear, in one block that
+ * jitk_free frees (the strings are inside it). archs (NULL: as recorded)
+ * is a comma-separated list of architectures that replaces each recorded
+ * one: every instance once per listed architecture. JITK_EIO when the
+ * file cannot be read; JITK_ENOENT (an unknown symbol) or JITK_EINVAL (a
+ * malformed line, an architecture NVRTC cannot compile for) with
+ * "PATH:LINE: error: ..." in jitk_error_last(). */
+JITK_API int jitk_manifest_read(jitk_manifest_item **out, size_t *n,
+				const jitk_compiler *compiler, const char *path,
+				const char *archs);
+
+/* What jitk_precompile_manifest did: images compiled now (or kept in
+ * memory), found in the cache or a layer, found in a remote tier, that
+ * failed, and instances a gate keeps off their architecture. */
+typedef struct {
+	size_t compiled, cached, remote, failed, gated;
+} jitk_precompile_counts;
+
+/* Called after each item: its index, jitk_precompile's status and the
+ * origin (meaningful when the status is JITK_OK). */
+typedef void (*jitk_precompile_progress_fn)(void *ctx, size_t index, size_t n,
+					    const jitk_manifest_item *item, int status,
+					    jitk_origin origin);
+
+/* jitk_manifest_read, then jitk_precompile of every item, in order, one
+ * after the other. out (NULL allowed) gets the counts. JITK_OK when no
+ * item failed (gated items are not failures); else the status and message
+ * of the first failure, after every item was tried. Errors of
+ * jitk_manifest_read are returned before anything is compiled. A CLI
+ * that compiles in parallel reads the manifest itself and calls
+ * jitk_precompile for each item. */
+JITK_API int jitk_precompile_manifest(jitk_precompile_counts *out, jitk_compiler *compiler,
+				      const char *path, const char *archs,
+				      jitk_precompile_progress_fn progress, void *ctx);
 
 /* Make sure ARCH is a target this NVRTC can compile for: JITK_EINVAL
  * naming it and listing those it can, else JITK_OK. With compiler NULL,
@@ -414,10 +476,18 @@ typedef enum {
 	JITK_CAPTURE_RESOLVE = 1
 } jitk_capture_policy;
 
+/* A sealed runtime (jitk_runtime_seal): what a resolve that would compile
+ * - a cache miss - does. A cache hit is always fine. */
+typedef enum {
+	JITK_SEAL_OFF = 0,  /* compile as usual */
+	JITK_SEAL_WARN = 1, /* log a warning naming symbol, instance, arch and key, then compile */
+	JITK_SEAL_ERROR = 2 /* refuse: JITK_ENOCOMPILE with the same names; nothing is launched */
+} jitk_seal_mode;
+
 /* Options of a runtime; fill with jitk_runtime_options_init. Version 3
- * (current) points to the compiler's options instead of embedding them,
- * so that either struct can grow; versions 1 and 2 (embedded) are still
- * accepted from older programs.
+ * points to the compiler's options instead of embedding them, so that
+ * either struct can grow; version 4 (current) adds seal and manifest;
+ * versions 1 and 2 (embedded) are still accepted from older programs.
  *   device       CUDA device ordinal
  *   capture      see jitk_capture_policy
  *   programmatic nonzero: on sm_90 and newer, launch the kernels of
@@ -426,18 +496,25 @@ typedef enum {
  *                touching memory) with programmatic dependent launch, so
  *                that a launch and its set-up overlap the end of the kernel
  *                before it on the stream. Results are the same either way.
- *   compiler     the compiler's options (NULL: every default) */
+ *   compiler     the compiler's options (NULL: every default)
+ *   seal         a jitk_seal_mode the runtime starts with; -1 (default):
+ *                $JITK_SEAL=off|warn|error, else off
+ *   manifest     record every instance resolved into this file, as
+ *                jitk_runtime_manifest does; NULL (default):
+ *                $JITK_MANIFEST_OUT, else none */
 typedef struct {
 	unsigned version;
 	int device;
 	jitk_capture_policy capture;
 	int programmatic;
 	const jitk_compiler_options *compiler;
+	int seal;             /* version 4 */
+	const char *manifest; /* version 4 */
 } jitk_runtime_options;
 
-#define JITK_RUNTIME_OPTIONS_VERSION 3
+#define JITK_RUNTIME_OPTIONS_VERSION 4
 #define JITK_RUNTIME_OPTIONS_INIT                                             \
-	{ JITK_RUNTIME_OPTIONS_VERSION, 0, JITK_CAPTURE_ERROR, 0, NULL }
+	{ JITK_RUNTIME_OPTIONS_VERSION, 0, JITK_CAPTURE_ERROR, 0, NULL, -1, NULL }
 
 /* Defaults for the given version (1 to JITK_RUNTIME_OPTIONS_VERSION; for
  * 1 or 2, opts points to a struct of that version's layout, as an older
@@ -447,11 +524,13 @@ JITK_API int jitk_runtime_options_init(jitk_runtime_options *opts, unsigned vers
 /* Open the CUDA driver (libcuda.so.1, looked up at run time), bind the
  * device, read its architecture and load the specs. *out is the caller's.
  * JITK_ENODEV when there is no driver or device, JITK_ESPEC, JITK_ENOMEM,
- * JITK_EINVAL for options of an unknown version. Makes the device's primary
+ * JITK_EINVAL for options of an unknown version or a seal mode (option or
+ * $JITK_SEAL) that is not one. A manifest file that cannot be opened is
+ * logged, not an error. Makes the device's primary
  * context current on this thread when no context is. Kernels load with
  * cuLibraryLoadData, so they launch in any context of the device. All
  * other runtime functions are thread-safe. opts may point to a version 1,
- * 2 or 3 struct, each read with its own layout (NULL: defaults). */
+ * 2, 3 or 4 struct, each read with its own layout (NULL: defaults). */
 JITK_API int jitk_runtime_new(jitk_runtime **out, const jitk_runtime_options *opts);
 /* NULL is a no-op. No launch of this runtime may be in flight. */
 JITK_API void jitk_runtime_free(jitk_runtime *rt);
@@ -460,11 +539,32 @@ JITK_API const char *jitk_runtime_arch(const jitk_runtime *rt);
 /* The compiler the runtime owns; borrowed. */
 JITK_API jitk_compiler *jitk_runtime_compiler(jitk_runtime *rt);
 
-/* The kernel of the one instance NAME selects, resolved on first use:
- * cache layers, else NVRTC, then cuLibraryLoadData. Later calls are one
- * lock-free read. *out is borrowed from rt. JITK_ENOENT, JITK_EINVAL (the
- * selector names several instances), JITK_EARCH (a gate forbids it here;
- * see jitk_explain), JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_EDRIVER. */
+/* Seal rt (or unseal it: JITK_SEAL_OFF), typically once warmup is done:
+ * from now on a resolve that would compile warns or is refused
+ * (jitk_seal_mode). JITK_EINVAL for another mode. Thread-safe; resolves
+ * already under way finish under the mode they started with. */
+JITK_API int jitk_runtime_seal(jitk_runtime *rt, jitk_seal_mode mode);
+
+/* Record into the manifest file at path every instance rt has resolved
+ * and each one it resolves from now on, one "INSTANCE ARCH" line each
+ * (ARCH: what the runtime builds for, jitk_runtime_arch), appended with
+ * O_APPEND, one write() per line, so that lines of several processes do
+ * not mix and a crash loses nothing written. jitk precompile --manifest
+ * (jitk_precompile_manifest) compiles exactly those. path NULL stops
+ * recording. JITK_EIO (with errno's text) when the file cannot be opened;
+ * a later write that fails is logged once. Thread-safe. */
+JITK_API int jitk_runtime_manifest(jitk_runtime *rt, const char *path);
+
+/* The kernel of the one instance NAME selects, resolved on first use: the
+ * cache (read-only layers, then the writable cache) for the targets that
+ * run on this GPU in turn - the exact one (sm_103, then sm_103a), its
+ * family targets (sm_103f, sm_100f), PTX (compute_103, ...) - else NVRTC
+ * for the exact target, then cuLibraryLoadData. Later calls are one
+ * lock-free read.
+ * *out is borrowed from rt. JITK_ENOENT, JITK_EINVAL (the selector names
+ * several instances), JITK_EARCH (a gate forbids it here; see
+ * jitk_explain), JITK_ECOMPILE, JITK_ENOCOMPILE (also: a sealed runtime
+ * refused to compile), JITK_EDRIVER. */
 JITK_API int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name);
 
 /* What a resolved kernel is: its instance's name, the lowered (mangled)
@@ -481,6 +581,10 @@ typedef struct {
 	const char *key;
 } jitk_kernel_info;
 JITK_API int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k);
+/* The target of the image a resolved kernel runs ("sm_90", "sm_100f" on an
+ * sm_103 GPU when the cache held that, "compute_90"); borrowed from the
+ * runtime. NULL for NULL. */
+JITK_API const char *jitk_kernel_target(const jitk_kernel *k);
 
 /* Resolve every instance the N selectors select (every instance that can
  * run on this device when names is NULL; gated ones are skipped) so that
