@@ -199,6 +199,21 @@ __device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigne
 }
 #endif
 
+// A store of BYTES (16 or 32) to global memory in one instruction,
+// whatever the optimizer makes of a copied vec (it may split a plain
+// struct copy into 4-byte stores).
+template <int BYTES>
+__device__ __forceinline__ void store_vector(void *p, const vec<BYTES> &v)
+{
+	static_assert(BYTES == 16 || BYTES == 32, "vector stores are 16 or 32 bytes");
+	if constexpr (BYTES == 16)
+		asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]),
+			     "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3])
+			     : "memory");
+	else
+		store(p, v);
+}
+
 // Sum over each aligned group of G lanes (G a power of two up to 32),
 // pairing lanes bottom-up: distance 1, then 2, 4, ... A lane holding
 // several 16-byte chunks of the group's data sums them in the same

@@ -286,7 +286,10 @@ __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &
 				continue;
 			bf16 *dst = kind[i] == 0 ? q_out + head[i] * Q.ohs
 				  : kind[i] == 1 ? k_out + head[i] * K.ohs : v_out + head[i] * V.ohs;
-			store(dst, n);
+			if constexpr (!C::norm && !C::rope)
+				store_vector(dst, x[i]);
+			else
+				store(dst, n);
 		}
 	}
 }

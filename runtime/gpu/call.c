@@ -137,16 +137,18 @@ typedef struct {
 	int dry;     /* check everything, launch nothing */
 	const spec_family *f;
 	const char *name; /* the instance's name once picked, else the symbol */
-	size_t inst;      /* the instance, once picked */
+	size_t inst;      /* the instance, once picked; SIZE_MAX before */
 	const jitk_arg *given[JITK_MAX_SPEC_ARGS]; /* per family argument */
 	int64_t slots[JITK_MAX_SLOTS];
 	unsigned char slot_set[JITK_MAX_SLOTS];
 	char reason[320]; /* why a TRY call falls back */
-	/* A fallback step: the calling instance's parameter values, and per
-	 * parameter of this symbol's family the index of the caller's
-	 * parameter of the same name (-1: the caller has none). */
-	const int64_t *parent_vals;
-	signed char parent_param[MAX_MATCHED_PARAMS];
+	/* A fallback step: per parameter of this symbol's family, whether
+	 * the caller fixes it (the caller's instance, or every instance the
+	 * caller could pick, has a parameter of that name with one value)
+	 * and the value. */
+	int parent;
+	unsigned char want_set[MAX_MATCHED_PARAMS];
+	int64_t want[MAX_MATCHED_PARAMS];
 } call;
 
 /* Instance i of the op's symbol is one the call may pick: the op selects
@@ -162,12 +164,11 @@ static int selected(const call *c, size_t i)
 
 	if (c->op->match && !c->op->match[i])
 		return 0;
-	if (!c->parent_vals)
+	if (!c->parent)
 		return 1;
 	vals = c->op->rt->comp->specs->insts[s->first_inst + i].vals;
 	for (p = 0; p < s->fam->nparams && p < MAX_MATCHED_PARAMS; p++)
-		if (s->nvals[p] > 1 && c->parent_param[p] >= 0 &&
-		    vals[p] != c->parent_vals[(int)c->parent_param[p]])
+		if (s->nvals[p] > 1 && c->want_set[p] && vals[p] != c->want[p])
 			return 0;
 	return 1;
 }
@@ -374,6 +375,36 @@ static void bind_slots(call *c, const jitk_kernel *k, size_t i)
 	}
 }
 
+/* A scalar or dim no tensor bound: when a tensor has the wrong number of
+ * dimensions (so bound nothing), that is the error to report. */
+static int unbound(call *c, const jitk_kernel *k, const char *what, const char *name)
+{
+	const spec_family *f = c->f;
+	char want[128], got[128];
+	size_t i, d, used;
+
+	for (i = 0; i < f->nargs; i++) {
+		const spec_arg *a = &f->args[i];
+		const jitk_tensor *t;
+
+		if (a->type != AT_TENSOR || !k->present[i] || !c->given[i])
+			continue;
+		t = c->given[i]->v.tensor;
+		if ((size_t)t->ndim == a->ndim)
+			continue;
+		used = (size_t)snprintf(want, sizeof(want), "[");
+		for (d = 0; d < a->ndim && used < sizeof(want); d++)
+			used += (size_t)snprintf(want + used, sizeof(want) - used, "%s%s", d ? ", " : "",
+						 a->shape[d].text);
+		if (used < sizeof(want))
+			snprintf(want + used, sizeof(want) - used, "]");
+		return jitk__error(JITK_EINVAL, "%s: %s: expected %zu dimensions %s, got %s (nothing launched)",
+				   c->name, a->name, a->ndim, want,
+				   shape_text(got, sizeof(got), t->shape, t->ndim));
+	}
+	return jitk__error(JITK_EINVAL, "%s: %s %s (nothing launched)", c->name, what, name);
+}
+
 /* The scalars: given, else bound from a tensor, else the spec's
  * default. */
 static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
@@ -408,8 +439,7 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 			c->slot_set[i] = 1;
 		} else if (!c->slot_set[i]) {
 			if (!a->has_default)
-				return jitk__error(JITK_EINVAL, "%s: missing argument %s (nothing launched)",
-						   c->name, a->name);
+				return unbound(c, k, "missing argument", a->name);
 			if (a->type == AT_F32) {
 				memcpy(&params[i], &a->def_f, sizeof(float));
 				continue;
@@ -427,8 +457,7 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 	}
 	for (i = 0; i < f->ndims; i++)
 		if (!c->slot_set[f->nargs + i])
-			return jitk__error(JITK_EINVAL, "%s: no tensor tells the dimension %s (nothing launched)",
-					   c->name, f->dims[i]);
+			return unbound(c, k, "no tensor tells the dimension", f->dims[i]);
 	return 0;
 }
 
@@ -631,6 +660,7 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 
 	c->f = c->op->sym->fam;
 	c->name = c->op->sym->name;
+	c->inst = SIZE_MAX;
 	memset(c->slot_set, 0, sizeof(c->slot_set));
 	memset(params, 0, sizeof(params));
 	if ((rc = match_args(c, args, nargs)) || (rc = pick_instance(c, &inst)))
@@ -717,10 +747,30 @@ static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size
 	sub.mode = JITK_CALL_STRICT;
 	sub.lenient = 1;
 	sub.dry = dry;
-	/* the step's instance agrees with ours on the parameters we share */
-	sub.parent_vals = rt->comp->specs->insts[c->inst].vals;
-	for (i = 0; i < callee->nparams && i < MAX_MATCHED_PARAMS; i++)
-		sub.parent_param[i] = (signed char)jitk__spec_param_index(c->f, callee->params[i].name);
+	/* the step's instance agrees with ours (or, when the shapes picked
+	 * none, with what every instance we could pick agrees on) on the
+	 * parameters we share */
+	sub.parent = 1;
+	for (i = 0; i < callee->nparams && i < MAX_MATCHED_PARAMS; i++) {
+		int p = jitk__spec_param_index(c->f, callee->params[i].name);
+		const spec_instance *in;
+
+		if (p < 0)
+			continue;
+		if (c->inst != SIZE_MAX) {
+			in = &rt->comp->specs->insts[c->inst];
+		} else {
+			size_t j;
+
+			for (j = 0; j < c->op->sym->ninsts && !selected(c, j); j++)
+				;
+			if (j == c->op->sym->ninsts || !param_fixed(c, (size_t)p))
+				continue;
+			in = &rt->comp->specs->insts[c->op->sym->first_inst + j];
+		}
+		sub.want[i] = in->vals[p];
+		sub.want_set[i] = 1;
+	}
 	return call_once(&sub, &info, out, n, stream);
 }
 
@@ -763,7 +813,7 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 	c.lenient = 0;
 	c.dry = 0;
 	c.reason[0] = '\0';
-	c.parent_vals = NULL;
+	c.parent = 0;
 	rc = call_once(&c, &info, args, nargs, stream);
 	if (rc == JITK_FALLBACK) {
 		snprintf(last_reason, sizeof(last_reason), "%s", c.reason);
