@@ -214,6 +214,16 @@ __device__ __forceinline__ void store_vector(void *p, const vec<BYTES> &v)
 		store(p, v);
 }
 
+// bf(f(a) * f(b)) for two bf16 pairs in one instruction (sm_80+): the
+// product of two bf16 values is exact, so the fused multiply-add with a
+// -0 addend rounds it once, like the fp32 product rounded to bf16.
+__device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b)
+{
+	unsigned r;
+	asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+	return r;
+}
+
 // Sum over each aligned group of G lanes (G a power of two up to 32),
 // pairing lanes bottom-up: distance 1, then 2, 4, ... A lane holding
 // several 16-byte chunks of the group's data sums them in the same

@@ -62,26 +62,28 @@ struct qk_plan {
 	static constexpr NormSpan span = SPAN;
 	static constexpr RopeStyle style = STYLE;
 	static constexpr RopePositions pos = POS;
-	// heads whose sums the across-heads span keeps in shared memory
-	static constexpr int MAX_HEADS = T * K / G;
+	// a pass takes K/2 vectors of q and K/2 of k per thread (K of one
+	// tensor when there is no k); the across-heads span reduces one pass
+	static constexpr int KH = K / 2;
+	static constexpr int MAX_HEADS = T * KH / G; // per tensor
+	static_assert(K % 2 == 0, "items must be even: half q, half k");
 	static_assert(D % VE == 0 && G >= 1 && G <= 32 && (G & (G - 1)) == 0,
 		      "a head must be a power of two of at most 32 vectors");
 	static_assert(T % 32 == 0 && T <= 1024, "threads must be whole warps, at most 1024");
 	static_assert(VEC_BYTES == 16 || VEC_BYTES == 32, "vectors are 16 or 32 bytes");
 };
 
-// One token: the q heads, the k heads, then (out of place, COPY_V) the v
-// heads copied unchanged. In "item space" a thread's items are KQ vectors
-// of q (vector j, j + T, ... of the token's q heads), KK of k, then KK of
-// v: which tensor an item is in is the same for every thread, so choosing
-// it costs no branch, and a thread's column - with it its weights and its
-// cos/sin - is the same for all its items. Items are taken ITEMS at a
-// time, every load of a pass issued before any arithmetic. The caller has
-// checked (launch checks) that rotary is a multiple of 32 and at most D,
-// that the strides are multiples of VE, that table_rows >= 1, and for the
-// across-heads span that one pass holds all q and k items (KQ + KK <=
-// ITEMS).
-template <class C, bool COPY_V>
+// One token: its q heads and k heads, then (out of place, COPY_V) its v
+// heads copied unchanged. Thread j takes vector j, j + T, j + 2T, ... of
+// the token's q heads (T a multiple of G, so that its column - with it
+// its weights and its cos/sin - is the same for all of them), and the
+// same of k: a pass takes KH = ITEMS/2 of each, every load of a pass
+// issued before any arithmetic. (Without k heads - the copy - a pass takes
+// ITEMS vectors of q.) The caller has checked (launch checks) that rotary
+// is a multiple of 32 and at most D, that the strides are multiples of VE,
+// that table_rows >= 1, and for the across-heads span that one pass holds
+// all of q and all of k (q_heads, k_heads <= MAX_HEADS).
+template <class C, bool COPY_V, bool HAS_K = true>
 __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &K,
 					 const heads_view &V, int hq, int hk,
 					 const bf16 *__restrict__ q_weight,
@@ -92,15 +94,19 @@ __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &
 					 long long token, int rotary, long long table_rows, float eps)
 {
 	constexpr int VE = C::VE, NW = C::NW, G = C::G, T = C::T, KI = C::K;
+	constexpr int KQ = HAS_K ? C::KH : KI; // items of q in a pass; the rest are k's
 	constexpr bool HEADS = C::span == NormSpan::heads;
 	using V_t = vec<C::VB>;
 
 	const unsigned j = threadIdx.x;
 	const unsigned lane = j % G; // the thread's vector within a head
 	const int col = (int)lane * VE; // its first column
+	const int head0 = (int)(j / G); // its first head
+	constexpr int HSTEP = T / G;     // heads between its vectors
 	const unsigned nq = (unsigned)hq * G, nk = (unsigned)hk * G; // vectors
-	const int kq = (int)((nq + T - 1) / T), kk = (int)((nk + T - 1) / T); // items
-	const int nitems = kq + kk + (COPY_V ? kk : 0);
+	const int kq = (int)((nq + T - 1) / T), kk = (int)((nk + T - 1) / T); // per thread
+	const int passes = HAS_K ? max((kq + KQ - 1) / KQ, (kk + (KI - KQ) - 1) / (KI - KQ))
+				 : (kq + KQ - 1) / KQ;
 
 	// The rotary half of this thread's columns and the table row.
 	const bool rotated = C::rope && col < rotary;
@@ -157,7 +163,7 @@ __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &
 		load(wk, k_weight + col);
 	}
 
-	__shared__ float head_sums[HEADS ? C::MAX_HEADS : 1];
+	__shared__ float head_sums[HEADS ? 2 * C::MAX_HEADS : 1];
 	const float inv_d = 1.0f / (float)C::D;
 	float inv_q = inv_d, inv_k = inv_d;
 	if constexpr (HEADS) {
@@ -166,91 +172,93 @@ __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &
 		inv_k = __fdiv_rn(1.0f, (float)(hk * C::D));
 	}
 
-	// this token's heads, at this thread's column
-	const bf16 *q_in = Q.in + token * Q.ts + col, *k_in = K.in + token * K.ts + col;
-	const bf16 *v_in = V.in + token * V.ts + col;
-	bf16 *q_out = Q.out + token * Q.ots + col, *k_out = K.out + token * K.ots + col;
-	bf16 *v_out = V.out + token * V.ots + col;
+	// this thread's first vector of the token's q and k, and the distance
+	// to its next one
+	const long long qstep = HSTEP * Q.hs, kstep = HSTEP * K.hs;
+	const long long qostep = HSTEP * Q.ohs, kostep = HSTEP * K.ohs;
+	const bf16 *q_in = Q.in + token * Q.ts + head0 * Q.hs + col;
+	const bf16 *k_in = K.in + token * K.ts + head0 * K.hs + col;
+	bf16 *q_out = Q.out + token * Q.ots + head0 * Q.ohs + col;
+	bf16 *k_out = K.out + token * K.ots + head0 * K.ohs + col;
 
-	for (int first = 0; first < nitems; first += KI) {
+	for (int pass = 0; pass < passes; pass++) {
 		V_t x[KI], w[KI];
-		int head[KI];   // the item's head in its tensor
-		int kind[KI];   // 0 q, 1 k, 2 v
 		bool valid[KI]; // a vector of the token (whole heads: uniform per group)
 #pragma unroll
 		for (int i = 0; i < KI; i++) {
-			const int it = first + i;
-			kind[i] = it < kq ? 0 : it < kq + kk ? 1 : 2;
-			const int nth = it - (kind[i] == 0 ? 0 : kind[i] == 1 ? kq : kq + kk);
-			const unsigned u = (unsigned)nth * T + j;
-			head[i] = (int)(u / G);
-			valid[i] = it < nitems && u < (kind[i] == 0 ? nq : nk);
-			if (!valid[i]) {
-#pragma unroll
-				for (int e = 0; e < NW; e++)
-					x[i].w[e] = w[i].w[e] = 0u;
+			const bool isq = i < KQ;
+			const int nth = pass * (isq ? KQ : KI - KQ) + (isq ? i : i - KQ);
+			valid[i] = (unsigned)nth * T + j < (isq ? nq : nk);
+			// An idle item loads nothing and its values are never used:
+			// its whole head is idle (the sums stay within it) and is
+			// not stored.
+			if (!valid[i])
 				continue;
-			}
-			const bf16 *src = kind[i] == 0 ? q_in + head[i] * Q.hs
-				       : kind[i] == 1 ? k_in + head[i] * K.hs : v_in + head[i] * V.hs;
-			load(x[i], src);
-			if constexpr (C::norm && C::weight && HEADS) {
-				if (kind[i] < 2)
-					load(w[i], (kind[i] == 0 ? q_weight : k_weight) + head[i] * C::D + col);
-			}
+			load(x[i], isq ? q_in + nth * qstep : k_in + nth * kstep);
+			if constexpr (C::norm && C::weight && HEADS)
+				load(w[i], (isq ? q_weight : k_weight) + (head0 + nth * HSTEP) * C::D + col);
 		}
 
-		// RMS factors: per head, or per token and tensor (span heads).
+		// RMS factors: per token and tensor for the across-heads span
+		// (all sums first), else per head (each item's as it goes).
 		float factor[KI];
-		if constexpr (C::norm) {
+		if constexpr (C::norm && HEADS) {
 			float hs[KI];
 #pragma unroll
-			for (int i = 0; i < KI; i++) {
-				// every lane of the warp shuffles; idle ones add zeros
-				hs[i] = group_sum_up<G>(valid[i] && kind[i] < 2 ? chunk_sums_of_squares(x[i]) : 0.0f);
-				factor[i] = rsqrtf(__fadd_rn(__fmul_rn(hs[i], inv_d), eps));
-			}
-			if constexpr (HEADS) {
+			for (int i = 0; i < KI; i++)
+				hs[i] = group_sum_up<G>(chunk_sums_of_squares(x[i]));
+			{
 				// one pass holds every q and k vector (launch check)
 #pragma unroll
 				for (int i = 0; i < KI; i++) {
-					const int slot = head[i] + (kind[i] == 1 ? hq : 0);
-					if (lane == 0 && valid[i] && kind[i] < 2 && slot < C::MAX_HEADS)
-						head_sums[slot] = hs[i];
+					const bool isq = i < KQ;
+					const int head = head0 + (isq ? i : i - KQ) * HSTEP;
+					if (lane == 0 && valid[i] && head < C::MAX_HEADS)
+						head_sums[head + (isq ? 0 : C::MAX_HEADS)] = hs[i];
 				}
 				__syncthreads();
 				float sq = 0.0f, sk = 0.0f;
-				const int nqk = min(hq + hk, C::MAX_HEADS);
-				for (int h = 0; h < min(hq, nqk); h++)
+				for (int h = 0; h < min(hq, C::MAX_HEADS); h++)
 					sq = __fadd_rn(sq, head_sums[h]);
-				for (int h = hq; h < nqk; h++)
-					sk = __fadd_rn(sk, head_sums[h]);
+				for (int h = 0; h < min(hk, C::MAX_HEADS); h++)
+					sk = __fadd_rn(sk, head_sums[C::MAX_HEADS + h]);
 				const float fq = rsqrtf(__fadd_rn(__fmul_rn(sq, inv_q), eps));
 				const float fk = rsqrtf(__fadd_rn(__fmul_rn(sk, inv_k), eps));
 #pragma unroll
 				for (int i = 0; i < KI; i++)
-					factor[i] = kind[i] == 0 ? fq : fk;
+					factor[i] = i < KQ ? fq : fk;
 			}
 		}
 
 #pragma unroll
 		for (int i = 0; i < KI; i++) {
-			const bool qk = kind[i] < 2;
+			const bool isq = i < KQ;
+			const int nth = pass * (isq ? KQ : KI - KQ) + (isq ? i : i - KQ);
+			bf16 *dst = isq ? q_out + nth * qostep : k_out + nth * kostep;
+			if constexpr (!C::norm && !C::rope) {
+				if (valid[i])
+					store_vector(dst, x[i]);
+				continue;
+			}
 			V_t n = x[i];
+			if constexpr (C::norm && !HEADS) {
+				// every lane of the warp shuffles
+				const float hs = group_sum_up<G>(chunk_sums_of_squares(x[i]));
+				factor[i] = rsqrtf(__fadd_rn(__fmul_rn(hs, inv_d), eps));
+			}
 			if constexpr (C::norm) {
-				const V_t &wv = HEADS ? w[i] : (kind[i] == 0 ? wq : wk);
+				// n = bf(v * factor), then bf(n * w) in one bf16x2 multiply
+				const V_t &wv = HEADS ? w[i] : (isq ? wq : wk);
 #pragma unroll
 				for (int e = 0; e < NW; e++) {
 					unsigned r = pack_bf16x2(__fmul_rn(bf16_lo(x[i].w[e]), factor[i]),
 								 __fmul_rn(bf16_hi(x[i].w[e]), factor[i]));
 					if constexpr (C::weight)
-						r = pack_bf16x2(__fmul_rn(bf16_lo(r), bf16_lo(wv.w[e])),
-								__fmul_rn(bf16_hi(r), bf16_hi(wv.w[e])));
-					n.w[e] = qk ? r : x[i].w[e];
+						r = mul_bf16x2(r, wv.w[e]);
+					n.w[e] = r;
 				}
 			}
 			if constexpr (C::rope) {
-				V_t o = n;
 				if constexpr (C::style == RopeStyle::neox) {
 					// the other halves, from the partner lane (every lane
 					// of the warp takes part)
@@ -266,7 +274,7 @@ __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &
 							const float t0 = bf16_lo(p.w[e]), t1 = bf16_hi(p.w[e]);
 							const float c0 = cs[2 * e], c1 = cs[2 * e + 1];
 							const float s0 = sn[2 * e], s1 = sn[2 * e + 1];
-							o.w[e] = second // own = i1, other = i0
+							n.w[e] = second // own = i1, other = i0
 								? pack_bf16x2(rope_second(t0, m0, c0, s0), rope_second(t1, m1, c1, s1))
 								: pack_bf16x2(rope_first(m0, t0, c0, s0), rope_first(m1, t1, c1, s1));
 						}
@@ -275,21 +283,31 @@ __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &
 #pragma unroll
 					for (int e = 0; e < NW; e++) {
 						const float a = bf16_lo(n.w[e]), b = bf16_hi(n.w[e]);
-						o.w[e] = pack_bf16x2(rope_first(a, b, cs[e], sn[e]),
+						n.w[e] = pack_bf16x2(rope_first(a, b, cs[e], sn[e]),
 								     rope_second(a, b, cs[e], sn[e]));
 					}
 				}
-				if (qk)
-					n = o;
 			}
-			if (!valid[i])
-				continue;
-			bf16 *dst = kind[i] == 0 ? q_out + head[i] * Q.ohs
-				  : kind[i] == 1 ? k_out + head[i] * K.ohs : v_out + head[i] * V.ohs;
-			if constexpr (!C::norm && !C::rope)
-				store_vector(dst, x[i]);
-			else
-				store(dst, n);
+			if (valid[i])
+				store_vector(dst, n);
+		}
+	}
+
+	if constexpr (COPY_V) {
+		// v: copied, ITEMS vectors at a time
+		const long long vstep = HSTEP * V.hs, vostep = HSTEP * V.ohs;
+		const bf16 *v_in = V.in + token * V.ts + head0 * V.hs + col;
+		bf16 *v_out = V.out + token * V.ots + head0 * V.ohs + col;
+		for (int first = 0; first < kk; first += KI) {
+			V_t x[KI];
+#pragma unroll
+			for (int i = 0; i < KI; i++)
+				if ((unsigned)(first + i) * T + j < nk)
+					load(x[i], v_in + (first + i) * vstep);
+#pragma unroll
+			for (int i = 0; i < KI; i++)
+				if ((unsigned)(first + i) * T + j < nk)
+					store_vector(v_out + (first + i) * vostep, x[i]);
 		}
 	}
 }
@@ -393,7 +411,7 @@ copy_heads(bf16 *dst, const bf16 *src, long long tokens, int heads, long long ds
 			  RopePositions::none>;
 	wait_for_prior_kernels();
 	const heads_view X = { src, dst, src_stride, src_head_stride, dst_stride, dst_head_stride };
-	qk_token<C, false>(X, X, X, heads, 0, nullptr, nullptr, nullptr, nullptr, nullptr, blockIdx.x,
+	qk_token<C, false, false>(X, X, X, heads, 0, nullptr, nullptr, nullptr, nullptr, nullptr, blockIdx.x,
 		    0, 1, 0.0f);
 }
 

@@ -355,8 +355,8 @@ static void test_bad_arguments(void **state)
 			"argument 'q_weight' (nothing launched)");
 	}
 
-	/* across heads: the weights are [heads * D]; at most 80 heads of 128
-	 * in all on sm_90 */
+	/* across heads: the weights are [heads * D]; at most 40 heads of 128
+	 * each on sm_90 */
 	make(&c, 5, 40, 40, 128, 128, 40 * 128, 40 * 128, 0, 0);
 	assert_int_equal(call(rt, "qk_norm_rope_across_heads", JITK_CALL_STRICT, &c, &info), 0);
 	fake.nlaunches = 0;
@@ -365,8 +365,8 @@ static void test_bad_arguments(void **state)
 		"qk_norm_rope_across_heads: k_weight: expected shape [5120], got [128] (nothing launched)");
 	make(&c, 5, 48, 48, 128, 128, 48 * 128, 48 * 128, 0, 0);
 	refused(rt, &fake, "qk_norm_rope_across_heads", &c,
-		"qk_norm_rope_across_heads: the across-heads norm takes at most threads x items / lanes heads of "
-		"q and k together (span == 0 || (q_heads + k_heads) * lanes <= threads * items; nothing launched)");
+		"qk_norm_rope_across_heads: the across-heads norm takes at most threads x items / (2 x lanes) heads "
+		"of q, and of k (span == 0 || 2 * max(q_heads, k_heads) * lanes <= threads * items; nothing launched)");
 
 	/* out of place: outputs may not overlap the inputs; strides */
 	make(&c, 7, 24, 24, 128, 128, 128, 128, 0, 1);
