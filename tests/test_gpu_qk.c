@@ -26,6 +26,7 @@
  *  (f) for the model symbols also: the spec's fallback (AUTO with the
  *      fused symbols gated away) and programmatic dependent launch give
  *      the same bytes.
+ * And NaN and infinities: the documented result, other heads unchanged.
  * One line per group. JITK_GPU_QUICK=1: N = 1, 7, 300 (for
  * compute-sanitizer memcheck and racecheck runs). */
 #include <pthread.h>
@@ -664,11 +665,96 @@ static void test_model_symbols(void **state)
 	run_group(&wan, &across, 0);
 }
 
+/* NaN and infinity: a head (across heads: a token's q or k) holding a NaN
+ * comes out all NaN; one holding an infinity comes out 0 (rsqrt(inf) is
+ * 0) except the infinity and its rotary partner, NaN (inf * 0); every
+ * other head keeps the bytes it has without them; fused == split. */
+static void test_nan_inf(void **state)
+{
+	static const struct {
+		const char *fused, *norm;
+		int across;
+	} forms[] = {
+		{ "qk_norm_rope", "rms_norm_heads[span=head,weight=true]", 0 },
+		{ "qk_norm_rope_across_heads", "rms_norm_heads[span=heads,weight=true]", 1 },
+	};
+	const char *rope = "rope[style=interleaved,positions=none]";
+	size_t f;
+
+	(void)state;
+	NEED_GPU();
+	for (f = 0; f < 2; f++) {
+		const qk_math m = { 128, 128, 0, forms[f].across, 1, 1e-6 };
+		const int64_t d = 128, hq = 24, hk = 24;
+		/* (token, element in the packed row, value) */
+		const struct {
+			int64_t t, at;
+			uint16_t v;
+		} sp[3] = { { 1, 3 * d + 5, 0x7fc0 }, { 2, (hq + 7) * d + 9, 0x7f80 }, { 3, 0, 0xff80 } };
+		problem p;
+		uint16_t *clean, *split;
+		size_t i, other_differ = 0, pattern_bad = 0;
+		int64_t t, e;
+
+		problem_make(&p, &m, 0, 5, hq, hk);
+		/* without the specials */
+		CK(cu->cuMemcpyDtoDAsync(p.d_a, p.d_x, p.bytes, NULL));
+		run(rt, forms[f].fused, JITK_CALL_STRICT, &p, p.d_a, A_WEIGHTS | A_TABLE, 0);
+		CK(cu->cuCtxSynchronize());
+		clean = malloc(p.bytes);
+		split = malloc(p.bytes);
+		download(clean, p.d_a, p.bytes);
+		for (i = 0; i < 3; i++)
+			p.x[sp[i].t * p.row + sp[i].at] = sp[i].v;
+		upload(p.d_x, p.x, p.bytes);
+		CK(cu->cuMemcpyDtoDAsync(p.d_a, p.d_x, p.bytes, NULL));
+		CK(cu->cuMemcpyDtoDAsync(p.d_b, p.d_x, p.bytes, NULL));
+		run(rt, forms[f].fused, JITK_CALL_STRICT, &p, p.d_a, A_WEIGHTS | A_TABLE, 0);
+		run(rt, forms[f].norm, JITK_CALL_STRICT, &p, p.d_b, A_WEIGHTS, 0);
+		run(rt, rope, JITK_CALL_STRICT, &p, p.d_b, A_TABLE, 0);
+		CK(cu->cuCtxSynchronize());
+		download(split, p.d_b, p.bytes);
+		assert_int_equal(differ(&p, p.d_a, split), 0); /* p.got: the fused result */
+		for (t = 0; t < p.n; t++)
+			for (e = 0; e < (hq + hk) * d; e++) {
+				const uint16_t y = p.got[t * p.row + e];
+				int nan = (y & 0x7fff) > 0x7f80, zero = (y & 0x7fff) == 0;
+				int hit = -1;
+
+				for (i = 0; i < 3; i++) {
+					int64_t lo = forms[f].across ? (sp[i].at < hq * d ? 0 : hq * d)
+								     : sp[i].at / d * d;
+					int64_t hi = forms[f].across ? (sp[i].at < hq * d ? hq * d : (hq + hk) * d)
+								     : lo + d;
+
+					if (t == sp[i].t && e >= lo && e < hi)
+						hit = (int)i;
+				}
+				if (hit < 0)
+					other_differ += y != clean[t * p.row + e];
+				else if (sp[hit].v == 0x7fc0)
+					pattern_bad += !nan;
+				else if ((e & ~1) == (sp[hit].at & ~1)) /* the infinity and its partner */
+					pattern_bad += !nan;
+				else
+					pattern_bad += !zero;
+			}
+		printf("%s: NaN, +inf, -inf: fused == split; %zu values off the documented pattern, "
+		       "%zu values of other heads changed\n", forms[f].fused, pattern_bad, other_differ);
+		assert_int_equal(pattern_bad, 0);
+		assert_int_equal(other_differ, 0);
+		free(clean);
+		free(split);
+		problem_free(&p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_model_symbols),
 		cmocka_unit_test(test_every_combination),
+		cmocka_unit_test(test_nan_inf),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
