@@ -65,9 +65,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (line = strtok_r(opts, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(line, "name-expression ", 16) && nexpr < 8)
+		int is_expr = !strncmp(line, "name-expression ", 16);
+
+		if (!*line)
+			continue;
+		if (is_expr ? nexpr == 8 : nopt == 64) {
+			fprintf(stderr, "nvrtc_alone: more than %s in %s\n",
+				is_expr ? "8 name expressions" : "64 options", argv[2]);
+			return 1;
+		}
+		if (is_expr)
 			exprs[nexpr++] = line + 16;
-		else if (*line && nopt < 64)
+		else
 			options[nopt++] = line;
 	}
 	reps = getenv("NVRTC_ALONE_REPS") ? atoi(getenv("NVRTC_ALONE_REPS")) : 1;
@@ -120,5 +129,7 @@ int main(int argc, char **argv)
 	}
 	nvrtcDestroyProgram(&prog);
 	printf("cubin %zu bytes, %.1f ms in NVRTC\n", size, now_ms() - t0);
+	free(src);
+	free(opts);
 	return 0;
 }

@@ -11,8 +11,8 @@ arch=${1:-sm_90}
 cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
-build/jitk source fused_norm_scale_shift_fp8 --arch "$arch" --specs specs >"$w/tu.cu"
-build/jitk source fused_norm_scale_shift_fp8 --arch "$arch" --specs specs --options >"$w/opt"
+build/jitk source 'fused_norm_scale_shift_fp8[hidden=3072]' --arch "$arch" --specs specs >"$w/tu.cu"
+build/jitk source 'fused_norm_scale_shift_fp8[hidden=3072]' --arch "$arch" --specs specs --options >"$w/opt"
 grep -v '^name-expression' "$w/opt" >"$w/opt.plain"
 { cat "$w/opt"; echo "--pch"; echo "--pch-dir=$w/pch"; } >"$w/opt.pch"
 { printf '#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n'; cat "$w/tu.cu"; } >"$w/hdr.cu"

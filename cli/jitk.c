@@ -1,22 +1,31 @@
 /* jitk - command-line front end: list, explain, source, precompile,
- * cache, bench. Exit status: 0 ok, 1 failure, 2 usage. */
+ * cache, bench. Exit status: 0 ok, 1 failure, 2 usage. It uses the public
+ * API only (jitk.h); the build gives it no other include directory. */
+#include <ctype.h>
 #include <errno.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "build/compile.h"
+#include "jitk.h"
 
 static const char *prog = "jitk";
 
 static const char usage_main[] =
 	"usage: jitk [--version] [--help] COMMAND [ARGS]\n"
 	"\n"
-	"  list                      every symbol, its family, parameters and gates\n"
+	"  list [NAME]               every symbol, its family, parameters and gates\n"
 	"  explain NAME --arch ARCH  which variant runs on ARCH, or the fallback and why\n"
 	"  source NAME --arch ARCH   the translation unit (--options: NVRTC options)\n"
 	"  precompile [NAME...]      compile symbols x architectures into a cache\n"
@@ -24,40 +33,46 @@ static const char usage_main[] =
 	"                            inspect or maintain a cache directory\n"
 	"  bench                     kernel and JIT timings on this machine's GPU\n"
 	"\n"
+	"NAME is a symbol (all its instances) or symbol[param=value,...].\n"
 	"Common options: --specs DIR[:DIR] (default $JITK_SPECS, else the installed\n"
 	"specs), --cache DIR (default $JITK_CACHE_DIR, $XDG_CACHE_HOME/jitk,\n"
 	"~/.cache/jitk). 'jitk COMMAND --help' says more.\n";
 
 static const char usage_list[] =
-	"usage: jitk list [--specs DIR]\n"
+	"usage: jitk list [NAME] [--specs DIR]\n"
 	"\n"
-	"Print every symbol instance: name, family, parameter values and the\n"
+	"Print every symbol instance (or those NAME selects: a symbol, or\n"
+	"symbol[param=value,...]): name, family, parameter values and the\n"
 	"architecture gates that apply to it.\n";
 
 static const char usage_explain[] =
 	"usage: jitk explain NAME --arch ARCH [--specs DIR]\n"
 	"\n"
 	"Say whether NAME runs on ARCH (sm_90, sm_100a, compute_90...) and with\n"
-	"which tuning, or which fallback runs instead and why. Needs no GPU.\n"
+	"which tuning, or which fallback runs instead and why; for each instance\n"
+	"when NAME selects several (a bare symbol name). Needs no GPU.\n"
 	"Exit 0 when NAME or its fallback runs there, 1 when neither can.\n";
 
 static const char usage_source[] =
 	"usage: jitk source NAME --arch ARCH [--options] [--specs DIR]\n"
 	"\n"
-	"Print the exact translation unit jitk compiles for NAME on ARCH. With\n"
-	"--options, print instead the NVRTC options, one per line, then one line\n"
-	"'name-expression EXPR' per name expression: enough to reproduce the\n"
-	"compile with NVRTC alone.\n";
+	"Print the exact translation unit jitk compiles for NAME on ARCH; NAME\n"
+	"must select one instance (symbol[param=value,...]; jitk list names\n"
+	"them). With --options, print instead the NVRTC options, one per line,\n"
+	"then one line 'name-expression EXPR' per name expression: enough to\n"
+	"reproduce the compile with NVRTC alone.\n";
 
 static const char usage_precompile[] =
 	"usage: jitk precompile [NAME...] [--arch LIST] [--cache DIR] [--specs DIR]\n"
 	"                       [-j N]\n"
 	"\n"
-	"Compile the named symbols (default: all) for every architecture in LIST\n"
-	"(comma-separated; default sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the\n"
-	"cache, N at a time (default: the number of cores). Combinations a gate\n"
-	"forbids are skipped. Ends with one summary line; exit 1 if any failed.\n"
-	"Needs no GPU.\n";
+	"Compile the instances the NAMEs select (default: all) for every\n"
+	"architecture in LIST (comma-separated; default\n"
+	"sm_80,sm_86,sm_89,sm_90,sm_100,sm_120) into the cache, N at a time (1 to\n"
+	"1024; default: the number of cores).\n"
+	"Combinations a gate forbids are counted as gated; any other error is a\n"
+	"failure, named with its message. Ends with one summary line; exit 1 if\n"
+	"any failed. Needs no GPU.\n";
 
 static const char usage_cache[] =
 	"usage: jitk cache stats|verify|clear|prune [--cache DIR] [--max-bytes SIZE]\n"
@@ -82,12 +97,49 @@ static void die_usage(const char *text)
 	exit(2);
 }
 
+void jitk_cli_usage_error(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (usage)
+		fputs(usage, stderr);
+	exit(2);
+}
+
+long jitk_cli_number(const char *what, const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	/* strtol would also take leading blanks and a '+' */
+	if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))) ||
+	    *end || errno || v < min || v > max)
+		jitk_cli_usage_error(NULL, "%s '%s' is not a number from %ld to %ld", what, s, min, max);
+	return v;
+}
+
+double jitk_cli_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void log_stderr(void *payload, jitk_log_level level, const char *msg)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
 	(void)payload;
-	fprintf(stderr, "%s: %s: %s\n", prog, names[level], msg);
+	fprintf(stderr, "%s: %s: %s\n", prog,
+		(unsigned)level < CLI_ARRAY_SIZE(names) ? names[level] : "log", msg);
 }
 
 static int fail_last(void)
@@ -110,7 +162,23 @@ static int fail_last(void)
 	return 1;
 }
 
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		exit(1);
+	}
+	return p;
+}
+
 /* --------------------------------------------------------------- options */
+
+#define JITK_CLI_MAX_JOBS 1024
+/* Room for an architecture's name: the longest, compute_NNNNa, has 13
+ * characters; a longer item of an --arch list is refused as it is. */
+#define CLI_ARCH_MAX 24
 
 typedef struct {
 	const char *specs;
@@ -120,64 +188,123 @@ typedef struct {
 	int options;
 	int jobs;
 	int help;
-	const char *pos[256];
+	char **pos; /* the positional arguments, moved to the front of argv */
 	int npos;
 } cli_opts;
 
-/* Parse the options every command shares; unknown ones are usage errors. */
+/* 1 when the first n bytes of name are one of the words of allowed
+ * (space-separated); else 0, with the nearest word in near for a "did you
+ * mean" ("" when none is near). */
+static int option_allowed(const char *allowed, const char *name, size_t n, char *near,
+			  size_t near_size)
+{
+	char words[128], given[64], *w[16];
+	size_t nw = 0;
+	char *p;
+	int i;
+
+	near[0] = '\0';
+	snprintf(words, sizeof(words), "%s", allowed);
+	for (p = strtok(words, " "); p && nw < CLI_ARRAY_SIZE(w); p = strtok(NULL, " ")) {
+		if (strlen(p) == n && !strncmp(p, name, n))
+			return 1;
+		w[nw++] = p;
+	}
+	if (n < sizeof(given)) {
+		memcpy(given, name, n);
+		given[n] = '\0';
+		if ((i = jitk_nearest(given, (const char *const *)w, nw)) >= 0)
+			snprintf(near, near_size, "%s", w[i]);
+	}
+	return 0;
+}
+
+static int is_opt(const char *a, size_t n, const char *name)
+{
+	return strlen(name) == n && !strncmp(a, name, n);
+}
+
+/* Parse the options every command shares; anything wrong is a usage error
+ * (exit 2) that says what was wrong before the usage text. allowed: the
+ * command's options, space-separated. */
 static void parse_opts(cli_opts *o, int argc, char **argv, const char *usage,
 		       const char *allowed)
 {
 	int i;
 
 	memset(o, 0, sizeof(*o));
+	o->pos = argv;
 	for (i = 0; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
-		char name[32];
-		const char *eq;
+		const char *a = argv[i], *val = NULL, *eq;
+		char near[32];
+		size_t n;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			o->help = 1;
 			continue;
 		}
-		if (a[0] != '-') {
-			if (o->npos == (int)JITK_ARRAY_SIZE(o->pos))
-				die_usage(usage);
-			o->pos[o->npos++] = a;
+		if (a[0] != '-' || !a[1]) {
+			o->pos[o->npos++] = argv[i]; /* npos <= i: a slot already read */
 			continue;
 		}
 		eq = strchr(a, '=');
-		snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - a : (long)strlen(a)), a);
-		if (!strstr(allowed, name) || name[0] != '-' || strlen(name) < 2) {
-			fprintf(stderr, "%s: unknown option '%s'\n", prog, a);
-			die_usage(usage);
+		n = eq ? (size_t)(eq - a) : strlen(a);
+		if (!strncmp(a, "-j", 2) && a[2] && !eq && option_allowed(allowed, "-j", 2, near, sizeof(near))) {
+			n = 2; /* -jN */
+			val = a + 2;
 		}
-		if (!strcmp(name, "--options")) {
+		if (!option_allowed(allowed, a, n, near, sizeof(near))) {
+			if (near[0])
+				jitk_cli_usage_error(usage, "unknown option '%.*s' (did you mean '%s'?)",
+						     (int)n, a, near);
+			jitk_cli_usage_error(usage, "unknown option '%.*s'", (int)n, a);
+		}
+		if (is_opt(a, n, "--options")) {
+			if (eq)
+				jitk_cli_usage_error(usage, "option '--options' takes no value");
 			o->options = 1;
 			continue;
 		}
-		val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-		if (!val) {
-			fprintf(stderr, "%s: option '%s' needs a value\n", prog, name);
-			die_usage(usage);
-		}
-		if (!strcmp(name, "--specs"))
+		if (!val)
+			val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (!val)
+			jitk_cli_usage_error(usage, "option '%.*s' needs a value", (int)n, a);
+		if (is_opt(a, n, "--specs"))
 			o->specs = val;
-		else if (!strcmp(name, "--cache"))
+		else if (is_opt(a, n, "--cache"))
 			o->cache = val;
-		else if (!strcmp(name, "--arch"))
+		else if (is_opt(a, n, "--arch"))
 			o->arch = val;
-		else if (!strcmp(name, "--max-bytes"))
+		else if (is_opt(a, n, "--max-bytes"))
 			o->max_bytes = val;
-		else if (!strcmp(name, "-j") || !strcmp(name, "--jobs"))
-			o->jobs = atoi(val);
-		else
-			die_usage(usage);
+		else /* -j, --jobs */
+			o->jobs = (int)jitk_cli_number("-j", val, 1, JITK_CLI_MAX_JOBS);
 	}
 	if (o->help) {
 		fputs(usage, stdout);
 		exit(0);
 	}
+}
+
+/* The positional arguments a command takes: at least min, at most max. */
+static void want_args(const cli_opts *o, const char *usage, int min, int max, const char *what)
+{
+	if (o->npos < min)
+		jitk_cli_usage_error(usage, "missing %s", what);
+	if (max >= 0 && o->npos > max)
+		jitk_cli_usage_error(usage, "unexpected argument '%s'", o->pos[max]);
+}
+
+/* A target given on the command line: a malformed one (c NULL: before
+ * the specs are loaded), or one the library refuses (a target NVRTC does
+ * not know), is a usage error, with the library's message. */
+static void check_arch(jitk_compiler *c, const char *arch)
+{
+	if (!jitk_check_target(c, arch))
+		return;
+	fail_last();
+	jitk_compiler_free(c);
+	exit(2);
 }
 
 static jitk_compiler *open_compiler(const cli_opts *o)
@@ -197,71 +324,23 @@ static jitk_compiler *open_compiler(const cli_opts *o)
 
 /* ------------------------------------------------------------------ list */
 
-static void gates_text(char *buf, size_t n, const spec_instance *in)
-{
-	const spec_family *f = in->sym->fam;
-	size_t i, used = 0;
-
-	buf[0] = '\0';
-	for (i = 0; i < f->ngates + in->sym->ngates && used < n; i++) {
-		const spec_gate *g = i < f->ngates ? &f->gates[i] : &in->sym->gates[i - f->ngates];
-		int k;
-
-		if (!jitk__spec_cond_holds(&g->when, in->vals))
-			continue;
-		if (g->arch.min && g->arch.max)
-			k = snprintf(buf + used, n - used, "%ssm_%d..sm_%d", used ? " " : "",
-				     g->arch.min, g->arch.max);
-		else if (g->arch.min)
-			k = snprintf(buf + used, n - used, "%ssm_%d+", used ? " " : "", g->arch.min);
-		else
-			k = snprintf(buf + used, n - used, "%s<=sm_%d", used ? " " : "", g->arch.max);
-		if (k < 0)
-			break;
-		used += (size_t)k;
-	}
-	if (!used)
-		snprintf(buf, n, "-");
-}
-
 static int cmd_list(int argc, char **argv)
 {
 	cli_opts o;
 	jitk_compiler *c;
-	size_t i, w = 4;
+	char *text = NULL;
+	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_list, "--specs");
-	if (o.npos)
-		die_usage(usage_list);
+	want_args(&o, usage_list, 0, 1, "");
 	c = open_compiler(&o);
-	for (i = 0; i < c->specs->ninsts; i++)
-		if (strlen(c->specs->insts[i].name) > w)
-			w = strlen(c->specs->insts[i].name);
-	printf("%-*s  %-18s %-54s %s\n", (int)w, "NAME", "FAMILY", "PARAMETERS", "GATES");
-	for (i = 0; i < c->specs->ninsts; i++) {
-		const spec_instance *in = &c->specs->insts[i];
-		const spec_family *f = in->sym->fam;
-		char params[256], gates[256];
-		size_t p, used = 0;
-
-		params[0] = '\0';
-		for (p = 0; p < f->nparams && used < sizeof(params); p++) {
-			char tmp[32];
-			int k = snprintf(params + used, sizeof(params) - used, "%s%s=%s",
-					 p ? " " : "", f->params[p].name,
-					 jitk__spec_value_text(&f->params[p], in->vals[p], tmp));
-
-			if (k < 0)
-				break;
-			used += (size_t)k;
-		}
-		if (!f->nparams)
-			snprintf(params, sizeof(params), "-");
-		gates_text(gates, sizeof(gates), in);
-		printf("%-*s  %-18s %-54s %s\n", (int)w, in->name, f->name, params, gates);
-	}
+	if (jitk_list(&text, c, o.npos ? o.pos[0] : NULL))
+		rc = fail_last();
+	else
+		fputs(text, stdout);
+	jitk_free(text);
 	jitk_compiler_free(c);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------- explain, source */
@@ -274,15 +353,18 @@ static int cmd_explain(int argc, char **argv)
 	int rc;
 
 	parse_opts(&o, argc, argv, usage_explain, "--specs --arch");
-	if (o.npos != 1 || !o.arch)
-		die_usage(usage_explain);
+	want_args(&o, usage_explain, 1, 1, "symbol NAME");
+	if (!o.arch)
+		jitk_cli_usage_error(usage_explain, "missing --arch ARCH");
+	check_arch(NULL, o.arch);
 	c = open_compiler(&o);
+	check_arch(c, o.arch);
 	rc = jitk_explain(&text, c, o.pos[0], o.arch);
 	if (text)
 		fputs(text, stdout);
 	if (rc && rc != JITK_EARCH)
 		fail_last();
-	free(text);
+	jitk_free(text);
 	jitk_compiler_free(c);
 	return rc ? 1 : 0;
 }
@@ -291,40 +373,24 @@ static int cmd_source(int argc, char **argv)
 {
 	cli_opts o;
 	jitk_compiler *c;
-	jitk_tu tu;
-	jitk_variant v;
-	jitk_arch a;
-	uint8_t key[JITK_HASH_SIZE];
-	size_t inst, i;
-	int rc;
+	char *tu = NULL, *options = NULL;
+	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_source, "--specs --arch --options");
-	if (o.npos != 1 || !o.arch)
-		die_usage(usage_source);
-	if (jitk__arch_parse(&a, o.arch)) {
-		fprintf(stderr, "%s: '%s' is not an architecture (sm_90, sm_100a, compute_90...)\n",
-			prog, o.arch);
-		return 2;
-	}
+	want_args(&o, usage_source, 1, 1, "symbol NAME");
+	if (!o.arch)
+		jitk_cli_usage_error(usage_source, "missing --arch ARCH");
+	check_arch(NULL, o.arch);
 	c = open_compiler(&o);
-	rc = jitk__spec_find(c->specs, o.pos[0], &inst);
-	if (!rc)
-		rc = jitk__prepare(&tu, key, &v, c, inst, a);
-	if (rc) {
-		fail_last();
-		jitk_compiler_free(c);
-		return 1;
-	}
-	if (o.options) {
-		for (i = 0; i < tu.noptions; i++)
-			printf("%s\n", tu.options[i]);
-		printf("name-expression %s\n", tu.name_expr);
-	} else {
-		fputs(tu.source, stdout);
-	}
-	jitk__tu_free(&tu);
+	check_arch(c, o.arch);
+	if (jitk_source(&tu, &options, c, o.pos[0], o.arch))
+		rc = fail_last();
+	else
+		fputs(o.options ? options : tu, stdout);
+	jitk_free(tu);
+	jitk_free(options);
 	jitk_compiler_free(c);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------------ precompile */
@@ -333,7 +399,10 @@ static int cmd_source(int argc, char **argv)
  * one program at a time per process (measured on a 16-core H200 host: 32
  * kernels took 0.78 s on 1 thread and 0.79 s on 16). Workers take items
  * from a counter in shared memory and report one record per item through
- * a pipe (writes under PIPE_BUF are atomic); the parent prints progress. */
+ * a pipe (writes under PIPE_BUF are atomic); the parent prints progress.
+ * Each worker also says in shared memory which item it holds, so that when
+ * one dies (a crash in NVRTC, the OOM killer) the parent names the item
+ * and the reason, counts it failed and starts another worker for the rest. */
 typedef struct {
 	uint32_t item;
 	int32_t rc;
@@ -341,36 +410,222 @@ typedef struct {
 } pre_record;
 
 typedef struct {
+	atomic_size_t next;    /* the next item to take */
+	atomic_long current[]; /* per worker slot: the item it holds, or -1 */
+} pre_shared;
+
+typedef struct {
 	jitk_compiler *c;
 	size_t (*items)[2]; /* instance, architecture index */
 	size_t nitems;
-	jitk_arch *archs;
-	atomic_size_t *next; /* shared between processes */
-	int fd;              /* write end of the result pipe */
+	char (*archs)[CLI_ARCH_MAX];
+	pre_shared *sh;     /* shared between processes */
+	size_t sh_size;
+	int fd;             /* write end of the result pipe */
+	unsigned char *reported; /* parent: per item, a result was counted */
+	pid_t *pids;        /* parent: per worker slot, 0 when none runs */
+	size_t done, compiled, cached, remote, failed, gated;
+	int tty;
 } pre_ctx;
 
-static void pre_worker(pre_ctx *x)
+static const char *item_name(const pre_ctx *x, size_t i)
+{
+	return jitk_instance_name(x->c, x->items[i][0]);
+}
+
+static const char *item_arch(const pre_ctx *x, size_t i)
+{
+	return x->archs[x->items[i][1]];
+}
+
+static void pre_worker(pre_ctx *x, size_t slot)
 {
 	for (;;) {
-		size_t i = atomic_fetch_add(x->next, 1);
+		size_t i = atomic_fetch_add(&x->sh->next, 1);
 		pre_record rec;
-		jitk_build b;
+		jitk_origin origin = JITK_ORIGIN_COMPILED;
 		ssize_t w;
 
 		if (i >= x->nitems)
 			break;
+		atomic_store(&x->sh->current[slot], (long)i);
 		rec.item = (uint32_t)i;
-		rec.origin = 0;
-		rec.rc = jitk__build(&b, x->c, x->items[i][0], x->archs[x->items[i][1]], 0);
-		if (!rec.rc) {
-			rec.origin = b.origin;
-			jitk__build_free(&b);
-		} else if (rec.rc != JITK_EARCH) {
+		rec.rc = jitk_precompile(&origin, x->c, item_name(x, i), item_arch(x, i));
+		rec.origin = rec.rc ? 0 : (int32_t)origin;
+		if (rec.rc && rec.rc != JITK_EARCH)
 			fail_last(); /* the message names symbol, variant, arch */
-		}
 		do
 			w = write(x->fd, &rec, sizeof(rec));
 		while (w < 0 && errno == EINTR);
+		atomic_store(&x->sh->current[slot], -1L);
+	}
+}
+
+/* Count item i with outcome what (and a note after it, or ""), and print
+ * its progress line. */
+static void pre_count(pre_ctx *x, size_t i, const char *what, const char *note,
+		      size_t *counter)
+{
+	x->reported[i] = 1;
+	x->done++;
+	(*counter)++;
+	printf("%s[%zu/%zu] %-8s %s %s%s%s", x->tty ? "\r\033[K" : "", x->done, x->nitems, what,
+	       item_name(x, i), item_arch(x, i), note, x->tty ? "" : "\n");
+	fflush(stdout);
+}
+
+static void pre_read_records(pre_ctx *x, int fd)
+{
+	pre_record rec;
+
+	for (;;) {
+		ssize_t n = read(fd, &rec, sizeof(rec));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(rec))
+			return; /* EAGAIN: nothing more for now */
+		if (rec.item >= x->nitems || x->reported[rec.item])
+			continue;
+		if (rec.rc == JITK_EARCH)
+			pre_count(x, rec.item, "gated", "", &x->gated);
+		else if (rec.rc)
+			pre_count(x, rec.item, "FAILED", "", &x->failed);
+		else if (rec.origin == JITK_ORIGIN_COMPILED)
+			pre_count(x, rec.item, "compiled", "", &x->compiled);
+		else if (rec.origin == JITK_ORIGIN_MEMORY) /* the library warned why */
+			pre_count(x, rec.item, "compiled", " (in memory only: not written to the cache)",
+				  &x->compiled);
+		else /* the cache or a read-only layer */
+			pre_count(x, rec.item, "cached", "", &x->cached);
+	}
+}
+
+/* Start a worker in slot; 0, or -1 when fork failed. */
+static int pre_spawn(pre_ctx *x, size_t slot, int rfd)
+{
+	pid_t pid;
+
+	atomic_store(&x->sh->current[slot], -1L);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(rfd);
+		pre_worker(x, slot);
+		_exit(0);
+	}
+	x->pids[slot] = pid;
+	return 0;
+}
+
+/* Before a message on stderr: end the progress line on a terminal. */
+static void pre_clear_line(const pre_ctx *x)
+{
+	if (x->tty)
+		fputs("\r\033[K", stdout);
+	fflush(stdout);
+}
+
+/* A worker ended with status st: if it held an item it did not report,
+ * that item failed, and the user is told which and why. Returns 1 when
+ * the worker ended abnormally. */
+static int pre_reaped(pre_ctx *x, size_t slot, int st)
+{
+	long i = atomic_load(&x->sh->current[slot]);
+	char why[96];
+
+	x->pids[slot] = 0;
+	if (WIFEXITED(st) && !WEXITSTATUS(st) && i < 0)
+		return 0;
+	if (WIFSIGNALED(st))
+		snprintf(why, sizeof(why), "worker killed by signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else
+		snprintf(why, sizeof(why), "worker exited with status %d", WEXITSTATUS(st));
+	if (i < 0 || (size_t)i >= x->nitems || x->reported[i]) {
+		fprintf(stderr, "%s: %s between items\n", prog, why);
+		return 1;
+	}
+	pre_clear_line(x);
+	fprintf(stderr, "%s: %s while compiling %s for %s\n", prog, why, item_name(x, (size_t)i),
+		item_arch(x, (size_t)i));
+	pre_count(x, (size_t)i, "FAILED", "", &x->failed);
+	return 1;
+}
+
+/* Run the workers until every one has ended; 1 if any ended abnormally. */
+static int pre_run(pre_ctx *x, size_t jobs)
+{
+	int pipefd[2], rc = 0;
+	size_t slot, alive = 0, spawns = 0, max_spawns = jobs + x->nitems;
+
+	if (pipe(pipefd) || fcntl(pipefd[0], F_SETFL, O_NONBLOCK)) {
+		fprintf(stderr, "%s: cannot create a pipe: %s\n", prog, strerror(errno));
+		return 1;
+	}
+	x->fd = pipefd[1];
+	for (slot = 0; slot < jobs; slot++)
+		if (!pre_spawn(x, slot, pipefd[0]))
+			alive++, spawns++;
+	if (!alive) {
+		fprintf(stderr, "%s: cannot start workers: %s\n", prog, strerror(errno));
+		rc = 1;
+	}
+	while (alive) {
+		struct pollfd p = { pipefd[0], POLLIN, 0 };
+		pid_t pid;
+		int st;
+
+		if (poll(&p, 1, 100) > 0)
+			pre_read_records(x, pipefd[0]);
+		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			for (slot = 0; slot < jobs && x->pids[slot] != pid; slot++)
+				;
+			if (slot == jobs)
+				continue;
+			alive--;
+			/* its records are all in the pipe now: count them first */
+			pre_read_records(x, pipefd[0]);
+			if (!pre_reaped(x, slot, st))
+				continue;
+			rc = 1;
+			if (atomic_load(&x->sh->next) < x->nitems && spawns < max_spawns &&
+			    !pre_spawn(x, slot, pipefd[0]))
+				alive++, spawns++;
+		}
+		if (pid < 0 && errno == ECHILD)
+			break;
+	}
+	pre_read_records(x, pipefd[0]);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return rc;
+}
+
+/* The architectures of a --arch list (out: room for strlen(list) + 1);
+ * empty or malformed items are usage errors. */
+static size_t parse_arch_list(char (*out)[CLI_ARCH_MAX], const char *list)
+{
+	const char *p = list;
+	size_t n = 0;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+
+		if (!len)
+			jitk_cli_usage_error(NULL, "empty architecture in '%s'", list);
+		if (len >= CLI_ARCH_MAX)
+			jitk_cli_usage_error(NULL, "'%.*s...' is not an architecture (sm_90, sm_100a, compute_90...)",
+					     CLI_ARCH_MAX - 1, p);
+		memcpy(out[n], p, len);
+		out[n][len] = '\0';
+		check_arch(NULL, out[n++]);
+		if (!p[len])
+			return n;
+		p += len + 1;
 	}
 }
 
@@ -378,156 +633,101 @@ static int cmd_precompile(int argc, char **argv)
 {
 	cli_opts o;
 	pre_ctx x;
-	const char *list;
-	char *archs_copy, *tok, *save = NULL;
-	size_t narchs = 0, i, j, ninst = 0, *insts, done = 0;
-	size_t compiled = 0, cached = 0, failed = 0, gated = 0;
-	double t0 = jitk__now_ms();
+	const char *list, *dir;
+	unsigned char *chosen = NULL;
+	size_t narchs, ninsts, i, j, k, ninst = 0, *insts = NULL;
+	double t0 = jitk_cli_now_ms();
 	long jobs;
-	int rc = 0, tty, pipefd[2], nchild = 0;
-	pid_t pids[256];
+	int rc = 0;
 
 	parse_opts(&o, argc, argv, usage_precompile, "--specs --cache --arch -j --jobs");
 	memset(&x, 0, sizeof(x));
-	x.c = open_compiler(&o);
-	tty = isatty(STDOUT_FILENO);
 	list = o.arch ? o.arch : "sm_80,sm_86,sm_89,sm_90,sm_100,sm_120";
-	archs_copy = jitk__strdup(list);
-	x.archs = calloc(strlen(list) + 1, sizeof(*x.archs));
-	insts = calloc(x.c->specs->ninsts + 1, sizeof(*insts));
-	if (!archs_copy || !x.archs || !insts) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return 1;
-	}
-	for (tok = strtok_r(archs_copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (jitk__arch_parse(&x.archs[narchs], tok)) {
-			fprintf(stderr, "%s: '%s' is not an architecture (sm_90, sm_100a, compute_90...)\n",
-				prog, tok);
-			return 2;
-		}
-		narchs++;
-	}
-	if (!narchs)
-		die_usage(usage_precompile);
-	if (!o.npos) {
-		for (i = 0; i < x.c->specs->ninsts; i++)
-			insts[ninst++] = i;
-	} else {
-		for (i = 0; i < (size_t)o.npos; i++) {
-			size_t inst;
+	x.archs = xcalloc(strlen(list) + 1, sizeof(*x.archs));
+	narchs = parse_arch_list(x.archs, list);
+	x.c = open_compiler(&o);
+	for (j = 0; j < narchs; j++)
+		check_arch(x.c, x.archs[j]);
+	x.tty = isatty(STDOUT_FILENO);
+	/* The instances to build, each once, in spec order. */
+	ninsts = jitk_instance_count(x.c);
+	chosen = calloc(ninsts + 1, 1);
+	insts = calloc(ninsts + 1, sizeof(*insts));
+	if (!chosen || !insts)
+		goto oom;
+	for (i = 0; i < ninsts; i++)
+		chosen[i] = !o.npos;
+	for (i = 0; i < (size_t)o.npos; i++) {
+		size_t *sel = NULL, nsel = 0;
 
-			if (jitk__spec_find(x.c->specs, o.pos[i], &inst)) {
-				fail_last();
-				return 1;
-			}
-			/* A bare symbol name means all its instances. */
-			if (!strchr(o.pos[i], '[')) {
-				for (j = 0; j < x.c->specs->ninsts; j++)
-					if (!strcmp(x.c->specs->insts[j].sym->name, o.pos[i]) &&
-					    ninst < x.c->specs->ninsts)
-						insts[ninst++] = j;
-			} else if (ninst < x.c->specs->ninsts) {
-				insts[ninst++] = inst;
-			}
+		if (jitk_select(&sel, &nsel, x.c, o.pos[i])) {
+			rc = fail_last();
+			goto done;
 		}
+		for (k = 0; k < nsel; k++)
+			if (sel[k] < ninsts)
+				chosen[sel[k]] = 1;
+		jitk_free(sel);
 	}
+	for (i = 0; i < ninsts; i++)
+		if (chosen[i])
+			insts[ninst++] = i;
 	x.nitems = ninst * narchs;
-	x.items = calloc(x.nitems ? x.nitems : 1, sizeof(*x.items));
-	x.next = mmap(NULL, sizeof(*x.next), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (!x.items || x.next == MAP_FAILED || pipe(pipefd)) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return 1;
-	}
-	atomic_init(x.next, 0);
+	jobs = o.jobs > 0 ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
+	if (jobs > JITK_CLI_MAX_JOBS)
+		jobs = JITK_CLI_MAX_JOBS;
+	if ((size_t)jobs > x.nitems)
+		jobs = (long)x.nitems;
+	if (jobs < 1)
+		jobs = 1;
+	x.items = calloc(x.nitems + 1, sizeof(*x.items));
+	x.reported = calloc(x.nitems + 1, 1);
+	x.pids = calloc((size_t)jobs, sizeof(*x.pids));
+	x.sh_size = sizeof(pre_shared) + (size_t)jobs * sizeof(atomic_long);
+	x.sh = mmap(NULL, x.sh_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (x.sh == MAP_FAILED)
+		x.sh = NULL;
+	if (!x.items || !x.reported || !x.pids || !x.sh)
+		goto oom;
+	atomic_init(&x.sh->next, 0);
 	for (i = 0; i < ninst; i++)
 		for (j = 0; j < narchs; j++) {
 			x.items[i * narchs + j][0] = insts[i];
 			x.items[i * narchs + j][1] = j;
 		}
-	jobs = o.jobs > 0 ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
-	if (jobs < 1)
-		jobs = 1;
-	if (jobs > 256)
-		jobs = 256;
-	if ((size_t)jobs > x.nitems)
-		jobs = (long)(x.nitems ? x.nitems : 1);
-	fflush(stdout);
-	fflush(stderr);
-	x.fd = pipefd[1];
-	for (nchild = 0; nchild < jobs; nchild++) {
-		pids[nchild] = fork();
-		if (pids[nchild] < 0)
-			break;
-		if (pids[nchild] == 0) {
-			close(pipefd[0]);
-			pre_worker(&x);
-			_exit(0);
-		}
-	}
-	close(pipefd[1]);
-	if (!nchild) { /* no process could be started: do it here */
-		x.fd = pipefd[0] = -1;
-		fprintf(stderr, "%s: cannot start workers: %s\n", prog, strerror(errno));
-		rc = 1;
-	}
-	while (pipefd[0] >= 0 && done < x.nitems) {
-		pre_record rec;
-		ssize_t n = read(pipefd[0], &rec, sizeof(rec));
-		const char *what;
-		char arch[JITK_ARCH_STRLEN];
-
-		if (n < 0 && errno == EINTR)
+	if (x.nitems)
+		rc = pre_run(&x, (size_t)jobs);
+	/* Whatever no worker reported (every worker gone) failed too. */
+	for (i = 0; i < x.nitems; i++) {
+		if (x.reported[i])
 			continue;
-		if (n != (ssize_t)sizeof(rec))
-			break; /* every worker gone */
-		done++;
-		if (!rec.rc) {
-			what = rec.origin == JITK_ORIGIN_COMPILED ? "compiled" : "cached";
-			if (rec.origin == JITK_ORIGIN_COMPILED)
-				compiled++;
-			else
-				cached++;
-		} else if (rec.rc == JITK_EARCH) {
-			what = "gated";
-			gated++;
-		} else {
-			what = "FAILED";
-			failed++;
-		}
-		jitk__arch_format(arch, x.archs[x.items[rec.item][1]]);
-		if (tty)
-			printf("\r\033[K[%zu/%zu] %-8s %s %s", done, x.nitems, what,
-			       x.c->specs->insts[x.items[rec.item][0]].name, arch);
-		else
-			printf("[%zu/%zu] %-8s %s %s\n", done, x.nitems, what,
-			       x.c->specs->insts[x.items[rec.item][0]].name, arch);
-		fflush(stdout);
+		pre_clear_line(&x);
+		fprintf(stderr, "%s: %s for %s was not built: no worker was left to build it\n", prog,
+			item_name(&x, i), item_arch(&x, i));
+		pre_count(&x, i, "FAILED", "", &x.failed);
 	}
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	for (i = 0; i < (size_t)nchild; i++) {
-		int st = 0;
-
-		if (waitpid(pids[i], &st, 0) == pids[i] && (!WIFEXITED(st) || WEXITSTATUS(st)))
-			rc = 1;
-	}
-	if (done < x.nitems) {
-		failed += x.nitems - done;
-		rc = 1;
-	}
-	if (tty)
+	if (x.tty)
 		fputs("\r\033[K", stdout);
-	printf("precompiled %zu symbols x %zu architectures (%s) into %s in %.2f s with %d "
-	       "processes: %zu compiled, %zu cached, %zu failed, %zu gated\n",
-	       ninst, narchs, list, jitk__cache_root(x.c->cache) ? jitk__cache_root(x.c->cache) : "(memory)",
-	       (jitk__now_ms() - t0) / 1000.0, nchild, compiled, cached, failed, gated);
-	if (failed)
+	dir = jitk_compiler_cache_dir(x.c);
+	printf("precompiled %zu symbols x %zu architectures (%s) into %s in %.2f s with %ld "
+	       "processes: %zu compiled, %zu cached, %zu remote, %zu failed, %zu gated\n",
+	       ninst, narchs, list, dir ? dir : "(memory)", (jitk_cli_now_ms() - t0) / 1000.0,
+	       x.nitems ? jobs : 0L, x.compiled, x.cached, x.remote, x.failed, x.gated);
+	if (x.failed)
 		rc = 1;
-	munmap(x.next, sizeof(*x.next));
+	goto done;
+oom:
+	fprintf(stderr, "%s: out of memory\n", prog);
+	rc = 1;
+done:
+	if (x.sh)
+		munmap(x.sh, x.sh_size);
+	free(x.pids);
+	free(x.reported);
 	free(x.items);
 	free(insts);
+	free(chosen);
 	free(x.archs);
-	free(archs_copy);
 	jitk_compiler_free(x.c);
 	return rc;
 }
@@ -540,46 +740,32 @@ static void report_item(void *ctx, const char *path, const char *problem, int fo
 	printf("%s: %s: %s\n", foreign ? "foreign" : "bad entry", path, problem);
 }
 
-/* The size bound of prune: --max-bytes (not a size: a usage error), else
- * $JITK_CACHE_MAX_BYTES (not a size: one warning and no bound, as in the
- * library). */
-static uint64_t prune_bound(const cli_opts *o)
+/* jitk cache prune: the bound is --max-bytes (not a size: a usage error),
+ * else $JITK_CACHE_MAX_BYTES (not a size: one warning and no bound, as in
+ * the library). The library checks the size before it touches anything. */
+static int cache_prune(jitk_prune_result *out, const char *dir, const cli_opts *o)
 {
-	const char *v = o->max_bytes ? o->max_bytes : jitk__env("JITK_CACHE_MAX_BYTES");
-	uint64_t n;
+	const char *env = getenv("JITK_CACHE_MAX_BYTES");
+	const char *bound = o->max_bytes ? o->max_bytes : env && *env ? env : NULL;
+	int rc = jitk_cache_prune(out, dir, bound);
 
-	if (!v || (!jitk__parse_size(&n, v) && n))
-		return v ? n : 0;
+	if (rc != JITK_EINVAL || !bound)
+		return rc;
 	if (o->max_bytes) {
-		fprintf(stderr, "%s: --max-bytes: '%s' is not a size (" JITK_SIZE_SYNTAX ")\n", prog, v);
+		fprintf(stderr, "%s: --max-bytes: %s\n", prog, jitk_error_last()->message);
 		die_usage(usage_cache);
 	}
-	fprintf(stderr, "%s: warning: JITK_CACHE_MAX_BYTES='%s' is not a size (" JITK_SIZE_SYNTAX
-		"); no bound\n", prog, v);
-	return 0;
-}
-
-static char *cache_dir_of(const cli_opts *o)
-{
-	const char *v;
-
-	if (o->cache)
-		return jitk__strdup(o->cache);
-	if ((v = jitk__env("JITK_CACHE_DIR")))
-		return jitk__strdup(v);
-	if ((v = jitk__env("XDG_CACHE_HOME")))
-		return jitk__asprintf("%s/jitk", v);
-	if ((v = jitk__env("HOME")))
-		return jitk__asprintf("%s/.cache/jitk", v);
-	return NULL;
+	fprintf(stderr, "%s: warning: JITK_CACHE_MAX_BYTES=%s; no bound\n", prog,
+		jitk_error_last()->message);
+	return jitk_cache_prune(out, dir, NULL);
 }
 
 static int cmd_cache(int argc, char **argv)
 {
 	static const char *const cmds[] = { "stats", "verify", "clear", "prune" };
 	cli_opts o;
-	char *dir;
-	const char *what;
+	char *def = NULL;
+	const char *what, *dir;
 	size_t i;
 	int rc = 0;
 
@@ -592,9 +778,9 @@ static int cmd_cache(int argc, char **argv)
 		die_usage(usage_cache);
 	}
 	what = o.pos[0];
-	for (i = 0; i < JITK_ARRAY_SIZE(cmds) && strcmp(what, cmds[i]); i++)
+	for (i = 0; i < CLI_ARRAY_SIZE(cmds) && strcmp(what, cmds[i]); i++)
 		;
-	if (i == JITK_ARRAY_SIZE(cmds)) {
+	if (i == CLI_ARRAY_SIZE(cmds)) {
 		fprintf(stderr, "%s: unknown cache command '%s'\n", prog, what);
 		die_usage(usage_cache);
 	}
@@ -602,16 +788,22 @@ static int cmd_cache(int argc, char **argv)
 		fprintf(stderr, "%s: --max-bytes is an option of 'cache prune' only\n", prog);
 		die_usage(usage_cache);
 	}
-	dir = cache_dir_of(&o);
-	if (!dir) {
-		fprintf(stderr, "%s: no cache directory (give --cache DIR)\n", prog);
+	if (o.cache) {
+		dir = o.cache;
+	} else if ((rc = jitk_cache_default_dir(&def))) {
+		if (rc == JITK_ENOENT)
+			fprintf(stderr, "%s: no cache directory (give --cache DIR)\n", prog);
+		else
+			fail_last();
 		return 1;
+	} else {
+		dir = def;
 	}
 	if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
 		int verify = !strcmp(what, "verify");
 		jitk_cache_summary s;
 
-		if (jitk__cache_scan(&s, dir, verify, verify ? report_item : NULL, NULL)) {
+		if (jitk_cache_stats(&s, dir, verify, verify ? report_item : NULL, NULL)) {
 			rc = fail_last();
 		} else {
 			printf("%s: %llu entries, %llu bytes, %llu temporary files, %llu lock files, "
@@ -627,7 +819,7 @@ static int cmd_cache(int argc, char **argv)
 	} else if (!strcmp(what, "clear")) {
 		jitk_clear_result r;
 
-		if (jitk__cache_clear(&r, dir)) {
+		if (jitk_cache_clear(&r, dir)) {
 			rc = fail_last();
 		} else {
 			printf("%s: removed %llu files; %llu foreign files left alone", dir,
@@ -638,10 +830,9 @@ static int cmd_cache(int argc, char **argv)
 			rc = r.failed ? 1 : 0;
 		}
 	} else {
-		uint64_t bound = prune_bound(&o);
 		jitk_prune_result pr;
 
-		if (jitk__cache_prune(&pr, dir, bound, JITK_TEMP_MAX_AGE_S, JITK_PRUNE_VERIFY)) {
+		if (cache_prune(&pr, dir, &o)) {
 			rc = fail_last();
 		} else {
 			printf("%s: removed %llu bad entries, %llu old temporary files, %llu entries "
@@ -657,7 +848,7 @@ static int cmd_cache(int argc, char **argv)
 			rc = pr.failed ? 1 : 0;
 		}
 	}
-	free(dir);
+	jitk_free(def);
 	return rc;
 }
 
@@ -665,10 +856,19 @@ static int cmd_cache(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	const char *cmd;
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{ "list", cmd_list }, { "explain", cmd_explain }, { "source", cmd_source },
+		{ "precompile", cmd_precompile }, { "cache", cmd_cache }, { "bench", jitk_cli_bench },
+	};
+	const char *names[CLI_ARRAY_SIZE(cmds)], *cmd;
+	size_t i;
+	int near;
 
 	if (argc < 2)
-		die_usage(usage_main);
+		jitk_cli_usage_error(usage_main, "missing COMMAND");
 	cmd = argv[1];
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
 		fputs(usage_main, stdout);
@@ -677,24 +877,23 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "--version")) {
 		int major = 0, minor = 0;
 
-		jitk__nvrtc_version(&major, &minor);
-		printf("jitk %s (NVRTC %d.%d, cache format %d)\n", JITK_VERSION, major, minor,
-		       JITK_CACHE_FORMAT);
+		if (argc > 2)
+			jitk_cli_usage_error(usage_main, "unexpected argument '%s'", argv[2]);
+		jitk_nvrtc_version(&major, &minor);
+		printf("jitk %s (NVRTC %d.%d, cache format %d)\n", jitk_version(), major, minor,
+		       jitk_cache_format());
 		return 0;
 	}
-	if (!strcmp(cmd, "list"))
-		return cmd_list(argc - 2, argv + 2);
-	if (!strcmp(cmd, "explain"))
-		return cmd_explain(argc - 2, argv + 2);
-	if (!strcmp(cmd, "source"))
-		return cmd_source(argc - 2, argv + 2);
-	if (!strcmp(cmd, "precompile"))
-		return cmd_precompile(argc - 2, argv + 2);
-	if (!strcmp(cmd, "cache"))
-		return cmd_cache(argc - 2, argv + 2);
-	if (!strcmp(cmd, "bench"))
-		return jitk_cli_bench(argc - 2, argv + 2);
-	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
-	die_usage(usage_main);
+	for (i = 0; i < CLI_ARRAY_SIZE(cmds); i++) {
+		if (!strcmp(cmd, cmds[i].name))
+			return cmds[i].fn(argc - 2, argv + 2);
+		names[i] = cmds[i].name;
+	}
+	if (cmd[0] == '-')
+		jitk_cli_usage_error(usage_main, "unknown option '%s'", cmd);
+	if ((near = jitk_nearest(cmd, names, CLI_ARRAY_SIZE(names))) >= 0)
+		jitk_cli_usage_error(usage_main, "unknown command '%s' (did you mean '%s'?)", cmd,
+				     names[near]);
+	jitk_cli_usage_error(usage_main, "unknown command '%s'", cmd);
 	return 2;
 }

@@ -64,6 +64,8 @@ for v in -5 abc 0x10 0 1.5G 10Q 1Gi ""; do
 	check "prune --max-bytes '$v'" 2 "jitk: --max-bytes: '$v' is not a size" \
 		"$jitk" cache prune --cache "$c" --max-bytes "$v"
 done
+check "prune of a missing cache with a bad size: the size first" 2 "jitk: --max-bytes: 'abc' is not a size" \
+	"$jitk" cache prune --cache "$w/nope" --max-bytes abc
 check "cache frob" 2 "unknown cache command 'frob'" "$jitk" cache frob --cache "$c"
 check "cache stats extra" 2 "unexpected argument 'extra'" "$jitk" cache stats extra --cache "$c"
 check "cache alone" 2 "which command" "$jitk" cache

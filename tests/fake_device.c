@@ -1,6 +1,6 @@
 /* fake_device.c - a device for the runtime tests: architecture, capture
-#include <stdio.h>
  * state and load failures are the test's to set (the driver half). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +64,8 @@ static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
 
 	if (f->nlaunches == FAKE_MAX_LAUNCHES)
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+	if (nparams > FAKE_MAX_PARAMS)
+		return CUDA_ERROR_INVALID_VALUE; /* more than a fake_launch records */
 	l = &f->launches[f->nlaunches++];
 	memcpy(l->grid, grid, sizeof(l->grid));
 	memcpy(l->block, block, sizeof(l->block));
@@ -72,7 +74,7 @@ static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
 	l->stream = stream;
 	l->nparams = nparams;
 	l->programmatic = programmatic;
-	for (i = 0; i < nparams && i < 32; i++)
+	for (i = 0; i < nparams; i++)
 		memcpy(&l->values[i], params[i], 8);
 	return 0;
 }
@@ -169,8 +171,10 @@ int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs
 	co.cache_path = "";
 	co.no_compile = 0;
 	co.force_compile = 0;
-	co.log = t_log_fn;
-	co.log_payload = NULL;
+	if (!co.log) { /* the caller's logger, else silenced and counted */
+		co.log = t_log_fn;
+		co.log_payload = NULL;
+	}
 	o.compiler = &co;
 	return jitk__runtime_new_with(out, &o, &fake_ops, fake);
 }

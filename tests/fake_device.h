@@ -5,15 +5,14 @@
 #include "common.h"
 #include "gpu/device.h"
 
-
-
 #define FAKE_MAX_LAUNCHES 64
+#define FAKE_MAX_PARAMS 32
 
 typedef struct {
 	unsigned grid[3], block[3], smem;
 	void *kernel;
 	void *stream;
-	uint64_t values[32]; /* first 8 bytes of each parameter */
+	uint64_t values[FAKE_MAX_PARAMS]; /* first 8 bytes of each parameter */
 	size_t nparams;
 	int programmatic;
 } fake_launch;
@@ -34,10 +33,11 @@ typedef struct {
 } fake_device;
 
 extern const jitk_device_ops fake_ops;
-/* A runtime over fake (which must outlive it). */
-/* The same with the caller's options (specs, cache and log are set here). */
+/* A runtime over fake (which must outlive it), with the caller's options:
+ * specs and cache are set here, and the log when o has none. */
 int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs,
 			const char *cache, jitk_runtime_options *o);
+/* The same with the default options and capture policy capture. */
 int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,
 		   const char *cache, jitk_capture_policy capture);
 

@@ -37,6 +37,17 @@ for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/build/*.[ch] runtime/gp
 	done
 done
 
+# ... and the build compiles those clients with the public include
+# directory only (build.ninja's rule pcc: no -Iruntime), so that an
+# internal include does not even compile.
+for f in runtime/families/*.c cli/*.c examples/*.c; do
+	[ -e "$f" ] || continue
+	grep -qE "^build [^:]*: pcc $f\$" build.ninja ||
+		say "build.ninja does not compile $f with rule pcc (the public headers only)"
+done
+sed -n '/^pubcflags/,/[^$]$/p' build.ninja | grep -qE -- '-Iruntime( |$)' &&
+	say "build.ninja's pubcflags names -Iruntime"
+
 # Only the driver half includes the CUDA driver's headers.
 for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/build/*.[ch] runtime/families/*.[ch]; do
 	grep -qE '#include <(cuda|cudaTypedefs)\.h>' "$f" && say "$f includes a CUDA driver header"

@@ -781,6 +781,14 @@ static void test_wrong_kind_cache_entries(void **state)
 			assert_int_equal(jitk__cache_put(c->cache, &e), 0);
 		}
 		jitk__build_free(&other);
+		/* cache verify names it too: a lookup would not load it */
+		{
+			jitk_cache_summary sum;
+
+			assert_int_equal(jitk__cache_scan(&sum, cache, 1, NULL, NULL), 0);
+			assert_int_equal(sum.entries, 1);
+			assert_int_equal(sum.bad, 1);
+		}
 		log.warnings = 0;
 		assert_int_equal(jitk__build(&b, c, inst, a, 0), 0);
 		assert_int_equal(b.origin, JITK_ORIGIN_COMPILED);
@@ -1060,6 +1068,35 @@ static void test_targets_validated(void **state)
 	free(specs);
 }
 
+/* jitk_check_target: with a compiler, the targets explain and precompile
+ * refuse, with their message; without one, the syntax alone (what the
+ * CLI checks before it loads the specs). jitk_cache_format: the format
+ * of the entries. */
+static void test_check_target_public(void **state)
+{
+	static const char not_arch[] = "' is not an architecture (sm_90, sm_100a, compute_90...)";
+	char *specs = repo_specs(), want[128];
+	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
+
+	(void)state;
+	assert_int_equal(jitk_check_target(NULL, "sm_90"), 0);
+	assert_int_equal(jitk_check_target(NULL, "sm_99"), 0); /* well formed */
+	assert_int_equal(jitk_check_target(c, "sm_90"), 0);
+	assert_int_equal(jitk_check_target(c, "sm_90a"), 0);
+	assert_int_equal(jitk_check_target(c, "sm_99"), JITK_EINVAL);
+	assert_true(!strncmp(jitk_error_last()->message, "sm_99 is not a target NVRTC ", 28));
+	assert_int_equal(jitk_check_target(NULL, "sm_9x"), JITK_EINVAL);
+	snprintf(want, sizeof(want), "'sm_9x%s", not_arch);
+	assert_string_equal(jitk_error_last()->message, want);
+	assert_int_equal(jitk_check_target(c, "compute_"), JITK_EINVAL);
+	snprintf(want, sizeof(want), "'compute_%s", not_arch);
+	assert_string_equal(jitk_error_last()->message, want);
+	assert_int_equal(jitk_check_target(NULL, NULL), JITK_EINVAL);
+	assert_int_equal(jitk_cache_format(), JITK_CACHE_FORMAT);
+	jitk_compiler_free(c);
+	free(specs);
+}
+
 /* The suffix rule agrees with NVRTC itself for every number it lists, and
  * numbers it does not list fail in NVRTC too. */
 static void test_target_rule_matches_nvrtc(void **state)
@@ -1195,6 +1232,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_template_includes),
 		cmocka_unit_test(test_include_limits),
 		cmocka_unit_test(test_targets_validated),
+		cmocka_unit_test(test_check_target_public),
 		cmocka_unit_test(test_target_rule_matches_nvrtc),
 		cmocka_unit_test(test_warnings_logged),
 		cmocka_unit_test(test_cli_prints_first_error_once),

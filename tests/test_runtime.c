@@ -525,6 +525,15 @@ static void test_generic_call_checks(void **state)
 	assert_int_equal(jitk_op_call(&info, op2, JITK_CALL_STRICT, args, 4, NULL), 0);
 	assert_int_equal(jitk_op_get(&op2, rt, "fused_norm_scale_shift[hidden=7]"), JITK_ENOENT);
 	assert_int_equal(jitk_call(NULL, rt, "no_such_kernel", JITK_CALL_STRICT, args, 4, NULL), JITK_ENOENT);
+	assert_string_equal(jitk_error_last()->message, "no symbol named 'no_such_kernel' (see jitk list)");
+	/* a near miss names the nearest symbol */
+	assert_int_equal(jitk_call(NULL, rt, "static_quant_fp9", JITK_CALL_STRICT, args, 4, NULL), JITK_ENOENT);
+	assert_string_equal(jitk_error_last()->message,
+			    "no symbol named 'static_quant_fp9' (did you mean 'static_quant_fp8'? see jitk list)");
+	assert_int_equal(jitk_op_get(&op2, rt, "fused_norm_scale_shift[hidden=1563]"), JITK_ENOENT);
+	assert_string_equal(jitk_error_last()->message,
+			    "'fused_norm_scale_shift[hidden=1563]': fused_norm_scale_shift has no instance "
+			    "with hidden=1563 (see jitk list)");
 	assert_int_equal(fake.nlaunches, 3);
 	/* An empty problem launches nothing. */
 	tensor2(&x, ADDR(4), bf16, 0, 1536);
@@ -633,6 +642,12 @@ static void test_capture(void **state)
 	assert_int_equal(fake.nlaunches, 0);
 	assert_int_equal(fake.loads, 0);
 	fake.capturing = 0;
+	{
+		const char *holes[2] = { "static_quant_fp8", NULL };
+
+		assert_int_equal(jitk_preload(rt, holes, 2), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message, "jitk_preload: names[1] is NULL");
+	}
 	assert_int_equal(jitk_preload(rt, names, 1), 0);
 	fake.capturing = 1;
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
@@ -695,6 +710,153 @@ static void test_driver_rejects(void **state)
 	assert_int_equal(fake.closed, 1);
 }
 
+/* A runtime that cannot be made owns its device all the same: the fake is
+ * closed once on every early failure (bad options version, NULL out). */
+static void test_failed_create_closes_the_device(void **state)
+{
+	fixture *f = *state;
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	fake_device fake;
+	jitk_runtime *rt = (jitk_runtime *)&fake;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	o.version = 99;
+	assert_int_equal(t_fake_runtime_with(&rt, &fake, f->specs, f->cache, &o), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_runtime_options version 99 is not 1 to 3");
+	assert_null(rt);
+	assert_int_equal(fake.closed, 1);
+	o.version = 0;
+	assert_int_equal(t_fake_runtime_with(&rt, &fake, f->specs, f->cache, &o), JITK_EINVAL);
+	assert_int_equal(fake.closed, 2);
+	assert_int_equal(jitk__runtime_new_with(NULL, NULL, &fake_ops, &fake), JITK_EINVAL);
+	assert_int_equal(fake.closed, 3);
+	/* a spec set that does not load: closed too */
+	assert_int_equal(t_fake_runtime(&rt, &fake, "/nonexistent/specs", f->cache, JITK_CAPTURE_ERROR),
+			 JITK_ESPEC);
+	assert_int_equal(fake.closed, 4);
+	assert_int_equal(fake.loads, 0);
+}
+
+/* In the spec at path, n more i32 arguments after the line after. */
+static void pad_args(const char *path, const char *after, int n)
+{
+	char pad[4096];
+	size_t used = (size_t)snprintf(pad, sizeof(pad), "%s", after);
+	int i;
+
+	for (i = 0; i < n; i++)
+		used += (size_t)snprintf(pad + used, sizeof(pad) - used, "  pad%d: { type: i32 }\n", i);
+	assert_true(used < sizeof(pad));
+	t_edit(path, after, pad);
+}
+
+/* Tables of a fixed size fail loudly when full, before anything is
+ * compiled: a family with more arguments than a kernel takes is refused
+ * when the specs load, at its location. Tables that need no bound have
+ * none: launch checks, and the instances a typed symbol picks among (the
+ * last of 39 runs). */
+static void test_full_tables_fail_loudly(void **state)
+{
+	fixture *f = *state;
+	char *dir = t_path(f->dir, "wide"), *specs = t_path(dir, "specs");
+	char *quant = t_path(specs, "static_quant_fp8.yaml"), *norm = t_path(specs, "norm_scale_shift.yaml");
+	char hidden[1024];
+	size_t used = 0;
+	jitk_norm_args a = norm_args(4, 16384);
+	fake_device fake;
+	jitk_runtime *rt = NULL;
+	jitk_kernel *k;
+	int i;
+
+	/* static_quant_fp8 with 33 arguments */
+	t_copy_tree(dir, NULL, NULL);
+	pad_args(quant, "  n:           { type: i64 }\n", 29);
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	assert_int_equal(t_fake_runtime(&rt, &fake, specs, f->cache, JITK_CAPTURE_ERROR), JITK_ESPEC);
+	assert_non_null(strstr(jitk_error_last()->message, "static_quant_fp8.yaml:26:3: error: more than 32 arguments (at args)"));
+	assert_null(rt);
+	assert_int_equal(fake.loads, 0);
+	t_rmtree(dir);
+
+	/* ... with 9 launch checks: no table to fill */
+	t_copy_tree(dir, NULL, NULL);
+	t_edit(quant, "      message: n must not be negative\n",
+	       "      message: n must not be negative\n"
+	       "    - { check: n >= 0, message: a }\n    - { check: n >= 0, message: b }\n"
+	       "    - { check: n >= 0, message: c }\n    - { check: n >= 0, message: d }\n"
+	       "    - { check: n >= 0, message: e }\n    - { check: n >= 0, message: f }\n"
+	       "    - { check: n >= 0, message: g }\n    - { check: n < 4096, message: the ninth }\n");
+	rt = runtime(f, &fake, 90, specs);
+	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0);
+	assert_int_equal(k->nchecks, 9);
+	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.x, a.input_scale, 64, NULL), 0);
+	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.x, a.input_scale, 4096, NULL), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "the ninth"));
+	jitk_runtime_free(rt);
+	t_rmtree(dir);
+
+	/* the norm family with 30 arguments before its own */
+	t_copy_tree(dir, NULL, NULL);
+	pad_args(norm, "args:\n", 30);
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	assert_int_equal(t_fake_runtime(&rt, &fake, specs, f->cache, JITK_CAPTURE_ERROR), JITK_ESPEC);
+	assert_non_null(strstr(jitk_error_last()->message, "error: more than 32 arguments (at args)"));
+	t_rmtree(dir);
+
+	/* fused_norm_scale_shift with 39 hidden sizes: the last one runs */
+	t_copy_tree(dir, NULL, NULL);
+	used = (size_t)snprintf(hidden, sizeof(hidden), "hidden: [3072, 1536, 5120");
+	for (i = 1; i <= 35; i++)
+		used += (size_t)snprintf(hidden + used, sizeof(hidden) - used, ", %d", 8 * i);
+	snprintf(hidden + used, sizeof(hidden) - used, ", 16384] }\n  fused_scale_residual_norm_scale_shift:");
+	t_edit(norm, "hidden: [3072, 1536, 5120] }\n  fused_scale_residual_norm_scale_shift:", hidden);
+	rt = runtime(f, &fake, 90, specs);
+	a.hidden = 16384;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	assert_int_equal(fake.launches[0].values[P_ROWS], 4);
+	a.hidden = 8 * 35;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_ESPEC); /* a failed constraint is a spec error, not a gate */
+	a.hidden = 4096;
+	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), JITK_EINVAL);
+	assert_true(!strncmp(jitk_error_last()->message,
+			     "fused_norm_scale_shift: no instance for hidden=4096 (from y) (instances: "
+			     "fused_norm_scale_shift[hidden=3072], ", 108));
+	jitk_runtime_free(rt);
+	free(quant);
+	free(norm);
+	free(specs);
+	free(dir);
+}
+
+/* Cache rejects are counted per build: a resolve that finds a bad entry
+ * while another one (of another symbol) is compiling is credited alone. */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int a_compiled, b_done;
+} rejects_sync;
+
+static void rejects_log(void *payload, jitk_log_level level, const char *msg)
+{
+	rejects_sync *y = payload;
+
+	(void)level;
+	/* A's compile is done and its build not yet counted: hold it there
+	 * until B has met (and counted) its bad entry. */
+	if (strncmp(msg, "compiled fused_norm_scale_shift[hidden=1536] ", 45))
+		return;
+	pthread_mutex_lock(&y->mu);
+	y->a_compiled = 1;
+	pthread_cond_broadcast(&y->cv);
+	while (!y->b_done)
+		pthread_cond_wait(&y->cv, &y->mu);
+	pthread_mutex_unlock(&y->mu);
+}
+
 typedef struct {
 	jitk_runtime *rt;
 	jitk_kernel *k;
@@ -707,6 +869,66 @@ static void *race(void *p)
 
 	a->rc = jitk_kernel_get(&a->k, a->rt, "fused_norm_scale_shift[hidden=1536]");
 	return NULL;
+}
+
+static void test_rejects_counted_per_build(void **state)
+{
+	fixture *f = *state;
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	rejects_sync y = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	jitk_kernel *k;
+	jitk_stats s;
+	race_arg a;
+	pthread_t th;
+	char *dir, *path = NULL, *bytes;
+	size_t len;
+
+	/* B's entry in the cache, then one byte of it flipped */
+	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0);
+	memset(&a, 0, sizeof(a));
+	dir = jitk__asprintf("%s/v1/%.2s", f->cache, k->key_hex);
+	path = jitk__asprintf("%s/%s.jitk", dir, k->key_hex);
+	jitk_runtime_free(rt);
+	bytes = t_read(path, &len);
+	bytes[len / 2] ^= 0x55;
+	t_write(path, bytes, len);
+	free(bytes);
+
+	{
+		static jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
+
+		co.log = rejects_log;
+		co.log_payload = &y;
+		co.log_level = JITK_LOG_INFO;
+		o.compiler = &co;
+	}
+	rt = runtime_with(f, &fake, 90, f->specs, &o);
+	a.rt = rt;
+	assert_int_equal(pthread_create(&th, NULL, race, &a), 0);
+	pthread_mutex_lock(&y.mu);
+	while (!y.a_compiled)
+		pthread_cond_wait(&y.cv, &y.mu);
+	pthread_mutex_unlock(&y.mu);
+	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0); /* B: reject, compile */
+	pthread_mutex_lock(&y.mu);
+	y.b_done = 1;
+	pthread_cond_broadcast(&y.cv);
+	pthread_mutex_unlock(&y.mu);
+	pthread_join(th, NULL);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(jitk_stats_get(&s, rt, "static_quant_fp8"), 0);
+	assert_int_equal(s.cache_rejects, 1);
+	assert_int_equal(s.compiles, 1);
+	assert_int_equal(jitk_stats_get(&s, rt, "fused_norm_scale_shift[hidden=1536]"), 0);
+	assert_int_equal(s.cache_rejects, 0);
+	assert_int_equal(s.compiles, 1);
+	assert_int_equal(jitk_stats_get(&s, rt, NULL), 0);
+	assert_int_equal(s.cache_rejects, 1);
+	jitk_runtime_free(rt);
+	free(path);
+	free(dir);
 }
 
 /* 8 threads ask for one cold symbol: one compile, one load, one kernel. */
@@ -885,6 +1107,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads_one_compile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_programmatic_launch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_create_closes_the_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_tables_fail_loudly, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rejects_counted_per_build, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

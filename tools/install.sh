@@ -13,7 +13,7 @@ install -d "$root/bin" "$root/lib/pkgconfig" "$root/include/jitk" \
 	"$root/share/jitk/specs" "$root/share/jitk/templates" "$root/share/man/man1"
 install -m 755 "$b/jitk" "$root/bin/jitk"
 install -m 644 "$b/libjitk.a" "$root/lib/libjitk.a"
-install -m 755 "$b/libjitk.so" "$root/lib/libjitk.so.$version"
+install -m 755 "$b/libjitk.so.$version" "$root/lib/libjitk.so.$version"
 ln -sf "libjitk.so.$version" "$root/lib/libjitk.so.0"
 ln -sf "libjitk.so.0" "$root/lib/libjitk.so"
 install -m 644 runtime/include/jitk.h "$root/include/jitk.h"

@@ -42,6 +42,13 @@ char *jitk__strdup(const char *s);
 char *jitk__strndup(const char *s, size_t n);
 char *jitk__asprintf(const char *fmt, ...) JITK_PRINTF(1, 2);
 
+/* Edit distance (insertions, deletions, substitutions) between two words,
+ * for "did you mean" suggestions; JITK_EDIT_FAR when either is longer than
+ * JITK_EDIT_MAX_LEN. */
+#define JITK_EDIT_MAX_LEN 256
+#define JITK_EDIT_FAR 1000000
+int jitk__edit_distance(const char *a, const char *b);
+
 /* -------------------------------------------------------------- errors */
 
 /* Record status with a formatted one-line message for jitk_error_last();
@@ -68,8 +75,10 @@ int jitk__log_level_from_env(int def);
 /* --------------------------------------------------------------- files */
 
 /* Read a whole regular file of at most max bytes into a NUL-terminated
- * malloc'd buffer. JITK_EIO (errno in the message), JITK_EINVAL when the
- * file is larger than max. */
+ * malloc'd buffer. Never blocks on a FIFO or device: anything but a
+ * regular file (after following symbolic links) is JITK_EIO "PATH: is a
+ * FIFO, not a regular file" without being read. JITK_EIO (errno in the
+ * message), JITK_EINVAL when the file is larger than max. */
 int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max);
 /* mkdir -p with mode for each created level. 0 or -1 (errno set). */
 int jitk__mkdirs(const char *path, unsigned mode);

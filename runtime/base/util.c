@@ -143,6 +143,31 @@ char *jitk__asprintf(const char *fmt, ...)
 	return jitk__jbuf_detach(&b);
 }
 
+/* Levenshtein distance over two rows; words longer than
+ * JITK_EDIT_MAX_LEN are never near anything. */
+int jitk__edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	int row[2][JITK_EDIT_MAX_LEN + 1];
+
+	if (la > JITK_EDIT_MAX_LEN || lb > JITK_EDIT_MAX_LEN)
+		return JITK_EDIT_FAR;
+	for (j = 0; j <= lb; j++)
+		row[0][j] = (int)j;
+	for (i = 1; i <= la; i++) {
+		int *prev = row[(i - 1) & 1], *cur = row[i & 1];
+
+		cur[0] = (int)i;
+		for (j = 1; j <= lb; j++) {
+			int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			int del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+	}
+	return row[la & 1][lb];
+}
+
 /* -------------------------------------------------------------- status */
 
 const char *jitk_strerror(int status)
@@ -314,6 +339,20 @@ int jitk__log_level_from_env(int def)
 
 /* --------------------------------------------------------------- files */
 
+static const char *file_kind(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFSOCK: return "a socket";
+	case S_IFLNK: return "a symbolic link";
+	default: return "not a regular file";
+	}
+}
+
 int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max)
 {
 	struct stat st;
@@ -324,12 +363,22 @@ int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max)
 	*out = NULL;
 	if (out_len)
 		*out_len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer
+	 * forever; a device may block too. Nothing but a regular file is read
+	 * (the flag changes nothing for those). Symbolic links are followed:
+	 * specs and templates are the user's own files, and a tree may link
+	 * them in from elsewhere. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return jitk__error(JITK_EIO, "%s: cannot open: %s", path,
 				   strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		rc = jitk__error(JITK_EIO, "%s: not a regular file", path);
+	if (fstat(fd, &st)) {
+		rc = jitk__error(JITK_EIO, "%s: cannot stat: %s", path, strerror(errno));
+		goto done;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = jitk__error(JITK_EIO, "%s: is %s, not a regular file", path,
+				 file_kind((unsigned)st.st_mode));
 		goto done;
 	}
 	if ((uint64_t)st.st_size > max) {

@@ -660,9 +660,21 @@ const char *jitk__cache_root(const jitk_cache *c)
 	return c ? c->root : NULL;
 }
 
+const char *jitk__cache_top(const jitk_cache *c)
+{
+	return c && c->root ? c->top : NULL;
+}
+
 uint64_t jitk__cache_max_bytes(const jitk_cache *c)
 {
 	return c->max_bytes;
+}
+
+static _Thread_local unsigned long long thread_rejects;
+
+unsigned long long jitk__cache_thread_rejects(void)
+{
+	return thread_rejects;
 }
 
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
@@ -812,6 +824,7 @@ static int lookup_in(jitk_cache *c, const char *root, int layer,
 		problem = NULL;
 	if (rc && problem) {
 		atomic_fetch_add(&c->n.rejects, 1);
+		thread_rejects++;
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s/%s/%s rejected: %s", root, shard,
 			  name, problem);
 		/* A bad entry in our own cache is garbage: remove it so that it
@@ -1311,8 +1324,21 @@ static int entry_check(const cache_item *it, const char **problem, struct stat *
 	if (entry_read_in(&e, it->dfd, it->name, 1, problem, seen))
 		return *problem ? 1 : -1;
 	jitk__hex(hex, e.key, JITK_HASH_SIZE);
-	if (strncmp(hex, it->name, HEXLEN))
+	if (strncmp(hex, it->name, HEXLEN)) {
 		*problem = "key does not match the file name";
+	} else {
+		/* What a lookup would refuse to load, verify refuses too: an
+		 * image that is not code for the target it names. */
+		jitk_arch t;
+
+		if (jitk__arch_parse(&t, e.target))
+			*problem = "the target it names is not an architecture";
+		else if (e.nnames != 1)
+			*problem = "it does not hold exactly one kernel name";
+		else
+			*problem = jitk__image_problem(e.image, e.size, e.is_ptx, t,
+						       (const char *const *)e.names, e.nnames);
+	}
 	jitk__cache_entry_free(&e);
 	return *problem ? 1 : 0;
 }

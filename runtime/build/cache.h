@@ -36,6 +36,9 @@ typedef struct jitk_cache jitk_cache;
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		     const jitk_logger *log);
 void jitk__cache_close(jitk_cache *c);
+/* The writable cache directory as given (holding v1/), NULL when there
+ * is none. */
+const char *jitk__cache_top(const jitk_cache *c);
 /* The writable root, NULL when there is none. */
 const char *jitk__cache_root(const jitk_cache *c);
 
@@ -62,6 +65,9 @@ typedef struct {
 	atomic_ullong hits, layer_hits, misses, rejects, writes, write_failures;
 } jitk_cache_counters;
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c);
+/* Rejects counted by the calling thread, in every cache: the difference
+ * over a call is that call's own (other threads' do not count). */
+unsigned long long jitk__cache_thread_rejects(void);
 
 /* Entry bytes <-> entry. decode verifies everything and sets *problem
  * (static text) on failure. */
@@ -87,9 +93,8 @@ uint64_t jitk__cache_max_bytes(const jitk_cache *c);
  * Anything else is foreign: counted, never removed. A non-regular file
  * (symbolic link, FIFO, device), or a directory that is empty or holds
  * only jitk-named files, at one of those names is a bad entry. */
-typedef struct {
-	uint64_t entries, bytes, bad, temp_files, lock_files, foreign;
-} jitk_cache_summary;
+/* (jitk_cache_summary, jitk_clear_result and jitk_prune_result are in
+ * jitk.h: jitk_cache_stats, jitk_cache_clear, jitk_cache_prune.) */
 /* report gets each bad entry (foreign == 0) and, when verifying, each
  * foreign file (foreign == 1). verify: read and check every entry as a
  * lookup does. */
@@ -100,9 +105,6 @@ int jitk__cache_scan(jitk_cache_summary *out, const char *root, int verify,
 
 /* Remove every entry, temporary file and bad entry; lock files stay (a
  * process may hold one). failed: what could not be removed. */
-typedef struct {
-	uint64_t removed, foreign, failed;
-} jitk_clear_result;
 int jitk__cache_clear(jitk_clear_result *out, const char *root);
 
 /* Remove bad entries (with JITK_PRUNE_VERIFY also those whose contents
@@ -111,9 +113,6 @@ int jitk__cache_clear(jitk_clear_result *out, const char *root);
  * recently used entries until the rest fit. Recency is the entry's mtime,
  * which jitk sets on every hit (never atime). An entry being read stays
  * readable: unlinking does not disturb an open file. */
-typedef struct {
-	uint64_t bad, temp, evicted, evicted_bytes, bytes_left, foreign, failed;
-} jitk_prune_result;
 #define JITK_PRUNE_VERIFY 1u
 int jitk__cache_prune(jitk_prune_result *out, const char *root,
 		      uint64_t max_bytes, unsigned temp_age_s, unsigned flags);

@@ -59,6 +59,7 @@ typedef struct {
 	double compile_ms; /* NVRTC time when compiled now */
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	char *log; /* NVRTC log when compiled now (warnings), else NULL */
+	unsigned rejects; /* cache entries this build found bad (also on failure) */
 } jitk_build;
 
 /* Options of any version (1 to current) into the current layout. */

@@ -61,17 +61,33 @@ static char *default_specs(void)
 	return found;
 }
 
+/* The cache directory policy, in one place: the compiler's default and
+ * jitk_cache_default_dir (the CLI's cache commands). */
+int jitk_cache_default_dir(char **out)
+{
+	const char *v;
+
+	if (!out)
+		return jitk__error(JITK_EINVAL, "jitk_cache_default_dir: out is NULL");
+	if ((v = jitk__env("JITK_CACHE_DIR")))
+		*out = jitk__strdup(v);
+	else if ((v = jitk__env("XDG_CACHE_HOME")))
+		*out = jitk__asprintf("%s/jitk", v);
+	else if ((v = jitk__env("HOME")))
+		*out = jitk__asprintf("%s/.cache/jitk", v);
+	else
+		return jitk__error(JITK_ENOENT, "no cache directory: none of JITK_CACHE_DIR, "
+				   "XDG_CACHE_HOME and HOME is set");
+	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
 static char *default_cache_dir(void)
 {
-	const char *v = jitk__env("JITK_CACHE_DIR");
+	char *dir = NULL;
 
-	if (v)
-		return jitk__strdup(v);
-	if ((v = jitk__env("XDG_CACHE_HOME")))
-		return jitk__asprintf("%s/jitk", v);
-	if ((v = jitk__env("HOME")))
-		return jitk__asprintf("%s/.cache/jitk", v);
-	return jitk__strdup(""); /* no home: in memory */
+	if (jitk_cache_default_dir(&dir) == JITK_ENOENT)
+		return jitk__strdup(""); /* no home: in memory */
+	return dir;
 }
 
 static int split_dirs(char ***out, size_t *n, const char *list)
@@ -543,6 +559,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	char target[JITK_ARCH_STRLEN];
 	int rc, lock = -1, origin = 0, rejected = 0;
 	int use_cache = !(flags & JITK_BUILD_PTXAS_INFO);
+	unsigned long long rejects0 = jitk__cache_thread_rejects();
 
 	memset(b, 0, sizeof(*b));
 	if ((rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, arch)))
@@ -596,6 +613,7 @@ done:
 	jitk__tu_free(&tu);
 	if (rc)
 		jitk__build_free(b);
+	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
 	return rc;
 }
 

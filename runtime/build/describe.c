@@ -59,7 +59,7 @@ int jitk_select(size_t **out, size_t *n, const jitk_compiler *c, const char *sel
 	}
 	for (i = 0; i < sel.sym->ninsts; i++)
 		if (sel.match[i])
-			(*out)[k++] = sel.sym->first_inst + i;
+			(*out)[k++] = sel.sym->first + i;
 	*n = k;
 	jitk__spec_selection_free(&sel);
 	return JITK_OK;
@@ -212,8 +212,13 @@ static int explain_one(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch a, int 
 		for (i = 0; i < in->nfallback; i++) {
 			jitk_variant fv;
 
-			if (jitk__specialize(&fv, c->specs, in->fallback[i], a))
+			if (jitk__specialize(&fv, c->specs, in->fallback[i], a)) {
+				/* the step's spec error, on its own line */
+				jitk__jbuf_printf(b, "  fallback: %s (step %zu of %zu): %s\n",
+						  c->specs->insts[in->fallback[i]].name, i + 1,
+						  in->nfallback, jitk_error_last()->message);
 				continue;
+			}
 			jitk__jbuf_printf(b, "  fallback: %s (step %zu of %zu): %s\n",
 					  c->specs->insts[in->fallback[i]].name, i + 1, in->nfallback,
 					  fv.available ? "runs" : fv.reason);
@@ -370,7 +375,7 @@ static void json_arg(jbuf *b, const spec_set *set, const spec_symbol *s, const s
 	jitk__jbuf_puts(b, ", \"present\": [");
 	for (i = 0; i < s->ninsts; i++)
 		jitk__jbuf_printf(b, "%s%s", i ? ", " : "",
-				  jitk__spec_cond_holds(&a->when, set->insts[s->first_inst + i].vals)
+				  jitk__spec_cond_holds(&a->when, set->insts[s->first + i].vals)
 					  ? "true" : "false");
 	jitk__jbuf_puts(b, "]}");
 }
@@ -403,7 +408,7 @@ static void json_symbol(jbuf *b, const spec_set *set, const spec_symbol *s)
 	}
 	jitk__jbuf_puts(b, "], \"instances\": [");
 	for (i = 0; i < s->ninsts; i++) {
-		const spec_instance *in = &set->insts[s->first_inst + i];
+		const spec_instance *in = &set->insts[s->first + i];
 
 		jitk__jbuf_printf(b, "%s{\"name\": ", i ? ", " : "");
 		json_str(b, in->name);

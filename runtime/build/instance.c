@@ -55,19 +55,52 @@ int jitk__variant_lookup(void *variant, const char *name, int64_t *out)
 static void unavailable(jitk_variant *v, const spec_loc *loc, const char *fmt,
 			...) JITK_PRINTF(3, 4);
 
+/* A gate forbids the variant: the reason is spec text (a block scalar may
+ * hold newlines), kept one printable line. */
 static void unavailable(jitk_variant *v, const spec_loc *loc, const char *fmt,
 			...)
 {
+	jbuf raw, out;
 	va_list ap;
-	int k;
 
 	v->available = 0;
+	jitk__jbuf_init(&raw);
+	jitk__jbuf_init(&out);
 	va_start(ap, fmt);
-	k = vsnprintf(v->reason, sizeof(v->reason), fmt, ap);
+	jitk__jbuf_vprintf(&raw, fmt, ap);
 	va_end(ap);
-	if (k >= 0 && (size_t)k < sizeof(v->reason) && loc)
-		snprintf(v->reason + k, sizeof(v->reason) - (size_t)k, " [%s:%d:%d]",
-			 loc->file, loc->line, loc->col);
+	if (loc)
+		jitk__jbuf_printf(&raw, " [%s:%d:%d]", loc->file, loc->line, loc->col);
+	jitk__spec_escape(&out, raw.data ? raw.data : "out of memory");
+	snprintf(v->reason, sizeof(v->reason), "%s", out.data ? out.data : "out of memory");
+	jitk__jbuf_free(&raw);
+	jitk__jbuf_free(&out);
+}
+
+static int spec_fail(const jitk_variant *v, const spec_loc *loc, const char *fmt,
+		     ...) JITK_PRINTF(3, 4);
+
+/* The spec cannot be specialized for this instance and architecture: an
+ * error (JITK_ESPEC) at loc, naming both - never a gate. */
+static int spec_fail(const jitk_variant *v, const spec_loc *loc, const char *fmt,
+		     ...)
+{
+	char arch[JITK_ARCH_STRLEN];
+	jbuf msg;
+	va_list ap;
+	int rc;
+
+	jitk__arch_format(arch, v->arch);
+	jitk__jbuf_init(&msg);
+	va_start(ap, fmt);
+	jitk__jbuf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	rc = msg.oom ? jitk__error(JITK_ENOMEM, "out of memory")
+		     : jitk__spec_error(JITK_ESPEC, NULL, "%s:%d:%d: error: %s (%s on %s)",
+					loc->file, loc->line, loc->col, msg.data,
+					v->set->insts[v->inst].name, arch);
+	jitk__jbuf_free(&msg);
+	return rc;
 }
 
 static int check_gates(jitk_variant *v, const spec_gate *g, size_t n,
@@ -87,14 +120,77 @@ static int check_gates(jitk_variant *v, const spec_gate *g, size_t n,
 	return 0;
 }
 
+/* Where the family first sets tuning key key (every key is set somewhere). */
+static const spec_loc *tuning_key_loc(const spec_family *f, const char *key)
+{
+	size_t i, j;
+
+	for (i = 0; i < f->ntuning; i++)
+		for (j = 0; j < f->tuning[i].n; j++)
+			if (!strcmp(f->tuning[i].kv[j].key, key))
+				return &f->tuning[i].kv[j].loc;
+	return &f->loc;
+}
+
+/* Evaluate a spec expression in the variant; an error names it. */
+static int eval_expr(const jitk_variant *v, const spec_expr *x, const char *what,
+		     int64_t *out)
+{
+	char err[160];
+
+	if (!jitk__expr_eval(x->e, jitk__variant_lookup, (void *)v, out, err, sizeof(err)))
+		return 0;
+	return spec_fail(v, &x->loc, "%s '%s' cannot be evaluated: %s", what,
+			 jitk__spec_quote(x->text), err);
+}
+
+/* The launch geometry that depends only on the variant, checked here so
+ * that explain and precompile catch it, not only a launch on the GPU. */
+static int check_geometry(const jitk_variant *v, const spec_family *f)
+{
+	int64_t val;
+	size_t i;
+	int rc;
+
+	if ((rc = eval_expr(v, &f->block, "launch.block", &val)))
+		return rc;
+	if (val < 1 || val > SPEC_MAX_BLOCK)
+		return spec_fail(v, &f->block.loc,
+				 "launch.block '%s' is %lld; it must be 1 to %d",
+				 jitk__spec_quote(f->block.text), (long long)val, SPEC_MAX_BLOCK);
+	if (f->smem.e) {
+		if ((rc = eval_expr(v, &f->smem, "launch.shared_bytes", &val)))
+			return rc;
+		if (val < 0 || val > SPEC_MAX_SHARED_BYTES)
+			return spec_fail(v, &f->smem.loc,
+					 "launch.shared_bytes '%s' is %lld; it must be 0 to %d",
+					 jitk__spec_quote(f->smem.text), (long long)val,
+					 SPEC_MAX_SHARED_BYTES);
+	}
+	for (i = 0; i < f->nargs; i++) {
+		const spec_arg *a = &f->args[i];
+
+		if (a->type != AT_TENSOR || !a->align.e)
+			continue;
+		if ((rc = eval_expr(v, &a->align, "alignment", &val)))
+			return rc;
+		if (val < 1 || val > SPEC_MAX_ALIGN || (val & (val - 1)))
+			return spec_fail(v, &a->align.loc,
+					 "alignment '%s' of argument %s is %lld; it must be a power "
+					 "of two from 1 to %d",
+					 jitk__spec_quote(a->align.text), a->name, (long long)val,
+					 SPEC_MAX_ALIGN);
+	}
+	return 0;
+}
+
 int jitk__specialize(jitk_variant *v, const spec_set *set, size_t inst,
 		     jitk_arch arch)
 {
 	const spec_instance *in = &set->insts[inst];
 	const spec_family *f = in->sym->fam;
-	char err[160];
 	size_t i, j;
-	int arch_specific = 0;
+	int arch_specific = 0, rc;
 
 	memset(v, 0, sizeof(*v));
 	v->set = set;
@@ -125,24 +221,22 @@ int jitk__specialize(jitk_variant *v, const spec_set *set, size_t inst,
 		int64_t dummy;
 
 		if (jitk__variant_lookup(v, f->tuning_keys[i], &dummy))
-			return jitk__error(JITK_ESPEC,
-					   "%s:%d:%d: error: tuning key '%s' has no value on sm_%d "
-					   "(no matching tuning entry sets it)",
-					   f->loc.file, f->loc.line, f->loc.col,
-					   f->tuning_keys[i], arch.cc);
+			return spec_fail(v, tuning_key_loc(f, f->tuning_keys[i]),
+					 "tuning key '%s' has no value (no tuning entry that "
+					 "applies here sets it)", f->tuning_keys[i]);
 	}
 	if (arch_specific && arch.kind == 's' && !arch.suffix)
 		v->target.suffix = 'a';
 
+	/* Derived values, constraints and the geometry: a value that cannot
+	 * be computed or a constraint that fails is a bug in the spec, an
+	 * error - a gate is the only way to say "not on this architecture". */
 	for (i = 0; i < f->nderived; i++) {
 		const spec_expr *d = &f->derived[i];
 		int64_t val;
 
-		if (jitk__expr_eval(d->e, jitk__variant_lookup, v, &val, err, sizeof(err))) {
-			unavailable(v, &d->loc, "'%s = %s' cannot be evaluated: %s", d->name,
-				    d->text, err);
-			return JITK_OK;
-		}
+		if ((rc = eval_expr(v, d, "derived value", &val)))
+			return rc;
 		if (bind(v, d->name, val))
 			goto too_many;
 	}
@@ -150,20 +244,16 @@ int jitk__specialize(jitk_variant *v, const spec_set *set, size_t inst,
 		const spec_expr *c = &f->constraints[i];
 		int64_t ok;
 
-		if (jitk__expr_eval(c->e, jitk__variant_lookup, v, &ok, err, sizeof(err))) {
-			unavailable(v, &c->loc, "constraint '%s' cannot be evaluated: %s",
-				    c->text, err);
-			return JITK_OK;
-		}
-		if (!ok) {
-			unavailable(v, &c->loc, "%s (constraint '%s')", c->message, c->text);
-			return JITK_OK;
-		}
+		if ((rc = eval_expr(v, c, "constraint", &ok)))
+			return rc;
+		if (!ok)
+			return spec_fail(v, &c->loc, "constraint '%s' fails: %s",
+					 jitk__spec_quote(c->text), c->message);
 	}
-	return JITK_OK;
+	return check_geometry(v, f);
 too_many:
-	return jitk__error(JITK_ESPEC, "%s: more than %d parameter, tuning and derived names",
-			   f->name, JITK_MAX_NAMES);
+	return spec_fail(v, &f->loc, "more than %d parameter, tuning and derived names",
+			 JITK_MAX_NAMES);
 }
 
 const char *jitk__variant_params(const jitk_variant *v, char *buf, size_t n)

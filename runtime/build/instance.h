@@ -6,7 +6,7 @@
 #include "base/internal.h"
 #include "spec/spec.h"
 
-#define JITK_MAX_NAMES 64
+#define JITK_MAX_NAMES SPEC_MAX_NAMES /* the loader enforces it */
 
 typedef struct {
 	const char *name; /* borrowed from the spec */
@@ -24,10 +24,14 @@ typedef struct {
 	size_t nenv;
 } jitk_variant;
 
-/* Decide and bind. Returns JITK_OK whether or not the variant is
- * available (see ->available and ->reason); an error only when the spec
- * cannot be evaluated (a tuning key without a value on this architecture,
- * division by zero...), with the location in the message. */
+/* Decide and bind. JITK_OK whether or not a gate lets the variant exist
+ * here (see ->available and ->reason: gates are the only reason for "not
+ * available"). JITK_ESPEC when the spec cannot be specialized: a derived
+ * value or constraint that cannot be evaluated (overflow, division by
+ * zero, INT64_MIN / -1), a failed constraint, launch geometry out of range
+ * (block 1..1024, shared_bytes 0..SPEC_MAX_SHARED_BYTES, pointer alignment
+ * a power of two 1..4096), with "file:line:col: error: ... (instance on
+ * arch)" in the message. */
 int jitk__specialize(jitk_variant *out, const spec_set *set, size_t inst,
 		     jitk_arch arch);
 

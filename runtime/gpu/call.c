@@ -166,7 +166,7 @@ static int selected(const call *c, size_t i)
 		return 0;
 	if (!c->parent)
 		return 1;
-	vals = c->op->rt->comp->specs->insts[s->first_inst + i].vals;
+	vals = c->op->rt->comp->specs->insts[s->first + i].vals;
 	for (p = 0; p < s->fam->nparams && p < MAX_MATCHED_PARAMS; p++)
 		if (s->nvals[p] > 1 && c->want_set[p] && vals[p] != c->want[p])
 			return 0;
@@ -177,7 +177,7 @@ static int selected(const call *c, size_t i)
 static int param_fixed(const call *c, size_t p)
 {
 	const spec_symbol *s = c->op->sym;
-	const spec_instance *insts = c->op->rt->comp->specs->insts + s->first_inst;
+	const spec_instance *insts = c->op->rt->comp->specs->insts + s->first;
 	size_t i, first = SIZE_MAX;
 
 	for (i = 0; i < s->ninsts; i++) {
@@ -301,7 +301,7 @@ static int pick_instance(call *c, size_t *out)
 				first = i;
 		}
 	if (n == 1) {
-		*out = s->first_inst + first;
+		*out = s->first + first;
 		return 0;
 	}
 	have[0] = '\0';
@@ -314,21 +314,21 @@ static int pick_instance(call *c, size_t *out)
 		if (!param_from_shapes(c, p, &want[p], &from))
 			return jitk__error(JITK_EINVAL, "%s: no tensor argument tells '%s' (select an instance, "
 					   "e.g. %s; nothing launched)", c->name, f->params[p].name,
-					   set->insts[s->first_inst + first].name);
+					   set->insts[s->first + first].name);
 		known[p] = 1;
 		used += (size_t)snprintf(have + used, used < sizeof(have) ? sizeof(have) - used : 0,
 					 "%s%s=%s (from %s)", used ? ", " : "", f->params[p].name,
 					 jitk__spec_value_text(&f->params[p], want[p], buf), from);
 	}
 	for (i = 0; i < s->ninsts; i++) {
-		const spec_instance *in = &set->insts[s->first_inst + i];
+		const spec_instance *in = &set->insts[s->first + i];
 		int ok = selected(c, i);
 
 		for (p = 0; p < f->nparams && ok; p++)
 			if (known[p] && in->vals[p] != want[p])
 				ok = 0;
 		if (ok) {
-			*out = s->first_inst + i;
+			*out = s->first + i;
 			return 0;
 		}
 	}
@@ -341,7 +341,7 @@ static int pick_instance(call *c, size_t *out)
 			if (selected(c, i))
 				lu += (size_t)snprintf(list + lu, lu < sizeof(list) ? sizeof(list) - lu : 0,
 						       "%s%s", lu ? ", " : "",
-						       set->insts[s->first_inst + i].name);
+						       set->insts[s->first + i].name);
 		return rule_out(c, JITK_EINVAL, "no instance for %s (instances: %s)", have, list);
 	}
 }
@@ -749,27 +749,30 @@ static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size
 	sub.dry = dry;
 	/* the step's instance agrees with ours (or, when the shapes picked
 	 * none, with what every instance we could pick agrees on) on the
-	 * parameters we share */
+	 * parameters we share: the values of the instance the loader linked
+	 * to (enums converted by name) */
 	sub.parent = 1;
-	for (i = 0; i < callee->nparams && i < MAX_MATCHED_PARAMS; i++) {
-		int p = jitk__spec_param_index(c->f, callee->params[i].name);
-		const spec_instance *in;
+	{
+		const spec_symbol *s = c->op->sym;
+		const spec_instance *insts = rt->comp->specs->insts, *ref = NULL;
+		size_t j;
 
-		if (p < 0)
-			continue;
 		if (c->inst != SIZE_MAX) {
-			in = &rt->comp->specs->insts[c->inst];
+			ref = &insts[c->inst];
 		} else {
-			size_t j;
-
-			for (j = 0; j < c->op->sym->ninsts && !selected(c, j); j++)
+			for (j = 0; j < s->ninsts && !selected(c, j); j++)
 				;
-			if (j == c->op->sym->ninsts || !param_fixed(c, (size_t)p))
-				continue;
-			in = &rt->comp->specs->insts[c->op->sym->first_inst + j];
+			if (j < s->ninsts)
+				ref = &insts[s->first + j];
 		}
-		sub.want[i] = in->vals[p];
-		sub.want_set[i] = 1;
+		for (i = 0; ref && i < callee->nparams && i < MAX_MATCHED_PARAMS; i++) {
+			int p = jitk__spec_param_index(c->f, callee->params[i].name);
+
+			if (p < 0 || (c->inst == SIZE_MAX && !param_fixed(c, (size_t)p)))
+				continue;
+			sub.want[i] = insts[ref->fallback[fb - s->fallback]].vals[i];
+			sub.want_set[i] = 1;
+		}
 	}
 	return call_once(&sub, &info, out, n, stream);
 }

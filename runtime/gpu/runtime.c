@@ -149,6 +149,7 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	}
 	rt->ops = ops;
 	rt->impl = impl;
+	rt->device = o.device;
 	rt->capture = o.capture;
 	rt->programmatic = o.programmatic != 0;
 	pthread_mutex_init(&rt->ops_mu, NULL);
@@ -426,11 +427,11 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	jitk_slot *s = &rt->slots[inst];
 	jitk_kernel *k = NULL;
 	jitk_build b;
-	unsigned long long rejects0 = atomic_load(&jitk__cache_counters(rt->comp->cache)->rejects);
 	double t0 = jitk__now_ms();
 	int rc;
 
 	rc = jitk__build(&b, rt->comp, inst, rt->arch, 0);
+	atomic_fetch_add(&s->cache_rejects, b.rejects);
 	if (rc == JITK_EARCH) {
 		/* Remember why; later requests answer from the slot. */
 		s->reason = jitk__strdup(jitk_error_last()->message);
@@ -458,13 +459,12 @@ static int resolve_locked(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 		jitk__cache_evict(rt->comp->cache, b.entry.key);
 		jitk__build_free(&b);
 		rc = jitk__build(&b, rt->comp, inst, rt->arch, JITK_BUILD_FORCE);
+		atomic_fetch_add(&s->cache_rejects, b.rejects);
 		if (!rc) {
 			count_build(s, &b);
 			rc = load_build(rt, s, &b, &k->lib, &k->fn);
 		}
 	}
-	atomic_fetch_add(&s->cache_rejects,
-			 atomic_load(&jitk__cache_counters(rt->comp->cache)->rejects) - rejects0);
 	if (!rc)
 		rc = kernel_prepare(k, rt);
 	if (rc) {
@@ -549,6 +549,19 @@ int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name)
 	return jitk__resolve(out, rt, inst, 0, NULL);
 }
 
+int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k)
+{
+	if (!out || !k)
+		return jitk__error(JITK_EINVAL, "jitk_kernel_info_get: NULL argument");
+	out->instance = k->rt->comp->specs->insts[k->inst].name;
+	out->lowered = k->lowered;
+	out->handle = k->fn;
+	out->block = k->block;
+	out->shared_bytes = k->smem;
+	out->key = k->key_hex;
+	return JITK_OK;
+}
+
 int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 {
 	jitk_kernel *k;
@@ -569,11 +582,13 @@ int jitk_preload(jitk_runtime *rt, const char *const *names, size_t n)
 	for (i = 0; i < n; i++) {
 		spec_selection sel;
 
+		if (!names[i])
+			return jitk__error(JITK_EINVAL, "jitk_preload: names[%zu] is NULL", i);
 		if ((rc = jitk__spec_select(&sel, rt->comp->specs, names[i])))
 			return rc;
 		for (j = 0; j < sel.sym->ninsts && !rc; j++)
 			if (sel.match[j])
-				rc = jitk__resolve(&k, rt, sel.sym->first_inst + j, 0, NULL);
+				rc = jitk__resolve(&k, rt, sel.sym->first + j, 0, NULL);
 		jitk__spec_selection_free(&sel);
 		if (rc)
 			return rc;
@@ -614,7 +629,7 @@ int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name)
 		return rc;
 	for (i = 0; i < sel.sym->ninsts; i++)
 		if (sel.match[i])
-			add_slot(out, &rt->slots[sel.sym->first_inst + i]);
+			add_slot(out, &rt->slots[sel.sym->first + i]);
 	jitk__spec_selection_free(&sel);
 	return JITK_OK;
 }

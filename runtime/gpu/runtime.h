@@ -79,6 +79,7 @@ struct jitk_runtime {
 	jitk_compiler *comp;
 	const jitk_device_ops *ops;
 	void *impl;
+	int device; /* the CUDA device ordinal (jitk_runtime_options.device) */
 	jitk_device_info info;
 	jitk_arch arch; /* what kernels are built for */
 	char arch_str[JITK_ARCH_STRLEN];

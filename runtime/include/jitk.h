@@ -214,6 +214,77 @@ typedef enum {
 JITK_API int jitk_precompile(jitk_origin *out, jitk_compiler *compiler, const char *name,
 			     const char *arch);
 
+/* Make sure ARCH is a target this NVRTC can compile for: JITK_EINVAL
+ * naming it and listing those it can, else JITK_OK. With compiler NULL,
+ * only that ARCH is well formed ("sm_90", "sm_100a", "compute_90"...):
+ * JITK_EINVAL saying it is not an architecture, else JITK_OK. */
+JITK_API int jitk_check_target(const jitk_compiler *compiler, const char *arch);
+
+/* A table of every instance the selector selects (NULL: all): name,
+ * family, parameter values and the architecture gates that apply, one
+ * line each after a header line (jitk list). *out is jitk_free'd. */
+JITK_API int jitk_list(char **out, const jitk_compiler *compiler, const char *selector);
+
+/* The writable cache directory this compiler uses (borrowed), or NULL
+ * when it works without one. */
+JITK_API const char *jitk_compiler_cache_dir(const jitk_compiler *compiler);
+
+/* The version of the NVRTC library jitk runs with. */
+JITK_API int jitk_nvrtc_version(int *major, int *minor);
+
+/* Of n candidate words, the one nearest to word (edit distance, within a
+ * bound that grows with the word's length): its index, or -1. For "did
+ * you mean" messages. */
+JITK_API int jitk_nearest(const char *word, const char *const *candidates, size_t n);
+
+/* A size with an optional K, M, G or T suffix (powers of 1024; "B" or
+ * "iB" may follow): "512M", "10G". JITK_EINVAL for anything else. */
+JITK_API int jitk_parse_size(uint64_t *out, const char *text);
+
+/* ----------------------------------------------- cache administration */
+
+/* The default writable cache directory: $JITK_CACHE_DIR, else
+ * $XDG_CACHE_HOME/jitk, else ~/.cache/jitk. *out is jitk_free'd;
+ * JITK_ENOENT when none of them is set. */
+JITK_API int jitk_cache_default_dir(char **out);
+
+/* The format number of the cache entries this library reads and writes
+ * (docs/cache-format.md); it is part of every cache key. */
+JITK_API int jitk_cache_format(void);
+
+/* Each function below administers the cache at dir (the directory
+ * holding v1/). It refuses, with one message, a dir that does not exist
+ * (JITK_ENOENT, "no cache at DIR") or whose directories fail the trust
+ * checks of lookups (JITK_EIO). The walk never follows a symbolic link
+ * and only touches names of jitk's schemes (docs/cache-format.md); other
+ * files are foreign: counted, never removed. */
+typedef struct {
+	uint64_t entries, bytes, bad, temp_files, lock_files, foreign;
+} jitk_cache_summary;
+/* report (NULL allowed) gets each bad entry (foreign == 0) and, when
+ * verifying, each foreign file (foreign == 1). */
+typedef void (*jitk_cache_report_fn)(void *ctx, const char *path, const char *problem,
+				     int foreign);
+/* Count (verify: also read and check every entry as a lookup does). */
+JITK_API int jitk_cache_stats(jitk_cache_summary *out, const char *dir, int verify,
+			      jitk_cache_report_fn report, void *ctx);
+
+/* Remove every entry, temporary file and bad entry (lock files stay).
+ * failed: what could not be removed. */
+typedef struct {
+	uint64_t removed, foreign, failed;
+} jitk_clear_result;
+JITK_API int jitk_cache_clear(jitk_clear_result *out, const char *dir);
+
+/* Remove the bad entries verify names, temporary files older than an
+ * hour, and the least recently used entries beyond max_bytes (a positive
+ * size as jitk_parse_size reads it; NULL: no bound). A max_bytes that is
+ * not one is JITK_EINVAL before anything is looked at or removed. */
+typedef struct {
+	uint64_t bad, temp, evicted, evicted_bytes, bytes_left, foreign, failed;
+} jitk_prune_result;
+JITK_API int jitk_cache_prune(jitk_prune_result *out, const char *dir, const char *max_bytes);
+
 /* --------------------------------------------------------------- runtime */
 
 typedef struct jitk_runtime jitk_runtime;
@@ -288,6 +359,21 @@ JITK_API jitk_compiler *jitk_runtime_compiler(jitk_runtime *rt);
  * see jitk_explain), JITK_ECOMPILE, JITK_ENOCOMPILE, JITK_EDRIVER. */
 JITK_API int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name);
 
+/* What a resolved kernel is: its instance's name, the lowered (mangled)
+ * name of its entry point, the CUkernel (launchable with cuLaunchKernel in
+ * any context of the device, for callers that launch it themselves), its
+ * block size and dynamic shared memory, and its cache key (64 hex
+ * digits). All borrowed from the runtime. */
+typedef struct {
+	const char *instance;
+	const char *lowered;
+	void *handle;
+	unsigned block;
+	unsigned shared_bytes;
+	const char *key;
+} jitk_kernel_info;
+JITK_API int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k);
+
 /* Resolve every instance the N selectors select (every instance that can
  * run on this device when names is NULL; gated ones are skipped) so that
  * later calls never compile or load, e.g. before CUDA graph capture. Stops
@@ -335,7 +421,9 @@ typedef enum {
 	JITK_ARG_I32 = 2,
 	JITK_ARG_I64 = 3,
 	JITK_ARG_F32 = 4,
-	JITK_ARG_TENSOR = 5
+	JITK_ARG_TENSOR = 5,
+	/* A DLPack tensor (a DLTensor; jitk_op_call_dlpack only). */
+	JITK_ARG_DLPACK = 6
 } jitk_arg_type;
 
 typedef struct {
@@ -343,6 +431,7 @@ typedef struct {
 	jitk_arg_type type;
 	union {
 		const jitk_tensor *tensor;
+		const void *dlpack; /* a DLTensor (dlpack/dlpack.h) */
 		int32_t i32;
 		int64_t i64;
 		float f32;
@@ -393,6 +482,25 @@ JITK_API int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode,
 JITK_API int jitk_call(jitk_call_info *out, jitk_runtime *rt, const char *selector,
 		       jitk_call_mode mode, const jitk_arg *args, size_t nargs,
 		       jitk_stream stream);
+
+/* The generic call with tensors given as DLPack tensors: arguments of
+ * type JITK_ARG_DLPACK point to a DLTensor (dlpack/dlpack.h; its layout is
+ * the same from DLPack 0.6 to 1.x: pass a DLManagedTensor's dl_tensor, or
+ * a DLManagedTensorVersioned's). Each is turned into a jitk_tensor: data +
+ * byte_offset, the dtype, the shape, and the strides (NULL: C-contiguous);
+ * it must be on a CUDA device (kDLCUDA or kDLCUDAManaged) whose device_id
+ * is the runtime's device, with lanes 1 and at most JITK_MAX_DIMS
+ * dimensions, else JITK_EINVAL naming the argument (nothing launched).
+ * JITK_ARG_TENSOR and scalar arguments may be mixed in. Then as
+ * jitk_op_call. The caller keeps the DLPack tensors alive for the call;
+ * the kernel runs on stream, on which the producer must have made the data
+ * ready (DLPack's __dlpack__(stream=...) protocol). */
+JITK_API int jitk_op_call_dlpack(jitk_call_info *out, jitk_op *op, jitk_call_mode mode,
+				 const jitk_arg *args, size_t nargs, jitk_stream stream);
+/* jitk_op_get, then jitk_op_call_dlpack. */
+JITK_API int jitk_call_dlpack(jitk_call_info *out, jitk_runtime *rt, const char *selector,
+			      jitk_call_mode mode, const jitk_arg *args, size_t nargs,
+			      jitk_stream stream);
 
 /* Validate a tensor that an argument with `configured: RULE` in the spec
  * of symbol's family requires (a static quantization scale: one finite,

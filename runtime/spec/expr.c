@@ -13,7 +13,15 @@
 
 #include "spec/expr.h"
 
+/* Parentheses, function calls and unary operators nest at most this deep
+ * (the parser recurses once per level)... */
 #define EXPR_MAX_DEPTH 32
+/* ... and no tree is taller than this in any direction: a chain of 30 000
+ * '+' is a left-deep tree as tall as it is long, and everything that walks
+ * trees (eval, bind, visit, free) recurses once per level. */
+#define EXPR_MAX_HEIGHT 64
+#define EXPR_STR_(x) #x
+#define EXPR_STR(x) EXPR_STR_(x)
 
 enum op {
 	OP_NUM, OP_NAME, OP_NEG, OP_NOT, OP_ADD, OP_SUB, OP_MUL, OP_DIV,
@@ -26,6 +34,7 @@ struct expr {
 	int64_t num;
 	char *name;
 	int pos;
+	int height; /* 1 for a leaf */
 	expr *a, *b;
 };
 
@@ -47,6 +56,12 @@ static expr *fail(parser *p, size_t pos, const char *msg)
 		p->failed = 1;
 	}
 	return NULL;
+}
+
+static expr *too_deep(parser *p, size_t pos)
+{
+	return fail(p, pos, "expression nested too deeply (more than " EXPR_STR(EXPR_MAX_DEPTH)
+		    " levels of parentheses, calls and unary operators)");
 }
 
 static void skip_space(parser *p)
@@ -88,6 +103,12 @@ static expr *node(parser *p, enum op op, size_t pos, expr *a, expr *b)
 	e->pos = (int)pos;
 	e->a = a;
 	e->b = b;
+	e->height = 1 + (a && (!b || a->height >= b->height) ? a->height : b ? b->height : 0);
+	if (e->height > EXPR_MAX_HEIGHT) {
+		jitk__expr_free(e);
+		return fail(p, pos, "expression too deep (more than " EXPR_STR(EXPR_MAX_HEIGHT)
+			    " nested operations; split it with derive)");
+	}
 	return e;
 }
 
@@ -102,6 +123,9 @@ static expr *parse_primary(parser *p)
 	if (isdigit((unsigned char)p->s[p->i])) {
 		int64_t v = 0;
 		expr *e;
+
+		if (p->s[p->i] == '0' && isdigit((unsigned char)p->s[p->i + 1]))
+			return fail(p, start, "leading zeros are not allowed (YAML 1.1 reads them as octal)");
 
 		while (isdigit((unsigned char)p->s[p->i])) {
 			int d = p->s[p->i++] - '0';
@@ -178,18 +202,20 @@ static expr *parse_primary(parser *p)
 static expr *parse_unary(parser *p)
 {
 	size_t pos;
+	enum op op;
 	expr *e;
 
 	skip_space(p);
 	pos = p->i;
-	if (++p->depth > EXPR_MAX_DEPTH)
-		return fail(p, pos, "expression nested too deeply");
 	if (accept(p, "-"))
-		e = node(p, OP_NEG, pos, parse_unary(p), NULL);
+		op = OP_NEG;
 	else if (accept(p, "!"))
-		e = node(p, OP_NOT, pos, parse_unary(p), NULL);
+		op = OP_NOT;
 	else
-		e = parse_primary(p);
+		return parse_primary(p);
+	if (++p->depth > EXPR_MAX_DEPTH)
+		return too_deep(p, pos);
+	e = node(p, op, pos, parse_unary(p), NULL);
 	p->depth--;
 	return e;
 }
@@ -259,7 +285,7 @@ static expr *parse_or(parser *p)
 	expr *e;
 
 	if (++p->depth > EXPR_MAX_DEPTH)
-		return fail(p, p->i, "expression nested too deeply");
+		return too_deep(p, p->i);
 	e = parse_level(p, parse_and, ops, 1, 1);
 	p->depth--;
 	return e;

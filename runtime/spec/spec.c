@@ -18,6 +18,7 @@
 #include "spec/ytree.h"
 
 #define SPEC_MAX_FILES 256
+#define SPEC_MAX_TEMPLATE_BYTES (1u << 20) /* what the inliner reads */
 
 typedef struct {
 	const char *file;
@@ -38,10 +39,99 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 
 /* ----------------------------------------------------------- errors */
 
+void jitk__spec_escape(jbuf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (; *p; p++) {
+		if (*p == '\n')
+			jitk__jbuf_puts(b, "\\n");
+		else if (*p == '\r')
+			jitk__jbuf_puts(b, "\\r");
+		else if (*p == '\t')
+			jitk__jbuf_puts(b, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			jitk__jbuf_printf(b, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1 controls */
+			jitk__jbuf_printf(b, "\\u%04x", p[1]);
+			p++;
+		} else
+			jitk__jbuf_put(b, p, 1);
+	}
+}
+
+int jitk__spec_error(int status, const char *detail, const char *fmt, ...)
+{
+	jbuf raw, msg;
+	va_list ap;
+	int rc;
+
+	jitk__jbuf_init(&raw);
+	jitk__jbuf_init(&msg);
+	va_start(ap, fmt);
+	jitk__jbuf_vprintf(&raw, fmt, ap);
+	va_end(ap);
+	jitk__spec_escape(&msg, raw.data ? raw.data : "");
+	if (raw.oom || msg.oom)
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+	else
+		rc = jitk__error_detail(status, detail, "%s", msg.data ? msg.data : "");
+	jitk__jbuf_free(&raw);
+	jitk__jbuf_free(&msg);
+	return rc;
+}
+
+#define QUOTE_MAX 96 /* bytes of a user string quoted in a message */
+
+/* s shortened for quoting in a message: at most QUOTE_MAX bytes (cut at a
+ * character boundary) and "..." - a 60 KB expression or a 1000-character
+ * key stays readable. From a small ring of per-thread buffers, so that a
+ * message can quote a few strings; control characters are escaped later,
+ * by jitk__spec_error. */
+const char *jitk__spec_quote(const char *s)
+{
+	static _Thread_local char ring[8][QUOTE_MAX + 4];
+	static _Thread_local unsigned next;
+	char *buf;
+	size_t n = strlen(s);
+
+	if (n <= QUOTE_MAX)
+		return s;
+	buf = ring[next++ % 8];
+	n = QUOTE_MAX;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(buf, s, n);
+	memcpy(buf + n, "...", 4);
+	return buf;
+}
+
+static const char *q(const char *s)
+{
+	return jitk__spec_quote(s);
+}
+
+#define EXCERPT_WIDTH 160 /* characters of a long line shown around col */
+
+/* Byte length of the UTF-8 character at p (1 for stray bytes). */
+static size_t char_len(const char *p, const char *end)
+{
+	unsigned char c = (unsigned char)*p;
+	size_t n = c < 0xc0 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4, i;
+
+	for (i = 1; i < n; i++)
+		if (p + i >= end || ((unsigned char)p[i] & 0xc0) != 0x80)
+			return 1;
+	return n;
+}
+
+/* The offending line with a caret under column col (in characters, as
+ * libyaml counts them). A long line is cut to a window around col, marked
+ * with "...", so that the caret always points at the character. */
 static void excerpt(jbuf *b, const ytree *t, int line, int col)
 {
-	const char *p = t->text, *end = t->text + t->text_len, *eol;
-	int l = 1, i;
+	const char *p = t->text, *end = t->text + t->text_len, *eol, *shown_from;
+	int l = 1, i, skip = 0, shown = 0;
 
 	while (l < line && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -54,15 +144,33 @@ static void excerpt(jbuf *b, const ytree *t, int line, int col)
 	eol = p;
 	while (eol < end && *eol != '\n' && *eol != '\r')
 		eol++;
-	if (eol - p > 200)
-		eol = p + 200;
-	jitk__jbuf_printf(b, "%5d | ", line);
-	for (; p < eol; p++)
-		jitk__jbuf_put(b, isprint((unsigned char)*p) || *p == '\t' ||
-				    (unsigned char)*p >= 0x80 ? p : "?", 1);
-	jitk__jbuf_puts(b, "\n      | ");
-	for (i = 1; i < col && i < 200; i++)
-		jitk__jbuf_puts(b, " ");
+	if (col < 1)
+		col = 1;
+	if (col > EXCERPT_WIDTH)
+		skip = col - EXCERPT_WIDTH / 2;
+	for (i = 0; i < skip && p < eol; i++)
+		p += char_len(p, eol);
+	shown_from = p;
+	jitk__jbuf_printf(b, "%5d | %s", line, skip ? "..." : "");
+	while (p < eol && shown < EXCERPT_WIDTH) {
+		size_t n = char_len(p, eol);
+
+		if ((unsigned char)*p >= 0x80 && n > 1)
+			jitk__jbuf_put(b, p, n);
+		else
+			jitk__jbuf_put(b, isprint((unsigned char)*p) || *p == '\t' ? p : "?", 1);
+		p += n;
+		shown++;
+	}
+	if (p < eol)
+		jitk__jbuf_puts(b, "...");
+	jitk__jbuf_printf(b, "\n      | %s", skip ? "   " : "");
+	/* A tab above stays a tab below, so that the caret lines up. */
+	for (p = shown_from, i = 1 + skip; i < col; i++) {
+		jitk__jbuf_puts(b, p < eol && *p == '\t' ? "\t" : " ");
+		if (p < eol)
+			p += char_len(p, eol);
+	}
 	jitk__jbuf_puts(b, "^\n");
 }
 
@@ -84,12 +192,11 @@ static int err_at(const sctx *c, int line, int col, const char *path,
 	if (c->t && c->t->text)
 		excerpt(&detail, c->t, line, col);
 	if (path && *path)
-		rc = jitk__error_detail(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s (at %s)",
-					c->file, line, col, msg.data ? msg.data : "",
-					path);
+		rc = jitk__spec_error(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s (at %s)",
+				      c->file, line, col, msg.data ? msg.data : "", path);
 	else
-		rc = jitk__error_detail(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s",
-					c->file, line, col, msg.data ? msg.data : "");
+		rc = jitk__spec_error(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s",
+				      c->file, line, col, msg.data ? msg.data : "");
 	jitk__jbuf_free(&msg);
 	jitk__jbuf_free(&detail);
 	return rc;
@@ -119,27 +226,6 @@ static int is_null(const ynode *n)
 		!strcmp(n->str, "Null") || !strcmp(n->str, "NULL"));
 }
 
-static int edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j;
-	int d[33][33];
-
-	if (la > 32 || lb > 32)
-		return 99;
-	for (i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (i = 1; i <= la; i++)
-		for (j = 1; j <= lb; j++) {
-			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-
-			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-	return d[la][lb];
-}
-
 /* Every key of map must be in allowed (NULL-terminated); every key in
  * required must be present. */
 static int check_keys(const sctx *c, const ynode *map, const char *path,
@@ -157,7 +243,7 @@ static int check_keys(const sctx *c, const ynode *map, const char *path,
 
 			if (!strcmp(key->str, allowed[k]))
 				break;
-			d = edit_distance(key->str, allowed[k]);
+			d = jitk__edit_distance(key->str, allowed[k]);
 			if (d < bestd) {
 				bestd = d;
 				best = allowed[k];
@@ -167,8 +253,8 @@ static int check_keys(const sctx *c, const ynode *map, const char *path,
 			continue;
 		if (best)
 			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
-				   key->str, best);
-		return ERR(c, key, path, "unknown key '%s'", key->str);
+				   q(key->str), best);
+		return ERR(c, key, path, "unknown key '%s'", q(key->str));
 	}
 	for (k = 0; required && required[k]; k++)
 		if (!jitk__ymap_get(map, required[k]))
@@ -195,6 +281,21 @@ static int get_string(const sctx *c, const ynode *n, const char *path,
 		return JITK_ESPEC;
 	*out = jitk__strdup(n->str);
 	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
+/* Free text (a gate's reason, a check's message): a string without the
+ * trailing newline of a block scalar ("reason: |"). */
+static int get_text(const sctx *c, const ynode *n, const char *path, char **out)
+{
+	int rc = get_string(c, n, path, out);
+	size_t len;
+
+	if (rc)
+		return rc;
+	len = strlen(*out);
+	while (len && isspace((unsigned char)(*out)[len - 1]))
+		(*out)[--len] = '\0';
+	return 0;
 }
 
 static int is_ident(const char *s)
@@ -230,7 +331,7 @@ static int get_ident(const sctx *c, const ynode *n, const char *path,
 	if (!is_ident(n->str))
 		return ERR(c, n, path,
 			   "'%s' is not a name (letters, digits and '_', not starting with a digit)",
-			   n->str);
+			   q(n->str));
 	*out = jitk__strdup(n->str);
 	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
 }
@@ -246,25 +347,25 @@ static int get_int(const sctx *c, const ynode *n, const char *path,
 		return JITK_ESPEC;
 	if (!n->plain)
 		return ERR(c, n, path, "expected an integer, got the quoted string '%s'",
-			   n->str);
+			   q(n->str));
 	s = n->str;
 	if (*s == '-' || *s == '+')
 		neg = *s++ == '-';
 	if (!isdigit((unsigned char)*s))
-		return ERR(c, n, path, "expected an integer, got '%s'", n->str);
+		return ERR(c, n, path, "expected an integer, got '%s'", q(n->str));
 	if (s[0] == '0' && s[1])
 		return ERR(c, n, path,
 			   "'%s': leading zeros are not allowed (YAML 1.1 reads them as octal)",
-			   n->str);
+			   q(n->str));
 	for (; *s; s++) {
 		if (!isdigit((unsigned char)*s))
-			return ERR(c, n, path, "expected an integer, got '%s'", n->str);
+			return ERR(c, n, path, "expected an integer, got '%s'", q(n->str));
 		if (v > (UINT64_MAX - 9) / 10)
-			return ERR(c, n, path, "integer '%s' is out of range", n->str);
+			return ERR(c, n, path, "integer '%s' is out of range", q(n->str));
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	if (v > (uint64_t)INT64_MAX + (uint64_t)neg)
-		return ERR(c, n, path, "integer '%s' is out of range", n->str);
+		return ERR(c, n, path, "integer '%s' is out of range", q(n->str));
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return 0;
 }
@@ -278,7 +379,7 @@ static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
 	else if (n->plain && !strcmp(n->str, "false"))
 		*out = 0;
 	else
-		return ERR(c, n, path, "expected true or false, got '%s'", n->str);
+		return ERR(c, n, path, "expected true or false, got '%s'", q(n->str));
 	return 0;
 }
 
@@ -290,12 +391,32 @@ static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
 		return JITK_ESPEC;
 	if (jitk__arch_parse(&a, n->str) || a.kind != 's' || a.suffix)
 		return ERR(c, n, path, "expected an architecture like sm_90, got '%s'",
-			   n->str);
+			   q(n->str));
 	*out = a.cc;
 	return 0;
 }
 
 /* ----------------------------------------------------------- pieces */
+
+/* Characters in the first n bytes of s. */
+static size_t chars_before_pos(const char *s, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n && s[i]; i++)
+		k += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return k;
+}
+
+/* The reason of a jitk__read_file error, without its "PATH: " prefix. */
+static const char *read_reason(const char *path)
+{
+	const char *m = jitk_error_last()->message;
+	size_t n = strlen(path);
+
+	return !strncmp(m, path, n) && !strncmp(m + n, ": ", 2) ? m + n + 2 : m;
+}
+
 
 static char *subpath(const char *path, const char *key)
 {
@@ -330,7 +451,7 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 			for (i = 0; i < p->nvalues; i++)
 				jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
 			rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
-				 n->str, p->name, list.data ? list.data : "");
+				 q(n->str), q(p->name), q(list.data ? list.data : ""));
 			jitk__jbuf_free(&list);
 			return rc;
 		}
@@ -340,17 +461,17 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 		if (*out < p->min || *out > p->max)
 			return ERR(c, n, path,
 				   "value %lld is out of range for '%s' (%lld to %lld)",
-				   (long long)*out, p->name, (long long)p->min,
+				   (long long)*out, q(p->name), (long long)p->min,
 				   (long long)p->max);
 		if (p->multiple_of > 1 && *out % p->multiple_of)
 			return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
-				   (long long)*out, p->name, (long long)p->multiple_of);
+				   (long long)*out, q(p->name), (long long)p->multiple_of);
 		if (p->nallowed) {
 			for (i = 0; i < p->nallowed; i++)
 				if (p->allowed[i] == *out)
 					return 0;
 			return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
-				   (long long)*out, p->name);
+				   (long long)*out, q(p->name));
 		}
 		return 0;
 	}
@@ -395,7 +516,7 @@ static int parse_cond(const sctx *c, const spec_family *f, const ynode *n,
 		size_t count;
 
 		if (p < 0)
-			return ERR(c, k, path, "unknown parameter '%s'", k->str);
+			return ERR(c, k, path, "unknown parameter '%s'", q(k->str));
 		if ((rc = as_list(c, v, path, &items, &count, &one)))
 			return rc;
 		t->param = (size_t)p;
@@ -465,10 +586,22 @@ static int parse_gates(const sctx *c, const spec_family *f, const ynode *n,
 			return rc;
 		if ((rc = parse_arch_range(c, jitk__ymap_get(g, "arch"), path, &gate->arch)))
 			return rc;
-		if ((rc = get_string(c, jitk__ymap_get(g, "reason"), path, &gate->reason)))
+		if ((rc = get_text(c, jitk__ymap_get(g, "reason"), path, &gate->reason)))
 			return rc;
 	}
 	return 0;
+}
+
+/* One more parameter, tuning key or derived value, named by n: a variant
+ * binds them all, so a family has at most SPEC_MAX_NAMES. */
+static int name_budget(const sctx *c, const spec_family *f, const ynode *n,
+		       const char *path)
+{
+	if (f->nparams + f->ntuning_keys + f->nderived < SPEC_MAX_NAMES)
+		return 0;
+	return ERR(c, n, path, "'%s' is one name too many: a family has at most %d "
+		   "parameters, tuning keys and derived values together",
+		   q(n->str), SPEC_MAX_NAMES);
 }
 
 static int parse_params(const sctx *c, spec_family *f, const ynode *n)
@@ -493,7 +626,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		rc = 0;
 		if (!is_ident(k->str)) {
-			rc = ERR(c, k, "params", "'%s' is not a name", k->str);
+			rc = ERR(c, k, "params", "'%s' is not a name", q(k->str));
 			goto next;
 		}
 		if (want_kind(c, d, path, YN_MAP, "a parameter definition (a mapping)")) {
@@ -502,7 +635,13 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 		}
 		if ((rc = check_keys(c, d, path, keys, req)))
 			goto next;
+		if ((rc = name_budget(c, f, k, "params")))
+			goto next;
 		p->name = jitk__strdup(k->str);
+		if (!p->name) {
+			free(path);
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		}
 		p->loc = loc_of(c, k);
 		p->min = INT64_MIN;
 		p->max = INT64_MAX;
@@ -520,7 +659,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			p->type = PT_ENUM;
 		} else {
 			rc = ERR(c, t, path, "unknown parameter type '%s' (int, bool or enum)",
-				 t->str);
+				 q(t->str));
 			goto next;
 		}
 		if (p->type != PT_INT) {
@@ -566,7 +705,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 				for (m = 0; m < j; m++)
 					if (!strcmp(p->values[m], p->values[j])) {
 						rc = ERR(c, v->kids[j], path, "value '%s' listed twice",
-							 p->values[j]);
+							 q(p->values[j]));
 						goto next;
 					}
 			}
@@ -577,7 +716,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 			if ((rc = get_string(c, v, path, &p->cpp)))
 				goto next;
 			if (!is_qualified(p->cpp)) {
-				rc = ERR(c, v, path, "'%s' is not a C++ type name", p->cpp);
+				rc = ERR(c, v, path, "'%s' is not a C++ type name", q(p->cpp));
 				goto next;
 			}
 		}
@@ -615,7 +754,7 @@ static int parse_params(const sctx *c, spec_family *f, const ynode *n)
 		}
 		for (j = 0; j < i; j++)
 			if (!strcmp(f->params[j].name, p->name)) {
-				rc = ERR(c, k, "params", "parameter '%s' defined twice", p->name);
+				rc = ERR(c, k, "params", "parameter '%s' defined twice", q(p->name));
 				goto next;
 			}
 next:
@@ -641,14 +780,18 @@ static int name_defined(const spec_family *f, const char *name, size_t nderived)
 	return 0;
 }
 
-static int add_tuning_key(spec_family *f, const char *key)
+static int add_tuning_key(const sctx *c, spec_family *f, const ynode *n)
 {
+	const char *key = n->str;
 	size_t i;
 	char **k;
+	int rc;
 
 	for (i = 0; i < f->ntuning_keys; i++)
 		if (!strcmp(f->tuning_keys[i], key))
 			return 0;
+	if ((rc = name_budget(c, f, n, "tuning")))
+		return rc;
 	k = realloc(f->tuning_keys, (f->ntuning_keys + 1) * sizeof(*k));
 	if (!k)
 		return jitk__error(JITK_ENOMEM, "out of memory");
@@ -705,10 +848,10 @@ static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
 				continue;
 			}
 			if (!is_ident(k->str))
-				return ERR(c, k, "tuning", "'%s' is not a name", k->str);
+				return ERR(c, k, "tuning", "'%s' is not a name", q(k->str));
 			if (jitk__spec_param_index(f, k->str) >= 0)
 				return ERR(c, k, "tuning",
-					   "'%s' is a parameter; tuning cannot set it", k->str);
+					   "'%s' is a parameter; tuning cannot set it", q(k->str));
 			kv = &t->kv[t->n];
 			kv->loc = loc_of(c, k);
 			if (v->kind == YN_SCALAR && v->plain &&
@@ -727,7 +870,7 @@ static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
 			if (!kv->key)
 				return jitk__error(JITK_ENOMEM, "out of memory");
 			t->n++;
-			if ((rc = add_tuning_key(f, k->str)))
+			if ((rc = add_tuning_key(c, f, k)))
 				return rc;
 		}
 	}
@@ -748,12 +891,39 @@ typedef struct {
 		    * sm_count and dims; shapes integer arguments and dims */
 } name_check;
 
+/* Columns from n's start to byte pos of its value, when the value is
+ * written as is on one line (plain, or quoted without escapes); else 0:
+ * the caret then points at the scalar. */
+static int scalar_offset(const sctx *c, const ynode *n, int pos)
+{
+	const char *p = c->t ? c->t->text : NULL, *end;
+	int line = 1, col = 1, quote;
+
+	if (!p || strchr(n->str, '\n'))
+		return 0;
+	end = p + c->t->text_len;
+	for (; p < end && line < n->line; p++)
+		line += *p == '\n';
+	for (; p < end && col < n->col && *p != '\n'; p++)
+		col += ((unsigned char)*p & 0xc0) != 0x80;
+	while (p < end && ((unsigned char)*p & 0xc0) == 0x80)
+		p++;
+	quote = !n->plain && p < end && (*p == '"' || *p == '\'');
+	if (!n->plain && !quote)
+		return 0;
+	p += quote;
+	if ((size_t)(end - p) < n->len || memcmp(p, n->str, n->len))
+		return 0;
+	return quote + (int)chars_before_pos(n->str, (size_t)pos);
+}
+
 static int check_name(void *ctx, const char *name, int pos)
 {
 	name_check *nc = ctx;
+	const ynode *n = nc->node, *later;
+	int col = n->col + scalar_offset(nc->c, n, pos);
 	size_t i;
 
-	(void)pos;
 	if (name_defined(nc->f, name, nc->nderived))
 		return 0;
 	if (nc->names != NAMES_SPEC) {
@@ -767,12 +937,28 @@ static int check_name(void *ctx, const char *name, int pos)
 				if (nc->f->args[i].type == AT_I32 ||
 				    nc->f->args[i].type == AT_I64)
 					return 0;
-				return ERR(nc->c, nc->node, nc->path,
-					   "argument '%s' is not an integer", name);
+				return err_at(nc->c, n->line, col, nc->path,
+					      "argument '%s' is not an integer", q(name));
 			}
 	}
-	return ERR(nc->c, nc->node, nc->path,
-		   "unknown name '%s' in expression '%s'", name, nc->node->str);
+	/* A derived value used by itself or before its definition: say so,
+	 * rather than "unknown" (derived values are computed in order, so
+	 * there are no cycles). */
+	later = nc->c->t ? jitk__ymap_get(nc->c->t->root, "derive") : NULL;
+	for (i = nc->nderived; later && later->kind == YN_MAP && i < later->n; i++) {
+		const ynode *k = ymap_key(later, i);
+
+		if (strcmp(k->str, name))
+			continue;
+		if (ymap_val(later, i) == n)
+			return err_at(nc->c, n->line, col, nc->path,
+				      "derived value '%s' uses itself", q(name));
+		return err_at(nc->c, n->line, col, nc->path,
+			      "'%s' is derived later, at %d:%d (a derived value can use only "
+			      "the ones above it)", q(name), k->line, k->col);
+	}
+	return err_at(nc->c, n->line, col, nc->path,
+		      "unknown name '%s' in expression '%s'", q(name), q(n->str));
 }
 
 static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
@@ -789,13 +975,45 @@ static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
 	out->text = jitk__strdup(n->str);
 	if (!out->text)
 		return jitk__error(JITK_ENOMEM, "out of memory");
-	if (jitk__expr_parse(&out->e, n->str, msg, sizeof(msg), &pos)) {
-		/* A plain scalar on one line: point at the character. */
-		int col = n->col + (n->plain && !strchr(n->str, '\n') ? pos : 0);
-
-		return err_at(c, n->line, col, path, "bad expression '%s': %s", n->str, msg);
-	}
+	if (jitk__expr_parse(&out->e, n->str, msg, sizeof(msg), &pos))
+		return err_at(c, n->line, n->col + scalar_offset(c, n, pos), path,
+			      "bad expression '%s': %s", q(n->str), msg);
 	return jitk__expr_visit_names(out->e, check_name, &nc);
+}
+
+static int count_name(void *ctx, const char *name, int pos)
+{
+	(void)name;
+	(void)pos;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* A launch or alignment expression without names is a constant: check
+ * its range now, at its line (a variable one is checked for every
+ * variant by jitk__specialize). */
+static int check_constant(const sctx *c, const ynode *n, const spec_expr *x,
+			  const char *path, int64_t lo, int64_t hi, int pow2)
+{
+	char err[160];
+	int64_t v;
+	int names = 0;
+
+	jitk__expr_visit_names(x->e, count_name, &names);
+	if (names)
+		return 0;
+	if (jitk__expr_eval(x->e, NULL, NULL, &v, err, sizeof(err)))
+		return ERR(c, n, path, "'%s' cannot be evaluated: %s", q(x->text), err);
+	if (v >= lo && v <= hi && !(pow2 && (v & (v - 1))))
+		return 0;
+	snprintf(err, sizeof(err), "%lld", (long long)v);
+	if (!strcmp(err, x->text))
+		return ERR(c, n, path, "%lld is out of range; it must be %s%lld to %lld",
+			   (long long)v, pow2 ? "a power of two from " : "", (long long)lo,
+			   (long long)hi);
+	return ERR(c, n, path, "'%s' is %lld; it must be %s%lld to %lld", q(x->text),
+		   (long long)v, pow2 ? "a power of two from " : "", (long long)lo,
+		   (long long)hi);
 }
 
 static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
@@ -813,9 +1031,11 @@ static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
 		spec_expr *d = &f->derived[i];
 
 		if (!is_ident(k->str))
-			return ERR(c, k, "derive", "'%s' is not a name", k->str);
+			return ERR(c, k, "derive", "'%s' is not a name", q(k->str));
 		if (name_defined(f, k->str, i))
-			return ERR(c, k, "derive", "'%s' is already defined", k->str);
+			return ERR(c, k, "derive", "'%s' is already defined", q(k->str));
+		if ((rc = name_budget(c, f, k, "derive")))
+			return rc;
 		d->name = jitk__strdup(k->str);
 		if (!d->name)
 			return jitk__error(JITK_ENOMEM, "out of memory");
@@ -851,7 +1071,7 @@ static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
 		if ((rc = parse_expr(c, f, jitk__ymap_get(e, "check"), path, f->nderived,
 				     names, x)))
 			return rc;
-		if ((rc = get_string(c, jitk__ymap_get(e, "message"), path, &x->message)))
+		if ((rc = get_text(c, jitk__ymap_get(e, "message"), path, &x->message)))
 			return rc;
 	}
 	return 0;
@@ -895,12 +1115,12 @@ static int parse_arg_type(const sctx *c, spec_arg *a, const ynode *t, int tensor
 	if (len && s[len - 1] == '*')
 		return ERR(c, t, "args.type",
 			   "'%s': pointer arguments are tensors: write the element type "
-			   "('const bf16' for an input) and give a shape", t->str);
+			   "('const bf16' for an input) and give a shape", q(t->str));
 	if (len >= sizeof(name) || !(a->elem = (snprintf(name, sizeof(name), "%s", s),
 						  jitk__spec_elem(name))))
 		return ERR(c, t, "args.type",
 			   "unknown type '%s' (bf16, fp8_e4m3, f32, i32, i64, u8; 'const' for input tensors)",
-			   t->str);
+			   q(t->str));
 	if (tensor) {
 		a->type = AT_TENSOR;
 		a->cpp = jitk__asprintf("%s%s *", a->is_const ? "const " : "", a->elem->cpp);
@@ -966,7 +1186,7 @@ static int parse_default(const sctx *c, spec_arg *a, const ynode *v)
 	errno = 0;
 	a->def_f = strtof(v->str, &end);
 	if (!v->plain || end == v->str || *end || errno || !isfinite(a->def_f))
-		return ERR(c, v, "args.default", "expected a finite number, got '%s'", v->str);
+		return ERR(c, v, "args.default", "expected a finite number, got '%s'", q(v->str));
 	return 0;
 }
 
@@ -1007,7 +1227,7 @@ static int parse_arg(const sctx *c, spec_family *f, spec_arg *a, const ynode *k,
 		else if (!strcmp(v->str, "inout"))
 			a->io = IO_INOUT;
 		else
-			return ERR(c, v, "args.io", "expected in, out or inout, got '%s'", v->str);
+			return ERR(c, v, "args.io", "expected in, out or inout, got '%s'", q(v->str));
 		if (a->is_const && a->io != IO_IN)
 			return ERR(c, v, "args.io", "a const tensor is an input; drop 'const' to write it");
 		if (!a->is_const && a->io == IO_IN)
@@ -1016,17 +1236,10 @@ static int parse_arg(const sctx *c, spec_family *f, spec_arg *a, const ynode *k,
 		a->io = IO_OUT;
 	}
 	if ((v = jitk__ymap_get(e, "align"))) {
-		int64_t al;
-
-		if (v->kind == YN_SCALAR && v->plain && isdigit((unsigned char)v->str[0])) {
-			if ((rc = get_int(c, v, "args.align", &al)))
-				return rc;
-			if (al < 1 || al > 256 || (al & (al - 1)))
-				return ERR(c, v, "args.align", "align must be a power of two up to 256");
-		}
 		/* A name or expression (align: vec_bytes) is checked when the
-		 * variant is known. */
-		if ((rc = parse_expr(c, f, v, "args.align", f->nderived, NAMES_SPEC, &a->align)))
+		 * variant is known; a constant, now. */
+		if ((rc = parse_expr(c, f, v, "args.align", f->nderived, NAMES_SPEC, &a->align)) ||
+		    (rc = check_constant(c, v, &a->align, "args.align", 1, SPEC_MAX_ALIGN, 1)))
 			return rc;
 	} else if (a->type == AT_TENSOR) {
 		char num[8];
@@ -1046,7 +1259,7 @@ static int parse_arg(const sctx *c, spec_family *f, spec_arg *a, const ynode *k,
 			return JITK_ESPEC;
 		if (strcmp(v->str, "positive_finite"))
 			return ERR(c, v, "args.configured", "unknown rule '%s' (positive_finite)",
-				   v->str);
+				   q(v->str));
 		if (strcmp(a->elem->name, "f32") || !a->is_const)
 			return ERR(c, v, "args.configured", "a configured tensor is a const f32");
 		a->configured = RULE_POSITIVE_FINITE;
@@ -1077,7 +1290,7 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 		spec_arg *a = &f->args[i];
 
 		if (!is_ident(k->str))
-			return ERR(c, k, "args", "'%s' is not a name", k->str);
+			return ERR(c, k, "args", "'%s' is not a name", q(k->str));
 		f->nargs++;
 		a->loc = loc_of(c, k);
 		if (!(a->name = jitk__strdup(k->str)))
@@ -1088,7 +1301,7 @@ static int parse_args(const sctx *c, spec_family *f, const ynode *n)
 		if (a->type != AT_TENSOR &&
 		    (name_defined(f, k->str, f->nderived) || !strcmp(k->str, "sm_count")))
 			return ERR(c, k, "args", "argument '%s' has the name of a parameter, tuning key "
-				   "or derived value", k->str);
+				   "or derived value", q(k->str));
 	}
 	/* Shapes and strides last: they may name any integer argument. */
 	for (i = 0; i < n->n; i++) {
@@ -1126,10 +1339,10 @@ static int parse_dim_names(const sctx *c, spec_family *f, const ynode *n)
 			return rc;
 		f->ndims++;
 		if (name_defined(f, f->dims[i], f->nderived))
-			return ERR(c, n->kids[i], "dims", "'%s' is already defined", f->dims[i]);
+			return ERR(c, n->kids[i], "dims", "'%s' is already defined", q(f->dims[i]));
 		for (j = 0; j < i; j++)
 			if (!strcmp(f->dims[j], f->dims[i]))
-				return ERR(c, n->kids[i], "dims", "'%s' listed twice", f->dims[i]);
+				return ERR(c, n->kids[i], "dims", "'%s' listed twice", q(f->dims[i]));
 	}
 	return 0;
 }
@@ -1158,7 +1371,7 @@ static int parse_may_alias(const sctx *c, spec_family *f, const ynode *n)
 			k = jitk__spec_arg_index(f, p->kids[j]->str);
 			if (k < 0 || f->args[k].type != AT_TENSOR)
 				return ERR(c, p->kids[j], "may_alias", "'%s' is not a tensor argument",
-					   p->kids[j]->str);
+					   q(p->kids[j]->str));
 			f->may_alias[i][j] = (size_t)k;
 		}
 		f->nmay_alias++;
@@ -1191,11 +1404,14 @@ static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
 	if ((rc = parse_expr(c, f, jitk__ymap_get(n, "grid"), "launch.grid",
 			     f->nderived, 1, &f->grid)))
 		return rc;
-	if ((rc = parse_expr(c, f, jitk__ymap_get(n, "block"), "launch.block",
-			     f->nderived, 0, &f->block)))
+	v = jitk__ymap_get(n, "block");
+	if ((rc = parse_expr(c, f, v, "launch.block", f->nderived, 0, &f->block)) ||
+	    (rc = check_constant(c, v, &f->block, "launch.block", 1, SPEC_MAX_BLOCK, 0)))
 		return rc;
 	if ((v = jitk__ymap_get(n, "shared_bytes")) &&
-	    (rc = parse_expr(c, f, v, "launch.shared_bytes", f->nderived, 0, &f->smem)))
+	    ((rc = parse_expr(c, f, v, "launch.shared_bytes", f->nderived, 0, &f->smem)) ||
+	     (rc = check_constant(c, v, &f->smem, "launch.shared_bytes", 0,
+				  SPEC_MAX_SHARED_BYTES, 0))))
 		return rc;
 	if ((v = jitk__ymap_get(n, "checks")) &&
 	    (rc = parse_checks(c, f, v, "launch.checks", 1, &f->checks, &f->nchecks)))
@@ -1236,6 +1452,9 @@ static int parse_fallback(const sctx *c, spec_symbol *s, const ynode *v, const c
 
 	if (want_kind(c, v, path, YN_SEQ, "a list of fallback steps"))
 		return JITK_ESPEC;
+	if (v->n > SPEC_MAX_FALLBACKS)
+		return ERR(c, v->kids[SPEC_MAX_FALLBACKS], path, "more than %d fallbacks",
+			   SPEC_MAX_FALLBACKS);
 	s->fallback = calloc(v->n ? v->n : 1, sizeof(*s->fallback));
 	if (!s->fallback)
 		return jitk__error(JITK_ENOMEM, "out of memory");
@@ -1284,12 +1503,42 @@ static int parse_fallback(const sctx *c, spec_symbol *s, const ynode *v, const c
 			if (!am->caller)
 				return jitk__error(JITK_ENOMEM, "out of memory");
 			if (!is_ident(am->caller))
-				return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", t);
+				return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", q(t));
 		}
 	}
 	return 0;
 }
 
+
+/* How many instances s expands to, checked against the limits before
+ * anything is allocated for them: the product of the value counts
+ * (overflow-checked), and the running total of the set. */
+static int count_instances(const sctx *c, const spec_family *f, spec_symbol *s,
+			   const ynode *key)
+{
+	size_t total = 1, i;
+	int overflow = 0;
+
+	for (i = 0; i < f->nparams; i++)
+		overflow |= __builtin_mul_overflow(total, s->nvals[i], &total);
+	if (overflow)
+		return ERR(c, key, "symbols",
+			   "symbol '%s' expands to more than 2^64 instances (one per combination "
+			   "of the listed values); the limit is %d",
+			   q(s->name), SPEC_MAX_SYMBOL_INSTANCES);
+	if (total > SPEC_MAX_SYMBOL_INSTANCES)
+		return ERR(c, key, "symbols",
+			   "symbol '%s' expands to %zu instances (one per combination of the "
+			   "listed values); the limit is %d",
+			   q(s->name), total, SPEC_MAX_SYMBOL_INSTANCES);
+	if (total > SPEC_MAX_INSTANCES - c->set->nplanned)
+		return ERR(c, key, "symbols",
+			   "symbol '%s' brings the spec set to %zu instances; the limit is %d",
+			   q(s->name), c->set->nplanned + total, SPEC_MAX_INSTANCES);
+	c->set->nplanned += total;
+	s->ninsts = total;
+	return 0;
+}
 
 static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 			const ynode *d, spec_symbol **out)
@@ -1305,7 +1554,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 
 	*out = NULL;
 	if (!is_ident(k->str))
-		return ERR(c, k, "symbols", "'%s' is not a name", k->str);
+		return ERR(c, k, "symbols", "'%s' is not a name", q(k->str));
 	path = subpath("symbols", k->str);
 	if (!path)
 		return jitk__error(JITK_ENOMEM, "out of memory");
@@ -1345,7 +1594,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 
 		if (jitk__spec_param_index(f, pk->str) < 0) {
 			rc = ERR(c, pk, ppath, "unknown parameter '%s' of family '%s'",
-				 pk->str, f->name);
+				 q(pk->str), q(f->name));
 			goto done;
 		}
 	}
@@ -1356,7 +1605,7 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 
 		if (!pv) {
 			rc = ERR(c, params, ppath, "missing value for parameter '%s'",
-				 f->params[i].name);
+				 q(f->params[i].name));
 			goto done;
 		}
 		if ((rc = as_list(c, pv, ppath, &items, &count, &one)))
@@ -1380,6 +1629,8 @@ static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
 				}
 		}
 	}
+	if ((rc = count_instances(c, f, s, k)))
+		goto done;
 	if ((v = jitk__ymap_get(d, "gates")) &&
 	    (rc = parse_gates(c, f, v, path, 0, &s->gates, &s->ngates)))
 		goto done;
@@ -1393,6 +1644,41 @@ done:
 	free(path);
 	free(ppath);
 	return rc;
+}
+
+/* The template must be a readable regular file with something in it: read
+ * it now (never blocking on a FIFO or device) so that a wrong path fails
+ * at its line, not in NVRTC with a confusing static_assert. */
+static int check_template(const sctx *c, const ynode *v, const char *path)
+{
+	struct stat st;
+	char *text = NULL;
+	size_t len = 0, i;
+	int rc;
+
+	if (stat(path, &st))
+		return ERR(c, v, "template", "template file '%s' not found (%s)", q(v->str),
+			   strerror(errno));
+	rc = jitk__read_file(&text, &len, path, SPEC_MAX_TEMPLATE_BYTES);
+	if (rc == JITK_ENOMEM)
+		return rc;
+	if (rc == JITK_EINVAL)
+		return ERR(c, v, "template", "template '%s' is larger than the %u-byte limit",
+			   q(v->str), SPEC_MAX_TEMPLATE_BYTES);
+	if (rc) {
+		char *why = jitk__strdup(read_reason(path));
+
+		rc = ERR(c, v, "template", "template '%s' cannot be read: %s", q(v->str),
+			 why ? why : "out of memory");
+		free(why);
+		return rc;
+	}
+	for (i = 0; i < len && isspace((unsigned char)text[i]); i++)
+		;
+	free(text);
+	if (i == len)
+		return ERR(c, v, "template", "template '%s' is empty", q(v->str));
+	return 0;
 }
 
 static void family_free(spec_family *f);
@@ -1421,7 +1707,6 @@ static int parse_family(sctx *c, const ynode *root)
 	spec_set *set = c->set;
 	spec_family *f;
 	const ynode *v, *syms;
-	struct stat st;
 	size_t i;
 	int rc;
 
@@ -1445,7 +1730,7 @@ static int parse_family(sctx *c, const ynode *root)
 	for (i = 0; i + 1 < set->nfams; i++)
 		if (!strcmp(set->fams[i]->name, f->name))
 			return ERR(c, v, "family", "family '%s' is already defined at %s:%d:%d",
-				   f->name, set->fams[i]->loc.file, set->fams[i]->loc.line,
+				   q(f->name), set->fams[i]->loc.file, set->fams[i]->loc.line,
 				   set->fams[i]->loc.col);
 	if ((v = jitk__ymap_get(root, "description")) &&
 	    (rc = get_string(c, v, "description", &f->description)))
@@ -1464,16 +1749,13 @@ static int parse_family(sctx *c, const ynode *root)
 		free(f->template_path);
 		f->template_path = full;
 	}
-	if (stat(f->template_path, &st))
-		return ERR(c, v, "template", "template file '%s' not found (%s)", v->str,
-			   strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return ERR(c, v, "template", "template '%s' is not a regular file", v->str);
+	if ((rc = check_template(c, v, f->template_path)))
+		return rc;
 	v = jitk__ymap_get(root, "kernel");
 	if ((rc = get_string(c, v, "kernel", &f->kernel)))
 		return rc;
 	if (!is_qualified(f->kernel))
-		return ERR(c, v, "kernel", "'%s' is not a C++ name", f->kernel);
+		return ERR(c, v, "kernel", "'%s' is not a C++ name", q(f->kernel));
 	if ((rc = parse_params(c, f, jitk__ymap_get(root, "params"))))
 		return rc;
 	if ((v = jitk__ymap_get(root, "gates")) &&
@@ -1516,7 +1798,6 @@ static int parse_family(sctx *c, const ynode *root)
 		return ERR(c, syms, "symbols", "a family needs at least one symbol");
 	for (i = 0; i < syms->n; i++) {
 		spec_symbol *s = NULL;
-		size_t j;
 
 		rc = parse_symbol(c, f, ymap_key(syms, i), ymap_val(syms, i), &s);
 		if (s && grow((void **)&set->syms, set->nsyms, sizeof(*set->syms))) {
@@ -1527,12 +1808,7 @@ static int parse_family(sctx *c, const ynode *root)
 			set->syms[set->nsyms++] = s;
 		if (rc)
 			return rc;
-		for (j = 0; j + 1 < set->nsyms; j++)
-			if (!strcmp(set->syms[j]->name, s->name))
-				return ERR(c, ymap_key(syms, i), "symbols",
-					   "symbol '%s' is already defined at %s:%d:%d",
-					   s->name, set->syms[j]->loc.file,
-					   set->syms[j]->loc.line, set->syms[j]->loc.col);
+		/* A symbol defined twice is found when the names are sorted. */
 	}
 	return 0;
 }
@@ -1573,29 +1849,22 @@ int jitk__spec_cond_holds(const spec_cond *c, const int64_t *vals)
 	return 1;
 }
 
-static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
+/* Instances of s (counted when it was parsed), appended to the set. */
+static int expand_symbol(spec_set *set, spec_symbol *s)
 {
 	spec_family *f = s->fam;
-	size_t total = 1, i, k;
+	size_t i, k;
+	void *p = realloc(set->insts, (set->ninsts + s->ninsts) * sizeof(*set->insts));
 
-	for (i = 0; i < f->nparams; i++)
-		total *= s->nvals[i];
-	if (total > 4096)
-		return link_error(tx, set, &s->loc,
-				  "symbol '%s' expands to %zu instances; the limit is 4096",
-				  s->name, total);
-	s->first_inst = set->ninsts;
-	s->ninsts = total;
-	for (k = 0; k < total; k++) {
-		spec_instance *in;
+	if (!p)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	set->insts = p;
+	s->first = set->ninsts;
+	for (k = 0; k < s->ninsts; k++) {
+		spec_instance *in = &set->insts[set->ninsts];
 		size_t rest = k, first = 1;
 		jbuf name;
-		void *p = realloc(set->insts, (set->ninsts + 1) * sizeof(*set->insts));
 
-		if (!p)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		set->insts = p;
-		in = &set->insts[set->ninsts];
 		memset(in, 0, sizeof(*in));
 		in->sym = s;
 		in->vals = calloc(f->nparams ? f->nparams : 1, sizeof(*in->vals));
@@ -1605,14 +1874,15 @@ static int expand_symbol(spec_set *set, spec_symbol *s, const texts_t *tx)
 		jitk__jbuf_init(&name);
 		jitk__jbuf_puts(&name, s->name);
 		/* Instances of a symbol with several name the listed
-		 * parameters' values. Last parameter varies fastest. */
+		 * parameters' values (docs/spec-format.md, "Names"). Last
+		 * parameter varies fastest. */
 		for (i = f->nparams; i-- > 0;) {
 			size_t idx = rest % s->nvals[i];
 
 			rest /= s->nvals[i];
 			in->vals[i] = s->vals[i][idx];
 		}
-		if (total > 1) {
+		if (s->ninsts > 1) {
 			for (i = 0; i < f->nparams; i++) {
 				char buf[32];
 
@@ -1640,6 +1910,414 @@ static int inst_cmp(const void *a, const void *b, void *ctx)
 		      set->insts[*(const size_t *)b].name);
 }
 
+/* Sort by name and refuse two instances of one name: with names made of
+ * identifiers and values, that is a symbol defined twice. The clash
+ * reported is the one whose second definition comes first. */
+static int sort_names(spec_set *set, const texts_t *tx)
+{
+	const spec_instance *first = NULL, *second = NULL;
+	size_t i;
+
+	set->by_name = calloc(set->ninsts ? set->ninsts : 1, sizeof(*set->by_name));
+	if (!set->by_name)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	for (i = 0; i < set->ninsts; i++)
+		set->by_name[i] = i;
+	qsort_r(set->by_name, set->ninsts, sizeof(*set->by_name), inst_cmp, set);
+	for (i = 1; i < set->ninsts; i++) {
+		size_t x = set->by_name[i - 1], y = set->by_name[i];
+
+		if (strcmp(set->insts[x].name, set->insts[y].name))
+			continue;
+		if (x > y) {
+			size_t t = x;
+
+			x = y;
+			y = t;
+		}
+		if (!second || &set->insts[y] < second) {
+			first = &set->insts[x];
+			second = &set->insts[y];
+		}
+	}
+	if (!second)
+		return 0;
+	if (first->sym != second->sym && !strcmp(first->sym->name, second->sym->name))
+		return link_error(tx, set, &second->sym->loc,
+				  "symbol '%s' is already defined at %s:%d:%d (at symbols)",
+				  q(second->sym->name), first->sym->loc.file,
+				  first->sym->loc.line, first->sym->loc.col);
+	return link_error(tx, set, &second->sym->loc,
+			  "instance name '%s' clashes with symbol '%s' at %s:%d:%d",
+			  q(second->name), q(first->sym->name), first->sym->loc.file,
+			  first->sym->loc.line, first->sym->loc.col);
+}
+
+/* Index of instance k's value of parameter i among the symbol's listed
+ * values (the inverse of expand_symbol's mixed radix). */
+static size_t value_index(const spec_symbol *s, size_t k, size_t i)
+{
+	size_t j, stride = 1;
+
+	for (j = s->fam->nparams; j-- > i + 1;)
+		stride *= s->nvals[j];
+	return (k / stride) % s->nvals[i];
+}
+
+/* Value v of parameter from in the value space of parameter to (another
+ * family's: enums compare by name); -1 when to has no such value. */
+static int convert_value(const spec_param *from, int64_t v, const spec_param *to,
+			 int64_t *out)
+{
+	size_t i;
+
+	if (from->type != to->type)
+		return -1;
+	if (to->type != PT_ENUM) {
+		*out = v;
+		return 0;
+	}
+	for (i = 0; i < to->nvalues; i++)
+		if (!strcmp(to->values[i], from->values[v])) {
+			*out = (int64_t)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* For each fallback of s: every instance of s falls back to the instance
+ * of the target with the same values of the parameters both list. Found
+ * by index arithmetic, not by search, so that linking stays linear in
+ * the number of instances; conv[i] is the target's value index for s's
+ * i-th listed value (-1: none). */
+static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
+{
+	const spec_family *f = s->fam;
+	size_t j, jj, k, i;
+	int rc = 0;
+
+	for (k = 0; k < s->ninsts; k++) {
+		spec_instance *in = &set->insts[s->first + k];
+
+		in->fallback = calloc(s->nfallback, sizeof(*in->fallback));
+		if (!in->fallback)
+			return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	for (j = 0; j < s->nfallback && !rc; j++) {
+		const spec_loc *l = &s->fallback[j].loc;
+		const char *name = s->fallback[j].symbol;
+		int t0 = jitk__spec_symbol_index(set, name);
+		const spec_symbol *t;
+		long **conv;
+		int *src;
+
+		if (t0 < 0)
+			return link_error(tx, set, l,
+					  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
+					  q(name), q(s->name));
+		t = set->syms[t0];
+		if (t == s)
+			return link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
+					  q(s->name));
+		conv = calloc(t->fam->nparams ? t->fam->nparams : 1, sizeof(*conv));
+		src = calloc(t->fam->nparams ? t->fam->nparams : 1, sizeof(*src));
+		if (!conv || !src) {
+			free(conv);
+			free(src);
+			return jitk__error(JITK_ENOMEM, "out of memory");
+		}
+		for (jj = 0; jj < t->fam->nparams && !rc; jj++) {
+			int p = jitk__spec_param_index(f, t->fam->params[jj].name);
+
+			src[jj] = p;
+			if (t->nvals[jj] < 2 || p < 0)
+				continue; /* one value, or any: the first */
+			conv[jj] = malloc(s->nvals[p] * sizeof(**conv));
+			if (!conv[jj]) {
+				rc = jitk__error(JITK_ENOMEM, "out of memory");
+				break;
+			}
+			for (i = 0; i < s->nvals[p]; i++) {
+				int64_t v;
+				size_t m;
+
+				conv[jj][i] = -1;
+				if (convert_value(&f->params[p], s->vals[p][i], &t->fam->params[jj], &v))
+					continue;
+				for (m = 0; m < t->nvals[jj]; m++)
+					if (t->vals[jj][m] == v) {
+						conv[jj][i] = (long)m;
+						break;
+					}
+			}
+		}
+		for (k = 0; k < s->ninsts && !rc; k++) {
+			spec_instance *in = &set->insts[s->first + k];
+			size_t target = 0;
+
+			for (jj = 0; jj < t->fam->nparams; jj++) {
+				long m = 0;
+
+				if (conv[jj])
+					m = conv[jj][value_index(s, k, (size_t)src[jj])];
+				if (m < 0)
+					break;
+				target = target * t->nvals[jj] + (size_t)m;
+			}
+			if (jj < t->fam->nparams)
+				rc = link_error(tx, set, l, "fallback '%s' has no instance matching '%s'",
+						q(name), q(in->name));
+			in->fallback[j] = t->first + target;
+			in->nfallback++;
+		}
+		for (jj = 0; jj < t->fam->nparams; jj++)
+			free(conv[jj]);
+		free(conv);
+		free(src);
+	}
+	return rc;
+}
+
+static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
+		      const char *fmt, ...)
+{
+	ytree t = { NULL, NULL, 0 };
+	sctx c = { l->file, NULL, NULL };
+	jbuf msg;
+	va_list ap;
+	size_t i;
+	int rc;
+
+	jitk__jbuf_init(&msg);
+	va_start(ap, fmt);
+	jitk__jbuf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	for (i = 0; tx && i < tx->n && i < set->nfiles; i++)
+		if (!strcmp(set->files[i], l->file)) {
+			t.text = tx->texts[i];
+			t.text_len = tx->lens[i];
+			c.t = &t;
+		}
+	rc = msg.oom ? jitk__error(JITK_ENOMEM, "out of memory")
+		     : err_at(&c, l->line, l->col, NULL, "%s", msg.data ? msg.data : "");
+	jitk__jbuf_free(&msg);
+	return rc;
+}
+
+/* ------------------------------------------- tuning on every arch */
+
+/* Compute capabilities jitk__arch_parse accepts: the sentinels of the
+ * architecture ranges. */
+#define CC_LOW 10
+#define CC_HIGH 9999
+
+/* Where an arch range starts to hold or stops holding, on the way up. */
+typedef struct {
+	int cc;
+	int kind;   /* 0 family gate, 1 symbol gate, 2 tuning entry, 3 none */
+	size_t idx;
+	int delta;  /* +1 enters the range, -1 leaves it */
+} arch_event;
+
+static int event_cmp(const void *a, const void *b)
+{
+	const arch_event *x = a, *y = b;
+
+	return (x->cc > y->cc) - (x->cc < y->cc);
+}
+
+static void add_range(arch_event *ev, size_t *n, const spec_arch_range *r, int kind,
+		      size_t idx)
+{
+	ev[(*n)++] = (arch_event){ r->min > CC_LOW ? r->min : CC_LOW, kind, idx, 1 };
+	if (r->max && r->max < CC_HIGH)
+		ev[(*n)++] = (arch_event){ r->max + 1, kind, idx, -1 };
+}
+
+static void range_words(char *buf, size_t n, int lo, int hi)
+{
+	if (lo <= CC_LOW && hi >= CC_HIGH)
+		snprintf(buf, n, "any architecture");
+	else if (lo <= CC_LOW)
+		snprintf(buf, n, "sm_%d or older", hi);
+	else if (hi >= CC_HIGH)
+		snprintf(buf, n, "sm_%d or newer", lo);
+	else if (lo == hi)
+		snprintf(buf, n, "sm_%d", lo);
+	else
+		snprintf(buf, n, "sm_%d to sm_%d", lo, hi);
+}
+
+/* Every tuning key must have a value wherever an instance is not gated
+ * off - checked now, at the key's line, instead of by jitk__specialize on
+ * whichever architecture is asked for first. Gates and tuning entries
+ * change only where their arch ranges start or end: one sweep over those
+ * cut points per instance, counting for each key the entries that apply
+ * and set it, finds every hole. */
+static int check_tuning_coverage(const spec_set *set, const spec_symbol *s,
+				 const texts_t *tx)
+{
+	const spec_family *f = s->fam;
+	size_t nev = 0, i, j, k, *keyof = NULL, nkv = 0, *kv0 = NULL;
+	arch_event *ev;
+	unsigned char *applies = NULL;
+	size_t *count = NULL;
+	int rc = 0;
+
+	if (!f->ntuning_keys)
+		return 0;
+	ev = calloc(2 * (f->ngates + s->ngates + f->ntuning) + 2, sizeof(*ev));
+	kv0 = calloc(f->ntuning + 1, sizeof(*kv0));
+	for (i = 0; i < f->ntuning; i++) {
+		kv0[i] = nkv;
+		nkv += f->tuning[i].n;
+	}
+	keyof = calloc(nkv + 1, sizeof(*keyof));
+	applies = calloc(f->ngates + s->ngates + f->ntuning + 1, 1);
+	count = calloc(f->ntuning_keys, sizeof(*count));
+	if (!ev || !kv0 || !keyof || !applies || !count) {
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < f->ntuning; i++)
+		for (j = 0; j < f->tuning[i].n; j++)
+			for (k = 0; k < f->ntuning_keys; k++)
+				if (!strcmp(f->tuning[i].kv[j].key, f->tuning_keys[k]))
+					keyof[kv0[i] + j] = k;
+	for (i = 0; i < f->ngates; i++)
+		add_range(ev, &nev, &f->gates[i].arch, 0, i);
+	for (i = 0; i < s->ngates; i++)
+		add_range(ev, &nev, &s->gates[i].arch, 1, i);
+	for (i = 0; i < f->ntuning; i++)
+		add_range(ev, &nev, &f->tuning[i].arch, 2, i);
+	/* The sweep starts at the lowest architecture, where nothing may start. */
+	ev[nev++] = (arch_event){ CC_LOW, 3, 0, 0 };
+	qsort(ev, nev, sizeof(*ev), event_cmp);
+
+	for (k = 0; k < s->ninsts && !rc; k++) {
+		const spec_instance *in = &set->insts[s->first + k];
+		size_t gates = 0, gates_in = 0, zero = f->ntuning_keys, e = 0;
+
+		memset(count, 0, f->ntuning_keys * sizeof(*count));
+		for (i = 0; i < f->ngates; i++)
+			gates += applies[i] = (unsigned char)jitk__spec_cond_holds(&f->gates[i].when, in->vals);
+		for (i = 0; i < s->ngates; i++)
+			gates += applies[f->ngates + i] = 1;
+		for (i = 0; i < f->ntuning; i++)
+			applies[f->ngates + s->ngates + i] =
+				(unsigned char)jitk__spec_cond_holds(&f->tuning[i].when, in->vals);
+		/* Below the first cut nothing holds: start at CC_LOW. */
+		while (e < nev && !rc) {
+			int cc = ev[e].cc, next;
+
+			for (; e < nev && ev[e].cc == cc; e++) {
+				size_t at = ev[e].kind == 0 ? ev[e].idx
+					    : ev[e].kind == 1 ? f->ngates + ev[e].idx
+							      : f->ngates + s->ngates + ev[e].idx;
+				const spec_tuning *t;
+
+				if (ev[e].kind == 3 || !applies[at])
+					continue;
+				if (ev[e].kind < 2) {
+					gates_in += (size_t)ev[e].delta;
+					continue;
+				}
+				t = &f->tuning[ev[e].idx];
+				for (j = 0; j < t->n; j++) {
+					size_t *c = &count[keyof[kv0[ev[e].idx] + j]];
+
+					if (ev[e].delta > 0)
+						zero -= !(*c)++;
+					else
+						zero += !--*c;
+				}
+			}
+			next = e < nev ? ev[e].cc - 1 : CC_HIGH;
+			if (cc > CC_HIGH || gates_in < gates || !zero)
+				continue;
+			for (j = 0; j < f->ntuning_keys && count[j]; j++)
+				;
+			{
+				char range[64];
+				const spec_loc *l = NULL;
+				size_t a, b;
+
+				for (a = 0; a < f->ntuning && !l; a++)
+					for (b = 0; b < f->tuning[a].n && !l; b++)
+						if (!strcmp(f->tuning[a].kv[b].key, f->tuning_keys[j]))
+							l = &f->tuning[a].kv[b].loc;
+				range_words(range, sizeof(range), cc, next);
+				rc = link_error(tx, set, l,
+						"tuning key '%s' has no value on %s for '%s' (no tuning "
+						"entry that applies there sets it)",
+						q(f->tuning_keys[j]), range, q(in->name));
+			}
+		}
+	}
+done:
+	free(ev);
+	free(kv0);
+	free(keyof);
+	free(applies);
+	free(count);
+	return rc;
+}
+
+/* The argument maps of s's fallback steps: both sides exist, flat() takes
+ * a tensor, tensors map to tensors and scalars to scalars. */
+static int link_argmaps(const spec_set *set, const spec_symbol *s, const texts_t *tx)
+{
+	size_t j, m;
+
+	for (j = 0; j < s->nfallback; j++) {
+		const spec_fallback *fb = &s->fallback[j];
+		const spec_family *callee = set->syms[jitk__spec_symbol_index(set, fb->symbol)]->fam;
+
+		for (m = 0; m < fb->nmap; m++) {
+			const spec_argmap *am = &fb->map[m];
+			int ce = jitk__spec_arg_index(callee, am->callee);
+			int cr = jitk__spec_arg_index(s->fam, am->caller);
+
+			if (ce < 0)
+				return link_error(tx, set, &am->loc,
+						  "'%s' has no argument '%s' (at symbols.%s.fallback)",
+						  q(fb->symbol), q(am->callee), q(s->name));
+			if (cr < 0)
+				return link_error(tx, set, &am->loc,
+						  "'%s' has no argument '%s' to pass to %s (at symbols.%s.fallback)",
+						  q(s->name), q(am->caller), q(fb->symbol), q(s->name));
+			if (am->flat && s->fam->args[cr].type != AT_TENSOR)
+				return link_error(tx, set, &am->loc,
+						  "flat(%s): '%s' is not a tensor (at symbols.%s.fallback)",
+						  q(am->caller), q(am->caller), q(s->name));
+			if ((s->fam->args[cr].type == AT_TENSOR) != (callee->args[ce].type == AT_TENSOR))
+				return link_error(tx, set, &am->loc,
+						  "'%s' and '%s' are not both tensors or both scalars (at symbols.%s.fallback)",
+						  q(am->caller), q(am->callee), q(s->name));
+		}
+	}
+	return 0;
+}
+
+static int link_instances(spec_set *set, const texts_t *tx)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < set->nsyms && !rc; i++)
+		rc = expand_symbol(set, set->syms[i]);
+	if (!rc)
+		rc = sort_names(set, tx);
+	for (i = 0; i < set->nsyms && !rc; i++)
+		if (set->syms[i]->nfallback)
+			rc = link_fallbacks(set, set->syms[i], tx);
+	for (i = 0; i < set->nsyms && !rc; i++)
+		rc = link_argmaps(set, set->syms[i], tx);
+	for (i = 0; i < set->nsyms && !rc; i++)
+		rc = check_tuning_coverage(set, set->syms[i], tx);
+	return rc;
+}
+
 int jitk__spec_symbol_index(const spec_set *set, const char *name)
 {
 	size_t i;
@@ -1650,157 +2328,27 @@ int jitk__spec_symbol_index(const spec_set *set, const char *name)
 	return -1;
 }
 
-/* The instance of symbol target matching in's values for every parameter
- * that target lists several values of and in's family also has. */
-static int match_instance(const spec_set *set, const spec_instance *in,
-			  const spec_symbol *target, size_t *out)
+/* The first n bytes of name, NUL-terminated, for a message (a per-thread
+ * buffer; longer names are cut, as messages quote them shortened). */
+static const char *bare_name(const char *name, size_t n)
 {
-	size_t i, j;
+	static _Thread_local char buf[512];
 
-	for (i = 0; i < set->ninsts; i++) {
-		const spec_instance *cand = &set->insts[i];
-		int ok = 1;
-
-		if (cand->sym != target)
-			continue;
-		for (j = 0; j < target->fam->nparams && ok; j++) {
-			int p;
-
-			if (target->nvals[j] < 2)
-				continue;
-			p = jitk__spec_param_index(in->sym->fam, target->fam->params[j].name);
-			if (p >= 0 && in->vals[p] != cand->vals[j])
-				ok = 0;
-		}
-		if (ok) {
-			*out = i;
-			return 0;
-		}
-	}
-	return -1;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(n < sizeof(buf) - 1 ? n : sizeof(buf) - 1), name);
+	return buf;
 }
 
-static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
-		      const char *fmt, ...)
-{
-	ytree t = { NULL, NULL, 0 };
-	sctx c = { l->file, NULL, NULL };
-	char msg[512];
-	va_list ap;
-	size_t i;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	for (i = 0; tx && i < tx->n && i < set->nfiles; i++)
-		if (!strcmp(set->files[i], l->file)) {
-			t.text = tx->texts[i];
-			t.text_len = tx->lens[i];
-			c.t = &t;
-		}
-	return err_at(&c, l->line, l->col, NULL, "%s", msg);
-}
-
-static int link_instances(spec_set *set, const texts_t *tx)
-{
-	size_t i, j;
-
-	for (i = 0; i < set->nsyms; i++) {
-		int rc = expand_symbol(set, set->syms[i], tx);
-
-		if (rc)
-			return rc;
-	}
-	for (i = 0; i < set->ninsts; i++) {
-		spec_instance *in = &set->insts[i];
-		spec_symbol *s = in->sym;
-
-		if (!s->nfallback)
-			continue;
-		in->fallback = calloc(s->nfallback, sizeof(*in->fallback));
-		if (!in->fallback)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		for (j = 0; j < s->nfallback; j++) {
-			const spec_fallback *fb = &s->fallback[j];
-			int t = jitk__spec_symbol_index(set, fb->symbol);
-
-			if (t < 0)
-				return link_error(tx, set, &fb->loc,
-						  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
-						  fb->symbol, s->name);
-			if (set->syms[t] == s)
-				return link_error(tx, set, &fb->loc,
-						  "symbol '%s' cannot fall back to itself", s->name);
-			if (match_instance(set, in, set->syms[t], &in->fallback[j]))
-				return link_error(tx, set, &fb->loc,
-						  "fallback '%s' has no instance matching '%s'",
-						  fb->symbol, in->name);
-			in->nfallback++;
-		}
-	}
-	/* Argument maps: both sides must exist; flat() takes a tensor. */
-	for (i = 0; i < set->nsyms; i++) {
-		const spec_symbol *s = set->syms[i];
-
-		for (j = 0; j < s->nfallback; j++) {
-			const spec_fallback *fb = &s->fallback[j];
-			const spec_family *callee = set->syms[jitk__spec_symbol_index(set, fb->symbol)]->fam;
-			size_t m;
-
-			for (m = 0; m < fb->nmap; m++) {
-				const spec_argmap *am = &fb->map[m];
-				int ce = jitk__spec_arg_index(callee, am->callee);
-				int cr = jitk__spec_arg_index(s->fam, am->caller);
-
-				if (ce < 0)
-					return link_error(tx, set, &am->loc,
-							  "'%s' has no argument '%s' (at symbols.%s.fallback)",
-							  fb->symbol, am->callee, s->name);
-				if (cr < 0)
-					return link_error(tx, set, &am->loc,
-							  "'%s' has no argument '%s' to pass to %s (at symbols.%s.fallback)",
-							  s->name, am->caller, fb->symbol, s->name);
-				if (am->flat && s->fam->args[cr].type != AT_TENSOR)
-					return link_error(tx, set, &am->loc,
-							  "flat(%s): '%s' is not a tensor (at symbols.%s.fallback)",
-							  am->caller, am->caller, s->name);
-				if ((s->fam->args[cr].type == AT_TENSOR) !=
-				    (callee->args[ce].type == AT_TENSOR))
-					return link_error(tx, set, &am->loc,
-							  "'%s' and '%s' are not both tensors or both scalars (at symbols.%s.fallback)",
-							  am->caller, am->callee, s->name);
-			}
-		}
-	}
-	set->by_name = calloc(set->ninsts ? set->ninsts : 1, sizeof(*set->by_name));
-	if (!set->by_name)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < set->ninsts; i++)
-		set->by_name[i] = i;
-	qsort_r(set->by_name, set->ninsts, sizeof(*set->by_name), inst_cmp, set);
-	for (i = 1; i < set->ninsts; i++) {
-		const spec_instance *a = &set->insts[set->by_name[i - 1]];
-		const spec_instance *b = &set->insts[set->by_name[i]];
-
-		if (!strcmp(a->name, b->name))
-			return link_error(tx, set, &b->sym->loc,
-					  "instance name '%s' clashes with symbol '%s' at %s:%d:%d",
-					  b->name, a->sym->name, a->sym->loc.file,
-					  a->sym->loc.line, a->sym->loc.col);
-	}
-	return 0;
-}
-
-/* The symbol name nearest to name (edit distance <= 3), or NULL. */
+/* The symbol name nearest to name (within a distance that grows with its
+ * length), or NULL. */
 static const char *nearest_symbol(const spec_set *s, const char *name, size_t len)
 {
 	const char *best = NULL;
 	char *bare = jitk__strndup(name, len);
-	int bestd = 4;
+	int bestd = 3 + (int)(len / 5);
 	size_t i;
 
 	for (i = 0; bare && i < s->nsyms; i++) {
-		int d = edit_distance(bare, s->syms[i]->name);
+		int d = jitk__edit_distance(bare, s->syms[i]->name);
 
 		if (d < bestd) {
 			bestd = d;
@@ -1831,9 +2379,11 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 		const char *near = nearest_symbol(s, sel, nlen);
 
 		if (near)
-			return jitk__error(JITK_ENOENT, "no symbol named '%.*s' (did you mean '%s'? see jitk list)",
-					   (int)nlen, sel, near);
-		return jitk__error(JITK_ENOENT, "no symbol named '%.*s' (see jitk list)", (int)nlen, sel);
+			return jitk__spec_error(JITK_ENOENT, NULL,
+						"no symbol named '%s' (did you mean '%s'? see jitk list)",
+						q(bare_name(sel, nlen)), near);
+		return jitk__spec_error(JITK_ENOENT, NULL, "no symbol named '%s' (see jitk list)",
+					q(bare_name(sel, nlen)));
 	}
 	f = sym->fam;
 	if (f->nparams > JITK_ARRAY_SIZE(want))
@@ -1885,7 +2435,7 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 	if (!out->match)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	for (i = 0; i < sym->ninsts; i++) {
-		const spec_instance *in = &s->insts[sym->first_inst + i];
+		const spec_instance *in = &s->insts[sym->first + i];
 		size_t k;
 		int ok = 1;
 
@@ -1920,7 +2470,7 @@ int jitk__spec_find(const spec_set *s, const char *sel, size_t *out)
 	if (m.n == 1) {
 		for (i = 0; !m.match[i]; i++)
 			;
-		*out = m.sym->first_inst + i;
+		*out = m.sym->first + i;
 		jitk__spec_selection_free(&m);
 		return JITK_OK;
 	}
@@ -1928,7 +2478,7 @@ int jitk__spec_find(const spec_set *s, const char *sel, size_t *out)
 	for (i = 0; i < m.sym->ninsts; i++)
 		if (m.match[i])
 			jitk__jbuf_printf(&names, "%s%s", names.len ? ", " : "",
-					  s->insts[m.sym->first_inst + i].name);
+					  s->insts[m.sym->first + i].name);
 	rc = jitk__error(JITK_EINVAL, "'%s' names %zu instances; name one: %s", sel, m.n,
 			 names.data ? names.data : "");
 	jitk__jbuf_free(&names);
@@ -1951,12 +2501,12 @@ static int load_text(spec_set *set, const char *path, char *text, size_t len,
 	size_t *ll;
 
 	files = realloc(set->files, (set->nfiles + 1) * sizeof(*files));
-	if (!files)
+	if (files)
+		set->files = files;
+	if (!files || !(set->files[set->nfiles] = jitk__strdup(path))) {
+		free(text);
 		return jitk__error(JITK_ENOMEM, "out of memory");
-	set->files = files;
-	set->files[set->nfiles] = jitk__strdup(path);
-	if (!set->files[set->nfiles])
-		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
 	c.file = set->files[set->nfiles++];
 	c.set = set;
 	tt = realloc(tx->texts, (tx->n + 1) * sizeof(*tt));
@@ -1994,11 +2544,19 @@ static int load_file(spec_set *set, const char *path, texts_t *tx)
 
 	rc = jitk__read_file(&text, &len, path, YT_MAX_FILE_BYTES);
 	if (rc == JITK_EINVAL)
-		return jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
-				   path, YT_MAX_FILE_BYTES);
-	if (rc)
-		return jitk__error(JITK_ESPEC, "%s:1:1: error: %s", path,
-				   jitk_error_last()->message);
+		return jitk__spec_error(JITK_ESPEC, NULL,
+					"%s:1:1: error: file is larger than the %u-byte limit",
+					path, YT_MAX_FILE_BYTES);
+	if (rc == JITK_ENOMEM)
+		return rc;
+	if (rc) {
+		char *why = jitk__strdup(read_reason(path));
+
+		rc = jitk__spec_error(JITK_ESPEC, NULL, "%s:1:1: error: cannot read the spec file: %s",
+				      path, why ? why : "out of memory");
+		free(why);
+		return rc;
+	}
 	return load_text(set, path, text, len, tx);
 }
 
@@ -2017,8 +2575,8 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 	*out = NULL;
 	*count = 0;
 	if (!d)
-		return jitk__error(JITK_ESPEC, "%s: cannot open spec directory: %s",
-				   dir, strerror(errno));
+		return jitk__spec_error(JITK_ESPEC, NULL, "%s: cannot open spec directory: %s",
+					dir, strerror(errno));
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		char **p;
@@ -2030,8 +2588,8 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 			while (n)
 				free(names[--n]);
 			free(names);
-			return jitk__error(JITK_ESPEC, "%s: more than %d spec files", dir,
-					   SPEC_MAX_FILES);
+			return jitk__spec_error(JITK_ESPEC, NULL, "%s: more than %d spec files",
+						dir, SPEC_MAX_FILES);
 		}
 		p = realloc(names, (n + 1) * sizeof(*p));
 		if (!p || !(p[n] = jitk__asprintf("%s/%s", dir, e->d_name))) {
@@ -2048,7 +2606,7 @@ static int list_dir(const char *dir, char ***out, size_t *count)
 	closedir(d);
 	if (!n) {
 		free(names);
-		return jitk__error(JITK_ESPEC, "%s: no *.yaml spec files", dir);
+		return jitk__spec_error(JITK_ESPEC, NULL, "%s: no *.yaml spec files", dir);
 	}
 	qsort(names, n, sizeof(*names), name_cmp);
 	*out = names;
@@ -2115,8 +2673,9 @@ int jitk__spec_set_load_buffer(spec_set **out, const char *name, const char *tex
 	copy[len] = '\0';
 	if (len > YT_MAX_FILE_BYTES) {
 		free(copy);
-		rc = jitk__error(JITK_ESPEC, "%s:1:1: error: file is larger than the %u-byte limit",
-				 name, YT_MAX_FILE_BYTES);
+		rc = jitk__spec_error(JITK_ESPEC, NULL,
+				      "%s:1:1: error: file is larger than the %u-byte limit",
+				      name, YT_MAX_FILE_BYTES);
 	} else {
 		rc = load_text(set, name, copy, len, &tx); /* owns copy from here */
 	}

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "jitk.h"
+#include "base/internal.h"
 #include "spec/expr.h"
 
 /* Arguments of one family, at most (the kernel parameter table). */
@@ -175,8 +176,8 @@ typedef struct {
 	spec_fallback *fallback; /* steps, run in order */
 	size_t nfallback;
 	char *description;
+	size_t first, ninsts; /* its instances: insts[first .. first + ninsts) */
 	spec_loc loc;
-	size_t first_inst, ninsts; /* its instances: a contiguous range */
 } spec_symbol;
 
 typedef struct {
@@ -199,7 +200,24 @@ typedef struct {
 	spec_instance *insts;
 	size_t ninsts;
 	size_t *by_name; /* instance ids sorted by name */
+	size_t nplanned; /* while loading: instances of the symbols parsed */
 } spec_set;
+
+/* Limits that keep a spec set small whatever the input: instances are
+ * counted (with overflow checks) before anything is allocated for them. */
+#define SPEC_MAX_SYMBOL_INSTANCES 4096
+#define SPEC_MAX_INSTANCES 65536 /* in one spec set */
+#define SPEC_MAX_FALLBACKS 16    /* per symbol */
+/* Parameters, tuning keys and derived values of a family, together (a
+ * variant binds them all). */
+#define SPEC_MAX_NAMES 64
+/* Launch geometry, checked for every variant on the CPU: threads per
+ * block; dynamic shared memory per block (227 KiB, the most any target
+ * allows: sm_90 and sm_100; the driver checks the device's own limit);
+ * pointer alignment (a power of two). */
+#define SPEC_MAX_BLOCK 1024
+#define SPEC_MAX_SHARED_BYTES 232448
+#define SPEC_MAX_ALIGN 4096
 
 /* Load every *.yaml of the directories (sorted by name), or the listed
  * files. JITK_ESPEC with "file:line:col: error: ..." in jitk_error_last(),
@@ -216,7 +234,7 @@ void jitk__spec_set_free(spec_set *s);
  * optionally followed by "[param=value,...]" with any of the family's
  * parameters in any order; it selects the symbol's instances whose values
  * match. jitk__spec_select gives the symbol and a bit per instance of it
- * (out->match[i] for instance sym->first_inst + i; malloc'd, free with
+ * (out->match[i] for instance sym->first + i; malloc'd, free with
  * jitk__spec_selection_free). JITK_ENOENT for an unknown symbol (with the
  * nearest name), JITK_EINVAL for a malformed selector, an unknown
  * parameter or value; a selector matching nothing is JITK_ENOENT. */
@@ -241,5 +259,16 @@ int jitk__spec_param_index(const spec_family *f, const char *name);
 /* Render a parameter value as text ("layer", "true", "3072"). */
 const char *jitk__spec_value_text(const spec_param *p, int64_t v, char buf[32]);
 int jitk__spec_cond_holds(const spec_cond *c, const int64_t *vals);
+
+/* Record an error whose message quotes spec text: control characters
+ * (a newline in a block scalar, an escape sequence) are written as \n,
+ * \x1b... so that the message stays one printable line. */
+int jitk__spec_error(int status, const char *detail, const char *fmt, ...)
+	JITK_PRINTF(3, 4);
+/* Append s to b with control characters escaped the same way. */
+void jitk__spec_escape(jbuf *b, const char *s);
+/* s, or its first 96 bytes and "..." when longer (a long expression quoted
+ * in a message); from a small per-thread ring: use it at once. */
+const char *jitk__spec_quote(const char *s);
 
 #endif

@@ -189,16 +189,70 @@ static void offset_position(const char *text, size_t len, size_t off,
 		if (text[i] == '\n') {
 			++*line;
 			*col = 1;
-		} else {
-			++*col;
+		} else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+			++*col; /* columns count characters, as libyaml's do */
 		}
 	}
+}
+
+/* libyaml refuses an implicit key longer than 1024 characters with a
+ * message about a missing ':' or a mapping value "not allowed", at the ':'
+ * far to the right. When the problem is a ':' that ends a key starting on
+ * the same line (after the indentation and "- ", or after '{', '[' or ','),
+ * more than YT_MAX_KEY characters earlier and with no other ": " in
+ * between, say so at the key. */
+static int long_key(builder *b, const char *text, size_t len, int line, int col)
+{
+	size_t start = 0, off, key, i;
+	int l = 1, c, chars = 0, value = 0;
+
+	while (l < line && start < len) {
+		const char *nl = memchr(text + start, '\n', len - start);
+
+		if (!nl)
+			return 0;
+		start = (size_t)(nl - text) + 1;
+		l++;
+	}
+	for (off = start, c = 1; c < col && off < len && text[off] != '\n'; c++) {
+		off++;
+		while (off < len && ((unsigned char)text[off] & 0xc0) == 0x80)
+			off++;
+	}
+	if (off >= len || text[off] != ':')
+		return 0;
+	key = start;
+	for (i = start; i < off; i++) {
+		char ch = text[i];
+
+		if (ch == '{' || ch == '[' || ch == ',') {
+			key = i + 1;
+			value = 0;
+		} else if ((ch == ' ' || ch == '-') && i == key) {
+			key = i + 1;
+		} else if (ch == ':' && (text[i + 1] == ' ' || text[i + 1] == '\t')) {
+			value = 1; /* a value that contains ": ", not a long key */
+		}
+	}
+	for (i = key; i < off; i++)
+		chars += ((unsigned char)text[i] & 0xc0) != 0x80;
+	if (value || chars <= YT_MAX_KEY)
+		return 0;
+	offset_position(text, len, key, &l, &c);
+	return fail_at(b, l, c, "key too long (%d characters; the limit is %d)",
+		       chars, YT_MAX_KEY);
 }
 
 static int parser_failure(builder *b, yaml_parser_t *p, const char *text,
 			  size_t len)
 {
 	int line, col;
+
+	if (p->error == YAML_SCANNER_ERROR || p->error == YAML_PARSER_ERROR) {
+		if (long_key(b, text, len, mark_line(&p->problem_mark),
+			     mark_col(&p->problem_mark)))
+			return -1;
+	}
 
 	if (p->error == YAML_READER_ERROR) {
 		offset_position(text, len, p->problem_offset, &line, &col);

@@ -10,6 +10,7 @@
 #define YT_MAX_NODES 65536
 #define YT_MAX_MAP_KEYS 4096
 #define YT_MAX_SCALAR 65536
+#define YT_MAX_KEY 1024 /* libyaml's limit for an implicit key */
 
 enum ynode_kind { YN_SCALAR, YN_SEQ, YN_MAP };
 

@@ -1,5 +1,6 @@
 """CPU tests of the Python binding (no GPU, no PyTorch needed): run by
-tests/python.sh in CI."""
+tests/python.sh in CI on the source tree, and by tests/pip_install.sh on
+the installed package (JITK_TEST_INSTALLED=1: jitk comes from the venv)."""
 import os
 import shutil
 import sys
@@ -7,7 +8,8 @@ import tempfile
 import unittest
 
 ROOT = os.environ.get("JITK_TEST_ROOT", os.getcwd())
-sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+if not os.environ.get("JITK_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 import jitk  # noqa: E402
 
 SPECS = os.path.join(ROOT, "specs")
@@ -23,16 +25,29 @@ class CompilerTests(unittest.TestCase):
     def test_symbols(self):
         with jitk.Compiler(specs=SPECS, cache_dir="") as c:
             names = c.symbols()
-        self.assertEqual(len(names), 19)
+            insts = c.instances()
+            d = c.describe()
+        # the naming rule: symbols by name, instances by selector
         self.assertIn("fused_norm_scale_shift_fp8", names)
-        self.assertIn("fused_norm_scale_shift_fp8[hidden=1536]", names)
         self.assertIn("static_quant_fp8", names)
+        self.assertNotIn("fused_norm_scale_shift_fp8", insts)
+        self.assertIn("fused_norm_scale_shift_fp8[hidden=3072]", insts)
+        self.assertIn("fused_norm_scale_shift_fp8[hidden=1536]", insts)
+        self.assertIn("static_quant_fp8", insts)
+        self.assertEqual(sorted(s["name"] for s in d["symbols"]), sorted(names))
+        self.assertEqual(sum(len(s["instances"]) for s in d["symbols"]), len(insts))
+        sym = next(s for s in d["symbols"] if s["name"] == "fused_norm_scale_shift_fp8")
+        x = next(a for a in sym["args"] if a["name"] == "x")
+        self.assertEqual((x["kind"], x["dtype"], x["io"], x["shape"]),
+                         ("tensor", "bf16", "in", ["rows", "hidden"]))
+        self.assertEqual(sym["fallback"][1]["symbol"], "static_quant_fp8")
+        self.assertEqual(sym["fallback"][1]["map"]["x"], {"arg": "y", "flat": True})
 
     def test_explain(self):
         c = jitk.Compiler(specs=SPECS, cache_dir="")
-        runs, text = c.explain("fused_norm_scale_shift_fp8", "sm_90")
+        runs, text = c.explain("fused_norm_scale_shift_fp8[hidden=3072]", "sm_90")
         self.assertTrue(runs)
-        self.assertTrue(text.startswith("fused_norm_scale_shift_fp8 on sm_90: runs"))
+        self.assertTrue(text.startswith("fused_norm_scale_shift_fp8[hidden=3072] on sm_90: runs"))
         runs, text = c.explain("fused_norm_scale_shift_fp8", "sm_89")
         self.assertTrue(runs)
         self.assertIn("falls back", text)
@@ -69,6 +84,104 @@ class CompilerTests(unittest.TestCase):
         self.assertTrue(e.exception.message.endswith(
             "x.yaml:2:1: error: duplicate key 'family' (first defined at 1:1)"))
         self.assertIn("^", e.exception.detail)
+
+
+class ArgumentTests(unittest.TestCase):
+    """Hostile arguments: refused with ValueError/TypeError (jitk.Error
+    subclasses with status EINVAL) before C sees them, never truncated or
+    wrapped around."""
+
+    def setUp(self):
+        self.c = jitk.Compiler(specs=SPECS, cache_dir="")
+
+    def tearDown(self):
+        self.c.close()
+
+    def assertArgumentError(self, kind, text, fn, *args, **kw):
+        with self.assertRaises(kind) as e:
+            fn(*args, **kw)
+        self.assertIsInstance(e.exception, jitk.Error)
+        self.assertEqual(e.exception.status, "EINVAL")
+        self.assertIn(text, e.exception.message)
+        return e.exception
+
+    def test_nul_in_strings(self):
+        v, t = ValueError, "contains a NUL character"
+        # 'sm_90\0x' would reach C as 'sm_90' and "run"
+        self.assertArgumentError(v, "arch 'sm_90\\x00x' " + t, self.c.explain,
+                                 "static_quant_fp8", "sm_90\0x")
+        self.assertArgumentError(v, t, self.c.explain, "static_quant_fp8\0junk", "sm_90")
+        self.assertArgumentError(v, t, self.c.explain, "static_quant_fp8", b"sm_90\0")
+        self.assertArgumentError(v, t, self.c.precompile, "static_quant_fp8", "sm_90\0")
+        self.assertArgumentError(v, "specs", jitk.Compiler, specs=SPECS + "\0/elsewhere",
+                                 cache_dir="")
+        self.assertArgumentError(v, "cache_dir", jitk.Compiler, specs=SPECS, cache_dir="\0")
+        self.assertArgumentError(v, "cache_path", jitk.Compiler, specs=SPECS, cache_dir="",
+                                 cache_path="/a\0:/b")
+        self.assertArgumentError(v, "specs", jitk.Runtime, specs="\0", cache_dir="")
+
+    def test_wrong_types(self):
+        t = TypeError
+        self.assertArgumentError(t, "name must be a str, not int", self.c.explain, 123, "sm_90")
+        self.assertArgumentError(t, "arch must be a str, not list", self.c.explain,
+                                 "static_quant_fp8", ["sm_90"])
+        # "no" is truthy: it would have turned compiling off
+        self.assertArgumentError(t, "no_compile must be True, False or None, not str",
+                                 jitk.Compiler, specs=SPECS, no_compile="no")
+        self.assertArgumentError(t, "device must be an int, not str", jitk.Runtime, device="abc")
+        self.assertArgumentError(t, "device must be an int, not float", jitk.Runtime, device=0.5)
+
+    def test_values_out_of_range(self):
+        v = ValueError
+        # 2**40 would wrap to device 0 in a C int
+        self.assertArgumentError(v, "device 1099511627776 is out of range", jitk.Runtime,
+                                 device=2 ** 40)
+        self.assertArgumentError(v, "device -1 is out of range", jitk.Runtime, device=-1)
+        self.assertArgumentError(v, "capture must be 'error' or 'resolve', not 'bogus'",
+                                 jitk.Runtime, capture="bogus")
+
+    def test_library_einval_is_a_value_error(self):
+        e = self.assertArgumentError(ValueError, "'hopper' is not an architecture",
+                                     self.c.explain, "static_quant_fp8", "hopper")
+        self.assertIsInstance(e, jitk.ArgumentError)
+
+    def test_call_and_preload_arguments(self):
+        # checked before anything reaches the library: the argument kinds
+        # come from the spec (describe), values are checked against them
+        kinds = {a["name"]: a["kind"] for a in
+                 self.c.describe("static_quant_fp8")["symbols"][0]["args"]}
+        self.assertEqual(kinds, {"q": "tensor", "x": "tensor", "input_scale": "tensor",
+                                 "n": "i64"})
+        kinds["m"] = "i32"
+        kinds["eps"] = "f32"
+
+        def no_tensor(v, name):
+            raise jitk.ArgumentTypeError(f"{name} must be a torch.Tensor, not {type(v).__name__}")
+        v, t = ValueError, TypeError
+        make = jitk._core._make_args
+        self.assertArgumentError(v, "n 18446744073709551616 is out of range", make, kinds,
+                                 {"n": 2 ** 64}, no_tensor)
+        self.assertArgumentError(v, "m 2147483648 is out of range", make, kinds,
+                                 {"m": 2 ** 31}, no_tensor)
+        self.assertArgumentError(v, "eps 1e+39 does not fit in a 32-bit float", make, kinds,
+                                 {"eps": 1e39}, no_tensor)
+        self.assertArgumentError(t, "n must be an int, not bool", make, kinds, {"n": True},
+                                 no_tensor)
+        self.assertArgumentError(t, "x must be a torch.Tensor, not str", make, kinds,
+                                 {"x": "3"}, no_tensor)
+        arr, n, keep = make(kinds, {"n": 5, "m": 7, "eps": 0.5, "x": None}, no_tensor)
+        self.assertEqual((arr[0].name, arr[0].v.i64, arr[1].v.i32, arr[2].v.f32),
+                         (b"n", 5, 7, 0.5))
+        self.assertEqual((n, keep), (3, []))  # a tensor given as None is left out
+        rt = jitk.Runtime.__new__(jitk.Runtime)
+        rt._h, rt.device = None, 0
+        self.assertArgumentError(t, "names must be a list of selectors, not one string",
+                                 rt.preload, "static_quant_fp8")
+        self.assertArgumentError(v, "names[1] 'b\\x00' contains a NUL", rt.preload, ["a", "b\0"])
+        self.assertArgumentError(t, "names must not hold None", rt.preload, ["a", None])
+        self.assertArgumentError(v, "name 'x\\x00' contains a NUL", rt.stats, "x\0")
+        self.assertArgumentError(v, "mode must be 'strict', 'try' or 'auto', not 'fast'",
+                                 rt.call, "static_quant_fp8", "fast")
 
 
 class RuntimeWithoutGpuTests(unittest.TestCase):

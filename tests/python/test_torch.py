@@ -55,22 +55,27 @@ class TorchTests(unittest.TestCase):
         want = (res.double() + gate.double() * x.double()).float().to(torch.bfloat16)
         self.assertTrue(torch.equal(rout.view(torch.int16), want.view(torch.int16)))
 
-    def test_generic_launch(self):
+    def test_generic_call(self):
         x, _, _, _, _, s = self.inputs(rows=3, h=1536)
-        q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device="cuda")
-        self.rt.launch("static_quant_fp8", q, x, s, x.numel())
+        q = torch.empty(x.numel(), dtype=torch.float8_e4m3fn, device="cuda")
+        fallback, reason, inst = self.rt.call("static_quant_fp8", q=q, x=x.view(-1),
+                                              input_scale=s)
+        self.assertEqual((fallback, reason, inst), (False, None, "static_quant_fp8"))
         q2 = self.rt.static_quant_fp8(x, s)
         torch.cuda.synchronize()
-        self.assertTrue(torch.equal(q.view(torch.uint8), q2.view(torch.uint8)))
-        with self.assertRaises(jitk.Error) as e:
-            self.rt.launch("static_quant_fp8", q, x, s, jitk.i32(x.numel()))
-        self.assertIn("must be of type long long", e.exception.message)
+        self.assertTrue(torch.equal(q.view(torch.uint8), q2.view(torch.uint8).view(-1)))
+        with self.assertRaises(jitk.ArgumentError) as e:
+            self.rt.call("static_quant_fp8", q=q, x=x.view(-1), input_scale=s, n=5)
+        self.assertIn("argument n is 5, but the tensors' shapes say 4608", e.exception.message)
+        with self.assertRaises(jitk.ArgumentError) as e:
+            self.rt.call("static_quant_fp8", q=q[:-1], x=x.view(-1), input_scale=s)
+        self.assertIn("x: expected shape [4607], got [4608]", e.exception.message)
 
     def test_checks_before_launch(self):
         x, _, _, scale, shift, s = self.inputs(rows=4)
         with self.assertRaises(jitk.Error) as e:
             self.rt.fused_norm_scale_shift(x.float(), scale, shift)
-        self.assertIn("torch.float32, not torch.bfloat16", str(e.exception))
+        self.assertIn("x must be bf16, not a tensor of dtype code 2 bits 32", str(e.exception))
         with self.assertRaises(jitk.Error):
             self.rt.fused_norm_scale_shift(x.t(), scale, shift)  # shape and layout
         with self.assertRaises(jitk.Error):
@@ -85,7 +90,7 @@ class TorchTests(unittest.TestCase):
             self.rt.configure_input_scale(bad)
         y, reason = self.rt.try_fused_norm_scale_shift_fp8(x, scale, shift, bad)
         self.assertIsNone(y)
-        self.assertIn("input_scale was not validated", reason)
+        self.assertIn("was not validated with jitk_configure", reason)
 
     def test_current_stream(self):
         x, _, _, scale, shift, _ = self.inputs(rows=4096)
@@ -98,7 +103,7 @@ class TorchTests(unittest.TestCase):
         self.assertTrue(torch.equal(y.view(torch.int16), y2.view(torch.int16)))
 
     def test_stats(self):
-        st = self.rt.stats("fused_norm_scale_shift")
+        st = self.rt.stats("fused_norm_scale_shift[hidden=3072]")
         self.assertGreaterEqual(st["launches"], 1)
         self.assertEqual(st["compiles"] + st["cache_hits"], 1)
 

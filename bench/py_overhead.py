@@ -1,0 +1,96 @@
+"""Host time per eager call, median of 10,000 calls, in one run: jitk's
+fused norm + fp8 through jitk.ops (no dispatcher), torch.ops.jitk (the
+dispatcher), the functional and out variants and the generic ctypes call,
+next to torch.add on the same tensors. Each call is timed alone with
+perf_counter_ns; the GPU is synchronized every 200 calls (not timed), so
+the launch queue never fills and blocks the host.
+
+    python3 bench/py_overhead.py [--rows 4096] [--calls 10000]
+
+Prints one table (us per call) and the ratio of the jitk.ops call to
+torch.add; the issue's target is a ratio <= 1.0.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+try:  # the installed package (pip install ./bindings/python), else the source tree
+    import jitk  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings",
+                                    "python"))
+import torch  # noqa: E402
+
+import jitk  # noqa: E402
+
+
+def host_us(fn, calls):
+    ts = []
+    for i in range(calls):
+        if i % 200 == 0:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        fn()
+        ts.append(time.perf_counter_ns() - t0)
+    torch.cuda.synchronize()
+    return statistics.median(ts) / 1000.0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=4096)
+    p.add_argument("--hidden", type=int, default=3072)
+    p.add_argument("--calls", type=int, default=10000)
+    a = p.parse_args()
+    if jitk.ops_error:
+        raise SystemExit(f"jitk ops: {jitk.ops_error}")
+    dev = torch.device("cuda")
+    x = torch.randn(a.rows, a.hidden, device=dev).to(torch.bfloat16)
+    x2 = torch.randn(a.rows, a.hidden, device=dev).to(torch.bfloat16)
+    scale = torch.randn(a.hidden, device=dev).to(torch.bfloat16) * 0.2
+    shift = torch.randn(a.hidden, device=dev).to(torch.bfloat16) * 0.2
+    s = torch.tensor([0.5], device=dev)
+    jitk.configure("fused_norm_scale_shift_fp8", "input_scale", s)
+    y, q, c = torch.empty_like(x), torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=dev), \
+        torch.empty_like(x)
+    rt = jitk.runtime()
+    sym = "fused_norm_scale_shift_fp8"
+    fn, fn_out = getattr(jitk.ops, sym), getattr(jitk.ops.out, sym)
+    top, top_out = getattr(torch.ops.jitk, sym).default, getattr(torch.ops.jitk, sym).out
+    cases = [
+        ("torch.add(x, x2)", lambda: torch.add(x, x2)),
+        ("torch.add(x, x2, out=c)", lambda: torch.add(x, x2, out=c)),
+        (f"jitk.ops.{sym}", lambda: fn(x, scale, shift, s)),
+        (f"jitk.ops.out.{sym}", lambda: fn_out(x, scale, shift, s, y=y, q=q)),
+        (f"torch.ops.jitk.{sym}", lambda: top(x, scale, shift, s)),
+        (f"torch.ops.jitk.{sym}.out", lambda: top_out(x, scale, shift, s, y=y, q=q)),
+        (f"Runtime.call('{sym}') (ctypes)", lambda: rt.call(sym, "auto", y=y, q=q, x=x, scale=scale,
+                                                            shift=shift, input_scale=s)),
+    ]
+    for _, f in cases:  # warm up: resolve, allocator
+        for _ in range(50):
+            f()
+    res = [(name, host_us(f, a.calls)) for name, f in cases]
+    plan = "compiled (jitk._fast)" if _has_fast() else "ctypes (no jitk._fast: see docs/python.md)"
+    print(f"host time per eager call, median of {a.calls}, rows={a.rows} hidden={a.hidden}, "
+          f"{torch.cuda.get_device_name()}, torch {torch.__version__}, plan: {plan}")
+    print(f"{'call':<58} {'us':>8}")
+    for name, us in res:
+        print(f"{name:<58} {us:8.2f}")
+    base, out_base = res[0][1], res[1][1]
+    print(f"jitk.ops functional / torch.add: {res[2][1] / base:.2f}; "
+          f"jitk.ops.out / torch.add(out=): {res[3][1] / out_base:.2f} (target <= 1.00)")
+
+
+def _has_fast():
+    try:
+        from jitk import _fast  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+if __name__ == "__main__":
+    main()

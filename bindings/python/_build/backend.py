@@ -1,0 +1,168 @@
+"""The PEP 517 backend of jitk's Python package: no build dependencies.
+
+build_wheel: copy the source tree (the directory two levels above this
+package's pyproject.toml) into a temporary directory, so that the user's
+config.ninja and build/ are never touched; run `sh configure
+--without-tests` and `ninja build/libjitk.so` there (configure finds the
+CUDA toolkit, installs missing Debian packages when it can, and fails with
+one line when it cannot); compile jitk/_fast.c against jitk.h; write the
+wheel with jitk/lib/libjitk.so.0, jitk/specs, jitk/templates and
+jitk/include inside.
+
+Environment: JITK_CONFIGURE_ARGS (more ./configure options, e.g.
+--cuda=DIR), CC (the C compiler for the extension; default cc).
+"""
+import base64
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import zipfile
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bindings/python
+ROOT = os.path.dirname(os.path.dirname(HERE))                        # the source tree
+NAME = "jitk"
+
+
+def _version():
+    with open(os.path.join(ROOT, "runtime", "include", "jitk", "version.h")) as f:
+        m = re.search(r'#define JITK_VERSION "([^"]+)"', f.read())
+    if not m:
+        raise RuntimeError("jitk: no JITK_VERSION in runtime/include/jitk/version.h")
+    return m.group(1)
+
+
+def _tag():
+    impl = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return f"{impl}-{impl}-{plat}"
+
+
+def _metadata():
+    return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {_version()}\n"
+            "Summary: JIT kernel compiler and loader for CUDA: every spec symbol a PyTorch op\n"
+            "Requires-Python: >=3.9\n")
+
+
+def _dist_info():
+    return f"{NAME}-{_version()}.dist-info"
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    d = os.path.join(metadata_directory, _dist_info())
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "METADATA"), "w") as f:
+        f.write(_metadata())
+    return _dist_info()
+
+
+def _run(cmd, cwd):
+    print("jitk build:", " ".join(shlex.quote(c) for c in cmd), flush=True)
+    r = subprocess.run(cmd, cwd=cwd)
+    if r.returncode:
+        raise RuntimeError(f"jitk build: {' '.join(cmd)} failed with status {r.returncode}")
+
+
+# top-level entries the library's build does not need
+_SKIP = {".git", "build", "cache", "fuzz", "bench", "bindings", "docs", ".whl", ".dev",
+         "config.ninja", ".ninja_log", ".ninja_deps"}
+
+
+def _ignore(d, names):
+    top = os.path.samefile(d, ROOT)
+    return [n for n in names if n == "__pycache__" or n.endswith(".o") or
+            (top and (n in _SKIP or n.startswith("build-")))]
+
+
+def _build_library(tmp):
+    if not os.path.exists(os.path.join(ROOT, "configure")):
+        raise RuntimeError(f"jitk build: no configure in {ROOT}; build from jitk's source tree "
+                           "(pip install ./bindings/python)")
+    src = os.path.join(tmp, "src")
+    shutil.copytree(ROOT, src, ignore=_ignore, symlinks=True)
+    os.makedirs(os.path.join(src, "cache"), exist_ok=True)
+    args = shlex.split(os.environ.get("JITK_CONFIGURE_ARGS", ""))
+    _run(["sh", "configure", "--without-tests"] + args, src)
+    ninja = shutil.which("ninja") or shutil.which("ninja-build") or "ninja"
+    _run([ninja, "build/libjitk.so"], src)
+    return src
+
+
+def _build_extension(src, out):
+    cc = os.environ.get("CC", "cc")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    target = os.path.join(out, "_fast" + suffix)
+    _run(shlex.split(cc) + ["-shared", "-fPIC", "-O2", "-std=c11", "-Wall",
+                            "-I" + sysconfig.get_paths()["include"],
+                            "-I" + os.path.join(src, "runtime", "include"),
+                            os.path.join(HERE, "jitk", "_fast.c"), "-o", target], src)
+    return target
+
+
+def _files(src, ext):
+    """(path in the wheel, file on disk) of everything the wheel holds."""
+    pkg = os.path.join(HERE, NAME)
+    out = []
+    for n in sorted(os.listdir(pkg)):
+        if n.endswith(".py"):
+            out.append((f"{NAME}/{n}", os.path.join(pkg, n)))
+    out.append((f"{NAME}/{os.path.basename(ext)}", ext))
+    out.append((f"{NAME}/lib/libjitk.so.0", os.path.realpath(os.path.join(src, "build",
+                                                                          "libjitk.so"))))
+    for sub in ("specs", "templates", os.path.join("runtime", "include")):
+        base = os.path.join(src, sub)
+        dest = "include" if sub.startswith("runtime") else sub
+        for d, _, names in os.walk(base):
+            for n in sorted(names):
+                rel = os.path.relpath(os.path.join(d, n), base)
+                out.append((f"{NAME}/{dest}/{rel}", os.path.join(d, n)))
+    return out
+
+
+def _record_line(arc, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{arc},sha256={digest},{len(data)}\n"
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    tmp = tempfile.mkdtemp(prefix="jitk-wheel-")
+    try:
+        src = _build_library(tmp)
+        ext = _build_extension(src, tmp)
+        name = f"{NAME}-{_version()}-{_tag()}.whl"
+        path = os.path.join(wheel_directory, name)
+        info = _dist_info()
+        record = []
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for arc, disk in _files(src, ext):
+                with open(disk, "rb") as f:
+                    data = f.read()
+                zi = zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0))
+                zi.external_attr = (0o755 if arc.endswith(".so") or ".so." in arc
+                                    else 0o644) << 16
+                zi.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(zi, data)
+                record.append(_record_line(arc, data))
+            meta = {"METADATA": _metadata(),
+                    "WHEEL": ("Wheel-Version: 1.0\nGenerator: jitk-backend\n"
+                              f"Root-Is-Purelib: false\nTag: {_tag()}\n"),
+                    "top_level.txt": NAME + "\n"}
+            for n, text in meta.items():
+                arc = f"{info}/{n}"
+                z.writestr(zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0)), text)
+                record.append(_record_line(arc, text.encode()))
+            record.append(f"{info}/RECORD,,\n")
+            z.writestr(zipfile.ZipInfo(f"{info}/RECORD", date_time=(2026, 1, 1, 0, 0, 0)),
+                       "".join(record))
+        return name
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,725 @@
+"""jitk for Python: list, explain and precompile kernels, and launch them on
+PyTorch tensors, through plain ctypes (no build step).
+
+    import torch, jitk
+    rt = jitk.Runtime()                      # device 0, default specs and cache
+    rt.configure_input_scale(s)              # once: s is a float32 [1] CUDA tensor
+    y, q, fused = rt.auto_norm_scale_shift_fp8(x, scale, shift, s)
+
+Any symbol is called with Runtime.call(selector, mode, **arguments): the
+library checks every tensor against the spec's argument table (dtype,
+shape, strides, alignment, aliasing) before anything is launched; kernels
+run on PyTorch's current stream of the device. Failures raise jitk.Error with the library's status and message;
+a fused path that does not apply is not an error (see try_ and auto). A bad
+argument raises jitk.ArgumentError (also a ValueError) or
+jitk.ArgumentTypeError (also a TypeError), status EINVAL, before anything
+reaches the library: a string with a NUL character, a number that does not
+fit its C type, a wrong type.
+
+Tensors of other frameworks (CuPy, JAX: any object with __dlpack__) are
+passed through DLPack (jitk_op_call_dlpack), on that framework's stream.
+
+libjitk is found through $JITK_LIBRARY, else inside the installed
+package (jitk/lib/libjitk.so.0, with specs/ and templates/ beside it), else
+in the source tree (build/libjitk.so), else on the system's library path.
+"""
+import ctypes
+import ctypes.util
+import math
+import operator
+import os
+import sys
+
+__all__ = ["Error", "ArgumentError", "ArgumentTypeError", "Compiler", "Runtime", "version"]
+
+# ----------------------------------------------------------------- library
+
+_STATUS = {
+    0: "OK", 1: "FALLBACK", -1: "EINVAL", -2: "ENOMEM", -3: "ENOENT", -4: "ESPEC",
+    -5: "EARCH", -6: "ECOMPILE", -7: "ENOCOMPILE", -8: "EIO", -9: "ENODEV",
+    -10: "EDRIVER", -11: "ECAPTURE",
+}
+
+
+def _load():
+    names = []
+    if os.environ.get("JITK_LIBRARY"):
+        names.append(os.environ["JITK_LIBRARY"])
+    here = os.path.dirname(os.path.abspath(__file__))
+    names.append(os.path.join(here, "lib", "libjitk.so.0"))          # the installed package
+    names.append(os.path.join(here, "..", "..", "..", "build", "libjitk.so"))  # a source tree
+    found = ctypes.util.find_library("jitk")
+    if found:
+        names.append(found)
+    names.append("libjitk.so.0")
+    errors = []
+    for n in names:
+        if os.sep in n and not os.path.exists(n):
+            errors.append(f"{n}: no such file")
+            continue
+        try:
+            return ctypes.CDLL(n), n
+        except OSError as e:
+            errors.append(f"{n}: {e}")
+    raise ImportError("cannot load libjitk: " + "; ".join(errors))
+
+
+_lib, library_path = _load()
+_c = ctypes
+
+
+class _Error(_c.Structure):
+    _fields_ = [("status", _c.c_int), ("message", _c.c_char_p), ("detail", _c.c_char_p)]
+
+
+_LOG_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_int, _c.c_char_p)
+
+
+class _CompilerOptions(_c.Structure):
+    _fields_ = [("version", _c.c_uint), ("specs", _c.c_char_p), ("cache_dir", _c.c_char_p),
+                ("cache_path", _c.c_char_p), ("no_compile", _c.c_int),
+                ("force_compile", _c.c_int), ("dump_dir", _c.c_char_p), ("log", _LOG_FN),
+                ("log_payload", _c.c_void_p), ("log_level", _c.c_int),
+                ("cache_read_only", _c.c_int)]
+
+
+class _RuntimeOptions(_c.Structure):  # version 3
+    _fields_ = [("version", _c.c_uint), ("device", _c.c_int), ("capture", _c.c_int),
+                ("programmatic", _c.c_int), ("compiler", _c.POINTER(_CompilerOptions))]
+
+
+_MAX_DIMS = 6
+
+
+class _DType(_c.Structure):
+    _fields_ = [("code", _c.c_uint8), ("bits", _c.c_uint8), ("lanes", _c.c_uint16)]
+
+
+class _Tensor(_c.Structure):
+    _fields_ = [("data", _c.c_uint64), ("dtype", _DType), ("ndim", _c.c_int32),
+                ("shape", _c.c_int64 * _MAX_DIMS), ("strides", _c.c_int64 * _MAX_DIMS)]
+
+
+class _ArgValue(_c.Union):
+    _fields_ = [("tensor", _c.POINTER(_Tensor)), ("dlpack", _c.c_void_p), ("i32", _c.c_int32),
+                ("i64", _c.c_int64), ("f32", _c.c_float)]
+
+
+class _Arg(_c.Structure):
+    _fields_ = [("name", _c.c_char_p), ("type", _c.c_int), ("v", _ArgValue)]
+
+
+class _CallInfo(_c.Structure):
+    _fields_ = [("fallback", _c.c_int), ("reason", _c.c_char_p), ("instance", _c.c_char_p)]
+
+
+class _Stats(_c.Structure):
+    _fields_ = [(n, _c.c_uint64) for n in ("compiles", "cache_hits", "cache_misses",
+                                           "cache_rejects", "loads", "load_failures",
+                                           "launches")] + \
+               [("compile_ms", _c.c_double), ("load_ms", _c.c_double)]
+
+
+def _sig(name, restype, *argtypes):
+    f = getattr(_lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+_P = _c.c_void_p
+_error_last = _sig("jitk_error_last", _c.POINTER(_Error))
+_strerror = _sig("jitk_strerror", _c.c_char_p, _c.c_int)
+_version = _sig("jitk_version", _c.c_char_p)
+_free = _sig("jitk_free", None, _P)
+_compiler_new = _sig("jitk_compiler_new", _c.c_int, _c.POINTER(_P), _c.POINTER(_CompilerOptions))
+_compiler_free = _sig("jitk_compiler_free", None, _P)
+_symbol_count = _sig("jitk_symbol_count", _c.c_size_t, _P)
+_symbol_name = _sig("jitk_symbol_name", _c.c_char_p, _P, _c.c_size_t)
+_instance_count = _sig("jitk_instance_count", _c.c_size_t, _P)
+_instance_name = _sig("jitk_instance_name", _c.c_char_p, _P, _c.c_size_t)
+_describe = _sig("jitk_describe", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
+_explain = _sig("jitk_explain", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p, _c.c_char_p)
+_precompile = _sig("jitk_precompile", _c.c_int, _c.POINTER(_c.c_int), _P, _c.c_char_p, _c.c_char_p)
+_runtime_new = _sig("jitk_runtime_new", _c.c_int, _c.POINTER(_P), _c.POINTER(_RuntimeOptions))
+_runtime_free = _sig("jitk_runtime_free", None, _P)
+_runtime_arch = _sig("jitk_runtime_arch", _c.c_char_p, _P)
+_runtime_compiler = _sig("jitk_runtime_compiler", _P, _P)
+_preload = _sig("jitk_preload", _c.c_int, _P, _c.POINTER(_c.c_char_p), _c.c_size_t)
+_op_get = _sig("jitk_op_get", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
+_op_call = _sig("jitk_op_call", _c.c_int, _c.POINTER(_CallInfo), _P, _c.c_int,
+                _c.POINTER(_Arg), _c.c_size_t, _P)
+_op_call_dlpack = _sig("jitk_op_call_dlpack", _c.c_int, _c.POINTER(_CallInfo), _P, _c.c_int,
+                       _c.POINTER(_Arg), _c.c_size_t, _P)
+_list = _sig("jitk_list", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
+_check_target = _sig("jitk_check_target", _c.c_int, _P, _c.c_char_p)
+_select = _sig("jitk_select", _c.c_int, _c.POINTER(_c.POINTER(_c.c_size_t)),
+                _c.POINTER(_c.c_size_t), _P, _c.c_char_p)
+_compiler_cache_dir = _sig("jitk_compiler_cache_dir", _c.c_char_p, _P)
+_configure = _sig("jitk_configure", _c.c_int, _P, _c.c_char_p, _c.c_char_p, _c.POINTER(_Tensor))
+_unconfigure = _sig("jitk_unconfigure", _c.c_int, _P, _c.c_uint64)
+_stats_get = _sig("jitk_stats_get", _c.c_int, _c.POINTER(_Stats), _P, _c.c_char_p)
+
+
+class Error(Exception):
+    """A jitk failure: .status (e.g. 'ESPEC'), .message (one line: file:line:col
+    for specs; symbol, variant and architecture for compiles), .detail (the
+    quoted spec line, or the full NVRTC log)."""
+
+    def __init__(self, code, message, detail=""):
+        self.code = code
+        self.status = _STATUS.get(code, str(code))
+        self.message = message
+        self.detail = detail
+        super().__init__(f"{self.status}: {message}")
+
+
+class ArgumentError(Error, ValueError):
+    """A bad argument value (status EINVAL), refused by the binding before the
+    library saw it, or by the library."""
+
+    def __init__(self, message, detail=""):
+        super().__init__(-1, message, detail)
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of the wrong type (status EINVAL)."""
+
+    def __init__(self, message, detail=""):
+        super().__init__(-1, message, detail)
+
+
+def _check(rc):
+    if rc < 0:
+        e = _error_last().contents
+        message = (e.message or b"").decode(errors="replace")
+        detail = (e.detail or b"").decode(errors="replace")
+        if rc == -1:  # EINVAL: an argument the library refused
+            raise ArgumentError(message, detail)
+        raise Error(rc, message, detail)
+    return rc
+
+
+def _b(s, what):
+    """s (str, bytes or path) as the bytes C receives; None stays None. C
+    strings end at a NUL, so one inside would silently cut the value."""
+    if s is None:
+        return None
+    if not isinstance(s, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"{what} must be a str, not {type(s).__name__}")
+    b = os.fsencode(s)
+    if not isinstance(b, bytes):
+        raise ArgumentTypeError(f"{what} must be a str, not {type(s).__name__}")
+    if b"\0" in b:
+        raise ArgumentError(f"{what} {s!r} contains a NUL character")
+    return b
+
+
+def _int(v, what, lo, hi):
+    """v as an int from lo to hi (no bool, no float), else an argument error."""
+    if isinstance(v, bool):
+        raise ArgumentTypeError(f"{what} must be an int, not bool")
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise ArgumentTypeError(f"{what} must be an int, not {type(v).__name__}") from None
+    if not lo <= n <= hi:
+        raise ArgumentError(f"{what} {n} is out of range ({lo} to {hi})")
+    return n
+
+
+def _tri(v, what):
+    """None (the environment decides), or a flag."""
+    if v is None:
+        return -1
+    if not isinstance(v, (bool, int)):
+        raise ArgumentTypeError(f"{what} must be True, False or None, not {type(v).__name__}")
+    return int(bool(v))
+
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_F32_MAX = 3.4028234663852886e38
+
+
+def _f32(v, what):
+    """v as a float that fits an fp32 (infinities and NaN pass as they are)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ArgumentTypeError(f"{what} must be a float, not {type(v).__name__}")
+    f = float(v)
+    if math.isfinite(f) and abs(f) > _F32_MAX:
+        raise ArgumentError(f"{what} {f} does not fit in a 32-bit float")
+    return f
+
+
+def version():
+    """The library's version string."""
+    return _version().decode()
+
+
+def _text(out):
+    """A string the library returned through an out-parameter, freed."""
+    if not out.value:
+        return ""
+    text = _c.cast(out, _c.c_char_p).value.decode()
+    _free(out)
+    return text
+
+
+def _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile):
+    o = _CompilerOptions()
+    o.version = 1
+    o.specs = _b(specs, "specs")
+    o.cache_dir = _b(cache_dir, "cache_dir")
+    o.cache_path = _b(cache_path, "cache_path")
+    o.no_compile = _tri(no_compile, "no_compile")
+    o.force_compile = _tri(force_compile, "force_compile")
+    o.log_level = -1
+    o.cache_read_only = -1
+    return o
+
+
+# ---------------------------------------------------------------- handles
+
+class _Handle:
+    """A library object freed by close(), on garbage collection, or at the end
+    of a with block."""
+    _free = None
+
+    def close(self):
+        if getattr(self, "_h", None):
+            type(self)._free(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ---------------------------------------------------------------- compiler
+
+def _describe_json(h, selector):
+    import json
+    out = _P()
+    _check(_describe(_c.byref(out), h, _b(selector, "selector")))
+    return json.loads(_text(out))
+
+
+class Compiler(_Handle):
+    """The GPU-free half: specs, NVRTC and the cache. Arguments left None come
+    from the environment (JITK_SPECS, JITK_CACHE_DIR...), else the defaults."""
+
+    _free = staticmethod(_compiler_free)
+
+    def __init__(self, specs=None, cache_dir=None, cache_path=None, no_compile=None,
+                 force_compile=None):
+        self._opts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
+        h = _P()
+        _check(_compiler_new(_c.byref(h), _c.byref(self._opts)))
+        self._h = h
+
+    def symbols(self):
+        """Every symbol's name (see instances for their instances)."""
+        return [_symbol_name(self._h, i).decode() for i in range(_symbol_count(self._h))]
+
+    def instances(self):
+        """Every instance's name: "symbol[param=value,...]", or the symbol's
+        name when it has one instance."""
+        return [_instance_name(self._h, i).decode() for i in range(_instance_count(self._h))]
+
+    def select(self, selector):
+        """The names of the instances a selector selects."""
+        idx = _c.POINTER(_c.c_size_t)()
+        n = _c.c_size_t()
+        _check(_select(_c.byref(idx), _c.byref(n), self._h, _b(selector, "selector")))
+        try:
+            return [_instance_name(self._h, idx[i]).decode() for i in range(n.value)]
+        finally:
+            _free(idx)
+
+    def cache_dir(self):
+        """The writable cache directory, or None without one."""
+        d = _compiler_cache_dir(self._h)
+        return d.decode() if d else None
+
+    def describe(self, selector=None):
+        """The specs' symbols as a dict (jitk_describe's JSON): parameters,
+        instances, argument tables with dtypes and shapes, fallbacks."""
+        return _describe_json(self._h, selector)
+
+    def explain(self, name, arch):
+        """(runs, text): whether name (a selector) or its fallback runs on
+        arch, and why."""
+        out = _P()
+        rc = _explain(_c.byref(out), self._h, _b(name, "name"), _b(arch, "arch"))
+        text = _text(out)
+        if rc == -5:  # EARCH: neither the symbol nor its fallback runs there
+            return False, text
+        _check(rc)
+        return True, text
+
+    def precompile(self, name, arch):
+        """Make sure name's cubin for arch is cached: 'compiled', 'cache', 'layer'
+        (a read-only layer) or 'memory' (compiled, no writable cache)."""
+        origin = _c.c_int(-1)
+        _check(_precompile(_c.byref(origin), self._h, _b(name, "name"), _b(arch, "arch")))
+        return {0: "compiled", 1: "cache", 2: "layer", 3: "memory"}.get(origin.value,
+                                                                        str(origin.value))
+
+
+# ----------------------------------------------------------------- runtime
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:  # the CPU parts of jitk need no torch
+        raise Error(-1, "this needs PyTorch: " + str(e)) from None
+    return torch
+
+
+_MODES = {"strict": 0, "try": 1, "auto": 2}
+_ARG_I32, _ARG_I64, _ARG_F32, _ARG_TENSOR, _ARG_DLPACK = 2, 3, 4, 5, 6
+
+
+def _dtype_codes(torch):
+    """torch dtypes as DLPack (code, bits)."""
+    return {torch.bfloat16: (4, 16), torch.float32: (2, 32), torch.float16: (2, 16),
+            torch.float8_e4m3fn: (10, 8), torch.int32: (0, 32), torch.int64: (0, 64),
+            torch.uint8: (1, 8), torch.int8: (0, 8)}
+
+
+def _make_args(kinds, args, tensor):
+    """The C argument array of a call: each value checked against its kind
+    in the spec (kinds: name -> 'tensor', 'i32', 'i64' or 'f32'); tensor(v,
+    name) describes a tensor: a _Tensor, or the address of a DLTensor (an
+    int). A tensor given as None is left out (a nullable argument). Returns
+    the array, its length and the tensor descriptions it points to (keep
+    them alive for the call)."""
+    arr = (_Arg * max(1, len(args)))()
+    keep = []
+    i = 0
+    for name, v in args.items():
+        kind = kinds.get(name)
+        if kind == "tensor" and v is None:
+            continue
+        arr[i].name = _b(name, "argument name")
+        if kind == "tensor":
+            t = tensor(v, name)
+            keep.append(t)
+            if isinstance(t, int):
+                arr[i].type, arr[i].v.dlpack = _ARG_DLPACK, t
+            else:
+                arr[i].type = _ARG_TENSOR
+                arr[i].v.tensor = _c.pointer(t)
+        elif kind == "i32":
+            arr[i].type, arr[i].v.i32 = _ARG_I32, _int(v, name, *_INT32)
+        elif kind == "i64":
+            arr[i].type, arr[i].v.i64 = _ARG_I64, _int(v, name, *_INT64)
+        elif kind == "f32":
+            arr[i].type, arr[i].v.f32 = _ARG_F32, _f32(v, name)
+        else:  # not an argument of the symbol: the library names it
+            arr[i].type = _ARG_I64
+        i += 1
+    return arr, i, keep
+
+
+def _is_torch_tensor(v):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(v, torch.Tensor)
+
+
+_cuda = None
+
+
+def _sync_legacy_stream():
+    """Wait for CUDA's legacy default stream (the DLPack path of a
+    framework that has no stream to share)."""
+    global _cuda
+    if _cuda is None:
+        _cuda = _c.CDLL("libcuda.so.1")
+        _cuda.cuStreamSynchronize.argtypes = [_P]
+    rc = _cuda.cuStreamSynchronize(None)
+    if rc:
+        raise Error(-10, f"cuStreamSynchronize failed with CUresult {rc}")
+
+
+class Runtime(_Handle):
+    """A runtime bound to one CUDA device (default: PyTorch's current device
+    when PyTorch is imported, else 0). capture: 'error' (an unresolved kernel
+    requested during graph capture raises ECAPTURE; use preload) or
+    'resolve'. programmatic: launch with programmatic dependent launch
+    where the spec family allows it (sm_90+): each kernel's launch overlaps
+    the end of the one before it on the stream; results are the same.
+
+    Every symbol is called through call(selector, mode, **arguments), which
+    the library checks against the spec's argument table; the norm family's
+    methods below are written on it."""
+
+    _free = staticmethod(_runtime_free)
+
+    def __init__(self, device=None, specs=None, cache_dir=None, cache_path=None,
+                 no_compile=None, force_compile=None, capture="error", programmatic=False):
+        if device is None:
+            import sys
+            torch = sys.modules.get("torch")
+            device = torch.cuda.current_device() if torch and torch.cuda.is_available() else 0
+        self.device = _int(device, "device", 0, _INT32[1])
+        if capture not in ("error", "resolve"):
+            raise ArgumentError(f"capture must be 'error' or 'resolve', not {capture!r}")
+        self._copts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
+        o = _RuntimeOptions()
+        o.version = 3
+        o.device = self.device
+        o.programmatic = 1 if programmatic else 0
+        o.capture = {"error": 0, "resolve": 1}[capture]
+        o.compiler = _c.pointer(self._copts)
+        self._opts = o
+        h = _P()
+        _check(_runtime_new(_c.byref(h), _c.byref(o)))
+        self._h = h
+        self._ops = {}
+        self._kinds = {}
+        self._args = {}
+
+    @property
+    def arch(self):
+        return _runtime_arch(self._h).decode()
+
+    def describe(self, selector=None):
+        """As Compiler.describe, for this runtime's specs."""
+        return _describe_json(_runtime_compiler(self._h), selector)
+
+    def preload(self, names=None):
+        """Resolve the instances these selectors select (all that run here
+        when None) before capture."""
+        if names is None:
+            _check(_preload(self._h, None, 0))
+            return
+        if isinstance(names, (str, bytes)):
+            raise ArgumentTypeError("names must be a list of selectors, not one string")
+        names = [_b(n, f"names[{i}]") for i, n in enumerate(names)]
+        if any(n is None for n in names):
+            raise ArgumentTypeError("names must not hold None")
+        arr = (_c.c_char_p * max(1, len(names)))(*names)
+        _check(_preload(self._h, arr, len(names)))
+
+    def stats(self, name=None):
+        s = _Stats()
+        _check(_stats_get(_c.byref(s), self._h, _b(name, "name")))
+        return {f: getattr(s, f) for f, _ in _Stats._fields_}
+
+    # -- the generic call
+    def _stream(self):
+        return _P(_torch().cuda.current_stream(self.device).cuda_stream)
+
+    def _op(self, selector):
+        op = self._ops.get(selector)
+        if op is None:
+            op = _P()
+            _check(_op_get(_c.byref(op), self._h, _b(selector, "selector")))
+            sym = selector.split("[", 1)[0]
+            d = self.describe(sym)["symbols"][0]
+            self._kinds[selector] = {a["name"]: a["kind"] for a in d["args"]}
+            self._args[op.value] = d["args"]
+            self._ops[selector] = op
+        return op
+
+    def _tensor(self, t, what):
+        torch = _torch()
+        if not isinstance(t, torch.Tensor):
+            raise ArgumentTypeError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
+        if t.device.type != "cuda" or t.device.index != self.device:
+            raise ArgumentError(f"{what} is on {t.device}, not cuda:{self.device}")
+        code = _dtype_codes(torch).get(t.dtype)
+        if code is None:
+            raise ArgumentTypeError(f"{what}: dtype {t.dtype} is not a kernel argument type")
+        if t.dim() > _MAX_DIMS:
+            raise ArgumentError(f"{what} has {t.dim()} dimensions, more than {_MAX_DIMS}")
+        d = _Tensor()
+        d.data = t.data_ptr()
+        d.dtype.code, d.dtype.bits, d.dtype.lanes = code[0], code[1], 1
+        d.ndim = t.dim()
+        for i, (n, st) in enumerate(zip(t.shape, t.stride())):
+            d.shape[i], d.strides[i] = n, st
+        return d
+
+    def call(self, selector, mode="strict", stream=None, **args):
+        """Call any symbol: tensors and scalars by the spec's names. The
+        instance is picked from the shapes; every dtype, shape, stride,
+        alignment and aliasing rule is checked by the library. mode:
+        'strict', 'try' or 'auto'. Returns (fallback, reason, instance):
+        fallback is True when 'auto' ran the spec's fallback (or when 'try'
+        launched nothing: then reason says why).
+
+        Tensors are torch.Tensors (the kernel runs on PyTorch's current
+        stream) or any objects with __dlpack__ (CuPy, JAX...): then every
+        tensor goes through DLPack, exported for the stream of the first
+        tensor's framework (CuPy's current stream; PyTorch's); a framework
+        without one (JAX) gets the legacy default stream, and the call
+        waits for it before returning. stream (an int handle) overrides the
+        choice."""
+        if mode not in _MODES:
+            raise ArgumentError(f"mode must be 'strict', 'try' or 'auto', not {mode!r}")
+        op = self._op(selector)
+        kinds = self._kinds[selector]
+        tensors = [v for n, v in args.items() if kinds.get(n) == "tensor" and v is not None]
+        info = _CallInfo()
+        if all(_is_torch_tensor(t) for t in tensors):
+            arr, n, keep = _make_args(kinds, args, self._tensor)
+            if stream is None and keep:
+                stream = self._stream()
+            rc = _check(_op_call(_c.byref(info), op, _MODES[mode], arr, n, _P(stream)))
+        else:
+            rc = self._call_dlpack(op, kinds, info, mode, args, tensors, stream)
+        reason = info.reason.decode() if info.reason else None
+        inst = info.instance.decode() if info.instance else None
+        return (rc == 1 or bool(info.fallback)), reason, inst
+
+    def _call_dlpack(self, op, kinds, info, mode, args, tensors, stream):
+        from . import _dlpack
+        wait = False
+        if stream is None:
+            stream = _dlpack.framework_stream(tensors[0], self.device)
+            wait = stream is None
+        capsules = []
+        outs = {a["name"] for a in self._args[op.value] if a.get("io") in ("out", "inout")}
+
+        def tensor(v, name):
+            if not hasattr(v, "__dlpack__"):
+                raise ArgumentTypeError(f"{name} must be a tensor with __dlpack__, not "
+                                        f"{type(v).__name__}")
+            cap = _dlpack.export(v, stream, name)
+            capsules.append(cap)
+            try:
+                addr, read_only = _dlpack.view(cap, name)
+            except ValueError as e:
+                raise ArgumentError(str(e)) from None
+            if read_only and name in outs:
+                raise ArgumentError(f"{name}: the DLPack tensor is read-only, and jitk writes it")
+            return addr
+        arr, n, _ = _make_args(kinds, args, tensor)
+        rc = _check(_op_call_dlpack(_c.byref(info), op, _MODES[mode], arr, n,
+                                    _P(stream or None)))
+        if wait:
+            _sync_legacy_stream()
+        del capsules
+        return rc
+
+    def configure(self, symbol, arg, t):
+        """Validate a tensor a `configured:` argument of symbol needs (one
+        device read), tied to its allocation."""
+        if not _is_torch_tensor(t) and hasattr(t, "__dlpack__"):
+            from . import _dlpack
+            cap = _dlpack.export(t, None, arg)
+            addr, _ = _dlpack.view(cap, arg)
+            dl = _dlpack.DLTensor.from_address(addr)
+            d = _Tensor()
+            d.data = (dl.data or 0) + dl.byte_offset
+            d.dtype.code, d.dtype.bits, d.dtype.lanes = dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
+            d.ndim = dl.ndim
+            for i in range(min(dl.ndim, _MAX_DIMS)):
+                d.shape[i] = dl.shape[i]
+                d.strides[i] = dl.strides[i] if dl.strides else 1
+            _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
+            return
+        d = self._tensor(t, arg)
+        _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
+
+    def unconfigure(self, t):
+        _check(_unconfigure(self._h, t.data_ptr() if hasattr(t, "data_ptr") else
+                            _int(t, "data", 0, (1 << 64) - 1)))
+
+    # -- the norm family, on the generic call
+    def configure_input_scale(self, input_scale):
+        """Validate a static scale once (a device read): one finite, positive fp32."""
+        self.configure("fused_norm_scale_shift_fp8", "input_scale", input_scale)
+
+    def _norm(self, sym, mode, x, scale, shift, input_scale=None, residual=None, gate=None,
+              y=None, q=None, residual_out=None, eps=1e-6, quantize=False):
+        torch = _torch()
+        if not isinstance(x, torch.Tensor) or x.dim() != 2:
+            raise ArgumentError("x must be a 2-D [rows, hidden] torch.Tensor")
+        args = {}
+        y = torch.empty_like(x) if y is None else y
+        args["y"] = y
+        outs = [y]
+        if quantize:
+            q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device) if q is None else q
+            args["q"] = q
+            outs.append(q)
+        if residual is not None:
+            residual_out = torch.empty_like(x) if residual_out is None else residual_out
+            args["residual_out"] = residual_out
+            outs.append(residual_out)
+        args["x"] = x
+        if residual is not None:
+            args["residual"], args["gate"] = residual, gate
+        args["scale"], args["shift"] = scale, shift
+        if quantize:
+            args["input_scale"] = input_scale
+        args["eps"] = eps
+        fallback, reason, _ = self.call(sym, mode, **args)
+        return outs, fallback, reason
+
+    def fused_norm_scale_shift(self, x, scale, shift, y=None, eps=1e-6):
+        return self._norm("fused_norm_scale_shift", "strict", x, scale, shift, y=y, eps=eps)[0][0]
+
+    def fused_scale_residual_norm_scale_shift(self, x, residual, gate, scale, shift, y=None,
+                                              residual_out=None, eps=1e-6):
+        """Returns (y, residual_out)."""
+        outs, _, _ = self._norm("fused_scale_residual_norm_scale_shift", "strict", x, scale, shift,
+                                residual=residual, gate=gate, y=y, residual_out=residual_out,
+                                eps=eps)
+        return tuple(outs)
+
+    def fused_norm_scale_shift_fp8(self, x, scale, shift, input_scale, y=None, q=None,
+                                   eps=1e-6):
+        """Returns (y, q); raises EARCH where the gate forbids the fused path."""
+        outs, _, _ = self._norm("fused_norm_scale_shift_fp8", "strict", x, scale, shift,
+                                input_scale, y=y, q=q, eps=eps, quantize=True)
+        return tuple(outs)
+
+    def fused_scale_residual_norm_scale_shift_fp8(self, x, residual, gate, scale, shift,
+                                                  input_scale, y=None, q=None,
+                                                  residual_out=None, eps=1e-6):
+        """Returns (y, q, residual_out)."""
+        outs, _, _ = self._norm("fused_scale_residual_norm_scale_shift_fp8", "strict", x, scale,
+                                shift, input_scale, residual, gate, y, q, residual_out, eps,
+                                quantize=True)
+        return tuple(outs)
+
+    def static_quant_fp8(self, x, input_scale, q=None):
+        torch = _torch()
+        if q is None:
+            q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
+        self.call("static_quant_fp8", "strict", q=q.view(-1), x=x.view(-1),
+                  input_scale=input_scale)
+        return q
+
+    def _fused_name(self, residual):
+        return ("fused_scale_residual_norm_scale_shift_fp8" if residual is not None
+                else "fused_norm_scale_shift_fp8")
+
+    def try_fused_norm_scale_shift_fp8(self, x, scale, shift, input_scale, residual=None,
+                                       gate=None, y=None, q=None, residual_out=None,
+                                       eps=1e-6):
+        """(outputs, None) when the fused kernel ran, (None, reason) when a guard
+        sent the caller to the split path. With residual and gate, the gated
+        residual variant."""
+        outs, fallback, reason = self._norm(self._fused_name(residual), "try", x, scale, shift,
+                                            input_scale, residual, gate, y, q, residual_out, eps,
+                                            quantize=True)
+        return (None, reason) if fallback else (tuple(outs), None)
+
+    def auto_norm_scale_shift_fp8(self, x, scale, shift, input_scale, residual=None,
+                                  gate=None, y=None, q=None, residual_out=None, eps=1e-6):
+        """(*outputs, fused): the fused kernel where allowed, else the spec's
+        fallback (the split path); the same bytes either way."""
+        outs, fallback, _ = self._norm(self._fused_name(residual), "auto", x, scale, shift,
+                                       input_scale, residual, gate, y, q, residual_out, eps,
+                                       quantize=True)
+        return (*outs, not fallback)

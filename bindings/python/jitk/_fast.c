@@ -1,0 +1,354 @@
+/* _fast.c - the op call plan of jitk's Python package, in C (the Python C
+ * API only): plan(stream, *values) reads each torch.Tensor's data pointer,
+ * dtype, shape and strides straight into a jitk_arg array on the stack and
+ * calls jitk_op_call, with the GIL released for the call. The plan is made
+ * once per op and device (jitk/_ops.py); nothing is allocated per call.
+ *
+ * The extension does not link libjitk: it gets jitk_op_call's address from
+ * the library the package loaded (ctypes), so both always agree.
+ *
+ * Returns: < 0 a jitk status (the caller reads jitk_error_last), 0 done,
+ * 1 FALLBACK (TRY: nothing launched), 2 done through the fallback, -100 a
+ * tensor that is not a plain torch.Tensor (the caller takes the
+ * dispatcher's path). Bad values raise ArgumentError / ArgumentTypeError. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "jitk.h"
+
+#define NOT_PLAIN (-100)
+#define MAX_DTYPES 16
+
+typedef int (*op_call_fn)(jitk_call_info *, jitk_op *, jitk_call_mode, const jitk_arg *, size_t,
+			  jitk_stream);
+
+typedef struct {
+	PyObject_HEAD
+	jitk_op *op;
+	op_call_fn call;
+	int mode;
+	int device;
+	Py_ssize_t n;
+	char **names;
+	char *kinds; /* t tensor, o optional tensor, i i32, l i64, f f32 */
+	PyObject *dt_obj[MAX_DTYPES];
+	jitk_dtype dt_code[MAX_DTYPES];
+	int ndt;
+	PyObject *plain[2];
+	PyObject *arg_error, *type_error;
+	vectorcallfunc vectorcall;
+} Plan;
+
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_get_device;
+
+static void plan_dealloc(Plan *p)
+{
+	Py_ssize_t i;
+	int j;
+
+	if (p->names)
+		for (i = 0; i < p->n; i++)
+			PyMem_Free(p->names[i]);
+	PyMem_Free(p->names);
+	PyMem_Free(p->kinds);
+	for (j = 0; j < p->ndt; j++)
+		Py_XDECREF(p->dt_obj[j]);
+	Py_XDECREF(p->plain[0]);
+	Py_XDECREF(p->plain[1]);
+	Py_XDECREF(p->arg_error);
+	Py_XDECREF(p->type_error);
+	Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static int fail_arg(Plan *p, PyObject *kind, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	PyObject *e;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	e = PyObject_CallFunction(kind, "s", buf);
+	if (e) {
+		PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+		Py_DECREF(e);
+	}
+	return -1;
+}
+
+/* An int tuple (torch.Size or a stride tuple) into out; its length. */
+static int read_ints(PyObject *tup, int64_t *out, int max)
+{
+	Py_ssize_t i, n;
+
+	if (!PyTuple_Check(tup))
+		return -2;
+	n = PyTuple_GET_SIZE(tup);
+	if (n > max)
+		return -3;
+	for (i = 0; i < n; i++) {
+		long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(tup, i));
+
+		if (v == -1 && PyErr_Occurred())
+			return -1;
+		out[i] = v;
+	}
+	return (int)n;
+}
+
+/* 0 done, 1 not a plain tensor, -1 error raised. */
+static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
+{
+	PyObject *r;
+	long dev;
+	int j, n, m;
+
+	if ((PyObject *)Py_TYPE(v) != p->plain[0] && (PyObject *)Py_TYPE(v) != p->plain[1])
+		return 1;
+	if (!(r = PyObject_CallMethodNoArgs(v, s_get_device)))
+		return -1;
+	dev = PyLong_AsLong(r);
+	Py_DECREF(r);
+	if (dev != p->device && dev < 0)
+		return fail_arg(p, p->arg_error, "%s is on the CPU, not cuda:%d", name, p->device);
+	if (dev != p->device)
+		return fail_arg(p, p->arg_error, "%s is on cuda:%ld, not cuda:%d", name, dev, p->device);
+	if (!(r = PyObject_GetAttr(v, s_dtype)))
+		return -1;
+	for (j = 0; j < p->ndt && p->dt_obj[j] != r; j++)
+		;
+	if (j == p->ndt) {
+		PyObject *s = PyObject_Str(r);
+
+		fail_arg(p, p->type_error, "%s: dtype %s is not a kernel argument type", name,
+			 s ? PyUnicode_AsUTF8(s) : "?");
+		Py_XDECREF(s);
+		Py_DECREF(r);
+		return -1;
+	}
+	Py_DECREF(r);
+	memset(t, 0, sizeof(*t));
+	t->dtype = p->dt_code[j];
+	if (!(r = PyObject_CallMethodNoArgs(v, s_data_ptr)))
+		return -1;
+	t->data = PyLong_AsUnsignedLongLong(r);
+	Py_DECREF(r);
+	if (PyErr_Occurred())
+		return -1;
+	if (!(r = PyObject_GetAttr(v, s_shape)))
+		return -1;
+	n = read_ints(r, t->shape, JITK_MAX_DIMS);
+	Py_DECREF(r);
+	if (n == -3)
+		return fail_arg(p, p->arg_error, "%s has more than %d dimensions", name, JITK_MAX_DIMS);
+	if (n < 0)
+		return n == -1 ? -1 : fail_arg(p, p->type_error, "%s: shape is not a tuple", name);
+	if (!(r = PyObject_CallMethodNoArgs(v, s_stride)))
+		return -1;
+	m = read_ints(r, t->strides, JITK_MAX_DIMS);
+	Py_DECREF(r);
+	if (m != n)
+		return m == -1 ? -1 : fail_arg(p, p->type_error, "%s: bad strides", name);
+	t->ndim = n;
+	return 0;
+}
+
+static int read_scalar(Plan *p, PyObject *v, char kind, const char *name, jitk_arg *a)
+{
+	if (kind == 'f') {
+		double d;
+
+		if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v)))
+			return fail_arg(p, p->type_error, "%s must be a float, not %s", name,
+					Py_TYPE(v)->tp_name);
+		d = PyFloat_AsDouble(v);
+		if (d == -1.0 && PyErr_Occurred())
+			return -1;
+		if (isfinite(d) && fabs(d) > 3.4028234663852886e38)
+			return fail_arg(p, p->arg_error, "%s %g does not fit in a 32-bit float", name, d);
+		a->type = JITK_ARG_F32;
+		a->v.f32 = (float)d;
+		return 0;
+	}
+	if (PyBool_Check(v) || !PyLong_Check(v))
+		return fail_arg(p, p->type_error, "%s must be an int, not %s", name, Py_TYPE(v)->tp_name);
+	{
+		int overflow;
+		long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+
+		if (overflow || (kind == 'i' && (x < INT32_MIN || x > INT32_MAX)))
+			return fail_arg(p, p->arg_error, "%s is out of range for %s", name,
+					kind == 'i' ? "i32" : "i64");
+		if (kind == 'i') {
+			a->type = JITK_ARG_I32;
+			a->v.i32 = (int32_t)x;
+		} else {
+			a->type = JITK_ARG_I64;
+			a->v.i64 = x;
+		}
+	}
+	return 0;
+}
+
+static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+				 PyObject *kwnames)
+{
+	Plan *p = (Plan *)self;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), i;
+	jitk_arg a[32];
+	jitk_tensor t[32];
+	jitk_call_info info;
+	size_t n = 0;
+	void *stream;
+	int rc;
+
+	if (kwnames && PyTuple_GET_SIZE(kwnames))
+		return PyErr_Format(PyExc_TypeError, "a plan takes positional arguments only");
+	if (nargs != p->n + 1)
+		return PyErr_Format(PyExc_TypeError, "a plan takes %zd values and a stream, not %zd",
+				    p->n, nargs);
+	stream = PyLong_AsVoidPtr(args[0]);
+	if (PyErr_Occurred())
+		return NULL;
+	for (i = 0; i < p->n; i++) {
+		PyObject *v = args[i + 1];
+		char k = p->kinds[i];
+
+		if (k == 't' || k == 'o') {
+			if (v == Py_None) {
+				if (k == 'o')
+					continue;
+				fail_arg(p, p->type_error, "%s must be a torch.Tensor, not None",
+					 p->names[i]);
+				return NULL;
+			}
+			rc = read_tensor(p, v, p->names[i], &t[n]);
+			if (rc < 0)
+				return NULL;
+			if (rc > 0)
+				return PyLong_FromLong(NOT_PLAIN);
+			a[n].type = JITK_ARG_TENSOR;
+			a[n].v.tensor = &t[n];
+		} else if (read_scalar(p, v, k, p->names[i], &a[n]) < 0) {
+			return NULL;
+		}
+		a[n].name = p->names[i];
+		n++;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = p->call(&info, p->op, (jitk_call_mode)p->mode, a, n, stream);
+	Py_END_ALLOW_THREADS
+	if (rc == 0 && info.fallback)
+		rc = 2;
+	return PyLong_FromLong(rc);
+}
+
+static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	unsigned long long op, fn;
+	int mode, device;
+	PyObject *names, *dtypes, *plain, *aerr, *terr;
+	const char *kinds;
+	Plan *p;
+	Py_ssize_t i;
+
+	if (!PyArg_ParseTuple(args, "KKiiO!sO!O!OO", &op, &fn, &mode, &device, &PyTuple_Type, &names,
+			      &kinds, &PyTuple_Type, &dtypes, &PyTuple_Type, &plain, &aerr, &terr))
+		return NULL;
+	if (PyTuple_GET_SIZE(names) != (Py_ssize_t)strlen(kinds) || PyTuple_GET_SIZE(names) > 32 ||
+	    PyTuple_GET_SIZE(plain) != 2 || PyTuple_GET_SIZE(dtypes) > MAX_DTYPES)
+		return PyErr_Format(PyExc_ValueError, "bad plan tables");
+	if (!(p = (Plan *)type->tp_alloc(type, 0)))
+		return NULL;
+	p->op = (jitk_op *)(uintptr_t)op;
+	p->call = (op_call_fn)(uintptr_t)fn;
+	p->mode = mode;
+	p->device = device;
+	p->n = PyTuple_GET_SIZE(names);
+	p->names = PyMem_Calloc(p->n ? p->n : 1, sizeof(char *));
+	p->kinds = PyMem_Malloc(strlen(kinds) + 1);
+	if (!p->names || !p->kinds) {
+		Py_DECREF(p);
+		return PyErr_NoMemory();
+	}
+	memcpy(p->kinds, kinds, strlen(kinds) + 1);
+	for (i = 0; i < p->n; i++) {
+		const char *s = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i));
+
+		if (!s || !(p->names[i] = PyMem_Malloc(strlen(s) + 1))) {
+			Py_DECREF(p);
+			return s ? PyErr_NoMemory() : NULL;
+		}
+		memcpy(p->names[i], s, strlen(s) + 1);
+	}
+	for (i = 0; i < PyTuple_GET_SIZE(dtypes); i++) {
+		PyObject *e = PyTuple_GET_ITEM(dtypes, i);
+		int code, bits;
+
+		if (!PyArg_ParseTuple(e, "Oii", &p->dt_obj[i], &code, &bits)) {
+			p->dt_obj[i] = NULL;
+			Py_DECREF(p);
+			return NULL;
+		}
+		Py_INCREF(p->dt_obj[i]);
+		p->dt_code[i].code = (uint8_t)code;
+		p->dt_code[i].bits = (uint8_t)bits;
+		p->dt_code[i].lanes = 1;
+		p->ndt = (int)i + 1;
+	}
+	p->plain[0] = PyTuple_GET_ITEM(plain, 0);
+	p->plain[1] = PyTuple_GET_ITEM(plain, 1);
+	Py_INCREF(p->plain[0]);
+	Py_INCREF(p->plain[1]);
+	p->arg_error = aerr;
+	p->type_error = terr;
+	Py_INCREF(aerr);
+	Py_INCREF(terr);
+	p->vectorcall = plan_vectorcall;
+	return (PyObject *)p;
+}
+
+static PyTypeObject PlanType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "jitk._fast.Plan",
+	.tp_basicsize = sizeof(Plan),
+	.tp_dealloc = (destructor)plan_dealloc,
+	.tp_vectorcall_offset = offsetof(Plan, vectorcall),
+	.tp_call = PyVectorcall_Call,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+	.tp_doc = "Plan(op, jitk_op_call, mode, device, names, kinds, dtypes, plain_types, "
+		  "ArgumentError, ArgumentTypeError): plan(stream, *values) -> status",
+	.tp_new = plan_new,
+};
+
+static struct PyModuleDef fast_module = {
+	PyModuleDef_HEAD_INIT, "jitk._fast", "jitk's op calls in C", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fast(void)
+{
+	PyObject *m;
+
+	if (PyType_Ready(&PlanType) < 0)
+		return NULL;
+	s_data_ptr = PyUnicode_InternFromString("data_ptr");
+	s_shape = PyUnicode_InternFromString("shape");
+	s_stride = PyUnicode_InternFromString("stride");
+	s_dtype = PyUnicode_InternFromString("dtype");
+	s_get_device = PyUnicode_InternFromString("get_device");
+	if (!s_data_ptr || !s_shape || !s_stride || !s_dtype || !s_get_device)
+		return NULL;
+	if (!(m = PyModule_Create(&fast_module)))
+		return NULL;
+	Py_INCREF(&PlanType);
+	if (PyModule_AddObject(m, "Plan", (PyObject *)&PlanType) < 0) {
+		Py_DECREF(&PlanType);
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

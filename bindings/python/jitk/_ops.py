@@ -1,0 +1,475 @@
+"""Every symbol of the specs as a PyTorch op, generated from jitk_describe.
+
+For each symbol S (any family, including those added as YAML only):
+
+- torch.ops.jitk.S(inputs..., scalars...) -> outputs: the functional
+  variant; it allocates its outputs (shapes from the spec's shape
+  expressions, evaluated from the inputs' shapes) and returns them; an
+  `inout` argument is copied and the updated copy returned.
+- torch.ops.jitk.S.out(inputs..., scalars..., *, outputs...) -> (): the
+  out variant; it writes into the given tensors (mutates_args: exactly the
+  outputs and inouts).
+- jitk.ops.S and jitk.ops.out.S: the same two with the same arguments,
+  for eager code: they call the library directly (no dispatcher) and, under
+  torch.compile, are the torch.ops above.
+
+The schema comes from the argument table: tensors by name, optional where
+the spec says nullable (or where an instance lacks the argument), integer
+and float scalars with the spec's defaults; integer scalars that a tensor's
+shape or strides name bare (rows, n) are bound by the library and are not
+arguments. Fake (register_fake, which is also the Meta kernel) and real
+kernels share one generated function, so shapes and strides agree. Calls
+run in AUTO mode: the spec's fallback runs where the fused instance cannot.
+
+Preloading: the first call of an op on a device (eager, or the fake kernel
+while torch.compile traces) resolves every instance of the symbol and of
+its fallback steps on that device, so that CUDA graph capture
+(mode="reduce-overhead") never meets an unresolved kernel.
+"""
+import keyword
+import threading
+import types
+
+from . import _core, _shapes
+
+__all__ = ["OpSpec", "register", "runtime", "skipped"]
+
+# jitk dtype names -> torch dtype attribute names
+TORCH_DTYPES = {"bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn", "f32": "float32",
+                "i32": "int32", "i64": "int64", "u8": "uint8"}
+
+_MODE_AUTO = 2
+NOT_PLAIN = -100  # a plan's answer when a tensor is not a plain torch.Tensor
+
+# symbol -> why it has no op (or no functional variant)
+skipped = {}
+
+
+class OpSpec:
+    """One symbol's op, from its jitk_describe entry (no PyTorch needed):
+    the schemas and the Python source of its kernels."""
+
+    def __init__(self, sym):
+        self.name = sym["name"]
+        self.instances = [i["name"] for i in sym["instances"]]
+        self.fallback = [s["symbol"] for s in sym.get("fallback") or []]
+        self.args = [a for a in sym["args"] if any(a.get("present", [True]))]
+        self.reason = None       # why there is no op at all
+        self.no_functional = None  # why there is no functional variant
+        for a in self.args:
+            if not a["name"].isidentifier() or keyword.iskeyword(a["name"]) or \
+                    a["name"].startswith("_"):
+                self.reason = f"argument name {a['name']!r} is not usable in Python"
+            a["optional"] = a["kind"] == "tensor" and (a.get("nullable") or
+                                                      not all(a.get("present", [True])))
+            if a["kind"] == "tensor" and a["dtype"] not in TORCH_DTYPES:
+                self.reason = f"{a['name']}: dtype {a['dtype']} has no torch dtype"
+        tensors = [a for a in self.args if a["kind"] == "tensor"]
+        bare = set()
+        for a in tensors:
+            for e in (a.get("shape") or []) + (a.get("strides") or []):
+                if isinstance(e, str) and e.isidentifier():
+                    bare.add(e)
+        self.scalars = [a for a in self.args if a["kind"] != "tensor" and a["name"] not in bare]
+        self.inputs = [a for a in tensors if a["io"] == "in"]
+        self.inouts = [a for a in tensors if a["io"] == "inout"]
+        self.outputs = [a for a in tensors if a["io"] == "out"]
+        self.mutated = [a["name"] for a in tensors if a["io"] != "in"]
+        # the C call's arguments, in the spec's order
+        self.call_args = [a for a in self.args if a["kind"] == "tensor" or a in self.scalars]
+        consts = {}
+        for p in sym.get("params", []):
+            if len(p["values"]) == 1 and p["type"] in ("int", "bool"):
+                consts[p["name"]] = int(p["values"][0])
+        self.consts = consts
+        if not self.reason:
+            try:
+                self._plan_shapes()
+            except (_shapes.ExprError, KeyError) as e:
+                self.no_functional = str(e)
+        if not (self.inputs or self.inouts):
+            self.no_functional = self.no_functional or "no input tensor gives a device"
+
+    # -- output shapes
+    def _plan_shapes(self):
+        known = {}  # name -> Python source
+        lines = []
+        for a in self.inputs + self.inouts:
+            if a["optional"]:
+                continue
+            n = a["name"]
+            for i, e in enumerate(a.get("shape") or []):
+                if isinstance(e, str) and e.isidentifier() and e not in known and \
+                        e not in self.consts and not self._is_scalar(e):
+                    known[e] = f"{n}.shape[{i}]"
+            for i, e in enumerate(a.get("strides") or []):
+                if isinstance(e, str) and e.isidentifier() and e not in known and \
+                        e not in self.consts and not self._is_scalar(e):
+                    known[e] = f"{n}.stride({i})"
+        for s in self.scalars:
+            known[s["name"]] = s["name"]
+
+        def name(n):
+            if n in known:
+                return known[n]
+            if n in self.consts:
+                return str(self.consts[n])
+            raise _shapes.ExprError(f"the shape of an output needs {n!r}, which no input's "
+                                    "shape, no scalar argument and no parameter gives")
+        allocs = []
+        for a in self.outputs:
+            if a["optional"]:
+                raise _shapes.ExprError(f"{a['name']} is an output only some instances have")
+            shape = [_shapes.to_python(_shapes.parse(e), name) for e in a["shape"]]
+            strides = None
+            if a.get("strides"):
+                strides = []
+                for i, e in enumerate(a["strides"]):
+                    if isinstance(e, str) and e.isidentifier() and e not in known and \
+                            e not in self.consts:
+                        tail = " * ".join(f"({d})" for d in shape[i + 1:]) or "1"
+                        strides.append(tail)  # bound from this tensor: contiguous
+                    else:
+                        strides.append(_shapes.to_python(_shapes.parse(e), name))
+            allocs.append((a["name"], shape, strides, a["dtype"]))
+        self.allocs = allocs
+        self.shape_lines = lines
+
+    def _is_scalar(self, n):
+        return any(s["name"] == n for s in self.scalars)
+
+    # -- schemas
+    def _scalar_decl(self, a):
+        t = "float" if a["kind"] == "f32" else "int"
+        if "default" in a:
+            return f"{t} {a['name']}={a['default']!r}"
+        return f"{t} {a['name']}"
+
+    def _in_decls(self, mutating):
+        decls, alias = [], iter("abcdefghijklmnopqrstuvwxyz")
+        for a in self.args:
+            if a["kind"] == "tensor" and a["io"] in ("in", "inout"):
+                mut = f"({next(alias)}!)" if mutating and a["io"] == "inout" else ""
+                decls.append(f"Tensor{mut}? {a['name']}=None" if a["optional"]
+                             else f"Tensor{mut} {a['name']}")
+        # scalars with defaults after those without (Python's rule)
+        req = [self._scalar_decl(a) for a in self.scalars if "default" not in a]
+        opt = [self._scalar_decl(a) for a in self.scalars if "default" in a]
+        if any(a["optional"] for a in self.inputs + self.inouts) and req:
+            # a required scalar after an optional tensor: give it no default
+            # by moving optional tensors to the end
+            tens = [d for d in decls if not d.endswith("=None")]
+            decls = tens + req + [d for d in decls if d.endswith("=None")] + opt
+        else:
+            decls = decls + req + opt
+        return decls, alias
+
+    def schema(self):
+        """The functional variant's schema (after the op's name)."""
+        decls, _ = self._in_decls(False)
+        rets = [a["name"] for a in self.outputs + self.inouts]
+        ret = "Tensor" if len(rets) == 1 else "(" + ", ".join("Tensor" for _ in rets) + ")"
+        return "(" + ", ".join(decls) + ") -> " + ret
+
+    def out_schema(self):
+        """The out variant's schema: the outputs keyword-only."""
+        decls, alias = self._in_decls(True)
+        outs = []
+        for a in self.outputs:
+            mut = f"({next(alias)}!)"
+            outs.append(f"Tensor{mut}? {a['name']}=None" if a["optional"]
+                        else f"Tensor{mut} {a['name']}")
+        if outs:
+            decls = decls + ["*"] + outs
+        return "(" + ", ".join(decls) + ") -> ()"
+
+    def _params(self, schema):
+        return schema[1:schema.index(") -> ")]
+
+    # -- the generated kernels
+    def source(self):
+        """Python source of: _fn (functional), _fake (its fake kernel),
+        _out (the out variant), _eager and _eager_out (jitk.ops)."""
+        fparams = self._params(self.schema())
+        oparams = self._params(self.out_schema())
+
+        def pyparams(p):
+            out = []
+            for d in p.split(", ") if p else []:
+                if d == "*":
+                    out.append("*")
+                    continue
+                typ, rest = d.split(" ", 1)
+                out.append(rest)
+            return ", ".join(out)
+        fp, op_ = pyparams(fparams), pyparams(oparams)
+        first = (self.inputs + self.inouts + self.outputs)
+        first = next((a["name"] for a in first if not a["optional"]), None)
+        call = ", ".join(a["name"] for a in self.call_args)
+        fargs = ", ".join(n.split("=")[0] for n in fp.split(", ") if n and n != "*")
+        okw = []
+        for n in op_.split(", "):
+            if not n or n == "*":
+                continue
+            okw.append(n.split("=")[0])
+        ocall = ", ".join(f"{n}={n}" for n in okw)
+        fcall = ", ".join(f"{n}={n}" for n in fargs.split(", ") if n)
+        src = []
+        launch = [
+            "    _d = _dev.index",
+            "    _p = _plans.get(_d)",
+            "    if _p is None:",
+            "        _p = _plan(_d)",
+            f"    _rc = _p(_stream(_d), {call})",
+            "    if _rc < 0:",
+            "        _fail(_rc)",
+        ]
+        if not self.no_functional:
+            body = [f"    _dev = {first}.device"]
+            for name, shape, strides, dt in self.allocs:
+                shp = "(" + "".join(f"{s}, " for s in shape) + ")"
+                if strides is None:
+                    body.append(f"    {name} = _empty({shp}, dtype=_dt_{dt}, device=_dev)")
+                else:
+                    st = "(" + "".join(f"{s}, " for s in strides) + ")"
+                    body.append(f"    {name} = _empty_strided({shp}, {st}, dtype=_dt_{dt}, "
+                                "device=_dev)")
+            for a in self.inouts:
+                body.append(f"    {a['name']} = {a['name']}.clone()")
+            rets = [a["name"] for a in self.outputs + self.inouts]
+            ret = f"    return {rets[0]}" if len(rets) == 1 else \
+                f"    return ({', '.join(rets)})"
+            src += [f"def _fake({fp}):"] + body + ["    _touch(_dev)", ret, ""]
+            src += [f"def _fn({fp}):"] + body + launch + [ret, ""]
+            src += [f"def _eager({fp}):",
+                    f"    if _compiling() or type({first}) not in _plain or "
+                    f"{first}.get_device() < 0:",
+                    f"        return _op({fcall})"] + body + launch[:4] + [
+                    f"    _rc = _p(_stream(_d), {call})",
+                    "    if _rc < 0:",
+                    f"        if _rc == {NOT_PLAIN}:",
+                    f"            return _op({fcall})",
+                    "        _fail(_rc)",
+                    ret, ""]
+        src += [f"def _out({op_}):", f"    _dev = {first}.device"] + launch + [""]
+        src += [f"def _fake_out({op_}):", f"    _touch({first}.device)", ""]
+        src += [f"def _eager_out({op_}):",
+                f"    if _compiling() or type({first}) not in _plain or "
+                f"{first}.get_device() < 0:",
+                f"        return _op_out({ocall})",
+                f"    _d = {first}.get_device()",
+                "    _p = _plans.get(_d)",
+                "    if _p is None:",
+                "        _p = _plan(_d)",
+                f"    _rc = _p(_stream(_d), {call})",
+                "    if _rc < 0:",
+                f"        if _rc == {NOT_PLAIN}:",
+                f"            return _op_out({ocall})",
+                "        _fail(_rc)", ""]
+        return "\n".join(src)
+
+
+# ------------------------------------------------------------ runtimes
+
+_lock = threading.Lock()
+_runtimes = {}
+
+
+def runtime(device=None):
+    """The Runtime the ops use on a CUDA device (default: the current
+    one), created on first use with the default options (JITK_SPECS and
+    the other environment variables apply); use it to configure tensors
+    (configure, configure_input_scale) and read stats."""
+    if device is None:
+        import torch
+        device = torch.cuda.current_device()
+    rt = _runtimes.get(device)
+    if rt is None:
+        with _lock:
+            rt = _runtimes.get(device)
+            if rt is None:
+                rt = _runtimes[device] = _core.Runtime(device=device)
+    return rt
+
+
+def _preload(rt, spec, specs):
+    """Resolve spec's instances and its fallback steps' (gated ones are
+    skipped): nothing compiles or loads inside a later graph capture."""
+    seen, todo = set(), [spec.name]
+    while todo:
+        s = todo.pop()
+        if s in seen or s not in specs:
+            continue
+        seen.add(s)
+        for inst in specs[s].instances:
+            try:
+                rt.preload([inst])
+            except _core.Error as e:
+                if e.status != "EARCH":
+                    raise
+        todo.extend(specs[s].fallback)
+
+
+def _fail(rc):
+    _core._check(rc)
+    raise _core.Error(rc, "the call failed")
+
+
+def _plan_factory(spec, specs, torch):
+    """make(device) -> the call plan of spec on that device (preloaded)."""
+    names = tuple(a["name"] for a in spec.call_args)
+    kinds = "".join(("o" if a["optional"] else "t") if a["kind"] == "tensor" else
+                    {"i32": "i", "i64": "l", "f32": "f"}[a["kind"]] for a in spec.call_args)
+    dtypes = tuple((dt, c, b) for dt, (c, b) in _core._dtype_codes(torch).items())
+    plain = (torch.Tensor, torch.nn.Parameter)
+    plans = {}
+
+    def make(device):
+        with _lock:
+            p = plans.get(device)
+            if p is not None:
+                return p
+        rt = runtime(device)
+        op = rt._op(spec.name)
+        _preload(rt, spec, specs)
+        p = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain)
+        with _lock:
+            plans[device] = p
+        return p
+    return plans, make
+
+
+def make_plan(op, mode, device, names, kinds, dtypes, plain):
+    """A callable plan(stream, *values) -> status for one op handle: the
+    compiled extension's when it is built, else ctypes."""
+    try:
+        from . import _fast
+    except ImportError:
+        _fast = None
+    if _fast is not None:
+        fn = _core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value
+        return _fast.Plan(op, fn, mode, device, names, kinds, dtypes, plain,
+                          _core.ArgumentError, _core.ArgumentTypeError)
+    return _PyPlan(op, mode, device, names, kinds, dtypes, plain)
+
+
+class _PyPlan:
+    """The plan through ctypes (no compiled extension)."""
+
+    def __init__(self, op, mode, device, names, kinds, dtypes, plain):
+        self.op, self.mode, self.device = _core._P(op), mode, device
+        self.names, self.kinds, self.plain = names, kinds, plain
+        self.codes = {dt: (c, b) for dt, c, b in dtypes}
+        self.kmap = {n: ("tensor" if k in "to" else {"i": "i32", "l": "i64", "f": "f32"}[k])
+                     for n, k in zip(names, kinds)}
+
+    def _tensor(self, t, what):
+        if type(t) not in self.plain:
+            raise _NotPlain()
+        dev = t.get_device()
+        if dev != self.device:
+            where = "the CPU" if dev < 0 else f"cuda:{dev}"
+            raise _core.ArgumentError(f"{what} is on {where}, not cuda:{self.device}")
+        code = self.codes.get(t.dtype)
+        if code is None:
+            raise _core.ArgumentTypeError(f"{what}: dtype {t.dtype} is not a kernel argument type")
+        d = _core._Tensor()
+        d.data = t.data_ptr()
+        d.dtype.code, d.dtype.bits, d.dtype.lanes = code[0], code[1], 1
+        d.ndim = t.dim()
+        if d.ndim > _core._MAX_DIMS:
+            raise _core.ArgumentError(f"{what} has {t.dim()} dimensions, more than "
+                                      f"{_core._MAX_DIMS}")
+        for i, (n, st) in enumerate(zip(t.shape, t.stride())):
+            d.shape[i], d.strides[i] = n, st
+        return d
+
+    def __call__(self, stream, *values):
+        try:
+            arr, n, keep = _core._make_args(self.kmap, dict(zip(self.names, values)),
+                                            self._tensor)
+        except _NotPlain:
+            return NOT_PLAIN
+        info = _core._CallInfo()
+        rc = _core._op_call(_core._c.byref(info), self.op, self.mode, arr, n,
+                            _core._P(stream or None))
+        if rc < 0:
+            return rc
+        return 2 if info.fallback else rc
+
+
+class _NotPlain(Exception):
+    pass
+
+
+# ------------------------------------------------------------ registration
+
+ops = types.ModuleType("jitk.ops", "jitk's ops for eager code (see jitk._ops)")
+ops.out = types.ModuleType("jitk.ops.out", "the out variants")
+_lib = None
+specs_registered = {}
+
+
+def _touch_factory(make, torch):
+    def touch(dev):
+        # the fake kernel under torch.compile: preload on the real device
+        if dev.type == "cuda" and torch.cuda.is_available():
+            try:
+                make(dev.index if dev.index is not None else torch.cuda.current_device())
+            except _core.Error:
+                pass  # the real call reports it
+    return touch
+
+
+def register(describe=None):
+    """Define torch.ops.jitk.<symbol> (and .out) for every symbol of the
+    default specs (or of a describe() dict), and jitk.ops.<symbol>; once
+    per process. Returns the OpSpecs by name."""
+    global _lib
+    import torch
+    if _lib is not None:
+        return specs_registered
+    if describe is None:
+        with _core.Compiler(cache_dir="") as c:
+            describe = c.describe()
+    specs = {}
+    for sym in describe["symbols"]:
+        spec = OpSpec(sym)
+        if spec.reason:
+            skipped[spec.name] = spec.reason
+            continue
+        specs[spec.name] = spec
+    _lib = torch.library.Library("jitk", "DEF")
+    raw_stream = torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") \
+        else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    for spec in specs.values():
+        plans, make = _plan_factory(spec, specs, torch)
+        env = dict(_shapes.HELPERS, _empty=torch.empty, _empty_strided=torch.empty_strided,
+                   _plans=plans, _plan=make, _stream=raw_stream, _fail=_fail,
+                   _touch=_touch_factory(make, torch), _compiling=torch.compiler.is_compiling,
+                   _plain=(torch.Tensor, torch.nn.Parameter))
+        for k, v in TORCH_DTYPES.items():
+            env["_dt_" + k] = getattr(torch, v)
+        exec(compile(spec.source(), f"<jitk op {spec.name}>", "exec"), env)  # noqa: S102
+        name = spec.name
+        if spec.no_functional:
+            skipped[name] = "no functional variant: " + spec.no_functional
+        else:
+            _lib.define(name + spec.schema(), tags=())
+            _lib.impl(name, env["_fn"], "CUDA")
+            torch.library.register_fake("jitk::" + name, env["_fake"], lib=_lib)
+            env["_op"] = getattr(torch.ops.jitk, name).default
+            fn = env["_eager"]
+            fn.__name__ = fn.__qualname__ = name
+            fn.__doc__ = f"jitk {name}{spec.schema()} (eager: the library directly)"
+            setattr(ops, name, fn)
+        _lib.define(name + ".out" + spec.out_schema())
+        _lib.impl(name + ".out", env["_out"], "CUDA")
+        torch.library.register_fake("jitk::" + name + ".out", env["_fake_out"], lib=_lib)
+        env["_op_out"] = getattr(torch.ops.jitk, name).out
+        fn = env["_eager_out"]
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = f"jitk {name}.out{spec.out_schema()} (eager: the library directly)"
+        setattr(ops.out, name, fn)
+    specs_registered.update(specs)
+    return specs

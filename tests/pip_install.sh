@@ -1,0 +1,44 @@
+#!/bin/sh
+# tests/pip_install.sh BUILD_DIR - the Python package as a user gets it:
+# `pip install ./bindings/python` into a fresh venv, offline (--no-index:
+# the package's build backend needs nothing from an index; it runs the
+# project's configure and ninja in a copy of the tree), then the binding's
+# CPU tests and `python -m jitk` from a directory outside the source tree,
+# with jitk, its library, specs and templates all from the venv.
+set -u
+if ! command -v python3 >/dev/null 2>&1; then
+	echo "SKIP: no python3"
+	exit 0
+fi
+if grep -q '^san = -fsanitize' config.ninja 2>/dev/null; then
+	echo "SKIP: sanitizer build (the plain build runs this)"
+	exit 0
+fi
+root=$(pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/jitk-pip-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+python3 -m venv "$tmp/venv" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
+py=$tmp/venv/bin/python
+"$py" -m pip install -q --no-index --no-cache-dir "$root/bindings/python" >"$tmp/pip.log" 2>&1 ||
+	{ tail -30 "$tmp/pip.log"; fail "pip install ./bindings/python"; }
+"$py" -m pip wheel -q --no-index --no-deps -w "$tmp/wheel" "$root/bindings/python" >"$tmp/pip.log" 2>&1 ||
+	{ tail -30 "$tmp/pip.log"; fail "pip wheel ./bindings/python"; }
+ls "$tmp"/wheel/jitk-*.whl >/dev/null 2>&1 || fail "pip wheel made no jitk wheel"
+mkdir "$tmp/elsewhere"
+cd "$tmp/elsewhere" || exit 1
+# no JITK_LIBRARY, no PYTHONPATH, no JITK_SPECS: everything from the venv
+for t in test_binding test_package; do
+	if ! env -u JITK_LIBRARY -u PYTHONPATH JITK_TEST_INSTALLED=1 JITK_TEST_ROOT="$root" \
+		"$py" "$root/tests/python/$t.py" >"$tmp/$t.log" 2>&1; then
+		cat "$tmp/$t.log"
+		fail "the CPU tests of the installed package ($t.py)"
+	fi
+	tail -3 "$tmp/$t.log"
+done
+out=$(env -u JITK_LIBRARY -u PYTHONPATH "$py" -m jitk list static_quant_fp8) || fail "python -m jitk list"
+echo "$out" | grep -q '^static_quant_fp8 ' || fail "python -m jitk list did not list static_quant_fp8"
+echo "pip install, pip wheel, the installed package's tests and python -m jitk: ok"
