@@ -131,7 +131,7 @@ has_lines() {
 has_lines "list with a selector" "$tmp/out" "NAME GATES
 fused_norm_scale_shift_fp8[hidden=1536] sm_89+,sm_90+"
 "$jitk" list --specs $specs | awk 'NR > 1 { print $1 }' | grep -c . >"$tmp/out"
-has_lines "list: every instance" "$tmp/out" "19"
+has_lines "list: every instance" "$tmp/out" "140"
 "$jitk" explain fused_norm_scale_shift_fp8 --arch sm_90 --specs $specs | grep ' on ' >"$tmp/out"
 has_lines "explain of a bare name" "$tmp/out" "fused_norm_scale_shift_fp8[hidden=3072] on sm_90: runs
 fused_norm_scale_shift_fp8[hidden=1536] on sm_90: runs
