@@ -251,4 +251,87 @@ __device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigne
 }
 #endif
 
+// A store of BYTES (16 or 32) to global memory in one instruction,
+// whatever the optimizer makes of a copied vec (it may split a plain
+// struct copy into 4-byte stores).
+template <int BYTES>
+__device__ __forceinline__ void store_vector(void *p, const vec<BYTES> &v)
+{
+	static_assert(BYTES == 16 || BYTES == 32, "vector stores are 16 or 32 bytes");
+	if constexpr (BYTES == 16)
+		asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]),
+			     "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3])
+			     : "memory");
+	else
+		store(p, v);
+}
+
+// bf(f(a) * f(b)) for two bf16 pairs in one instruction (sm_80+): the
+// product of two bf16 values is exact, so the fused multiply-add with a
+// -0 addend rounds it once, like the fp32 product rounded to bf16.
+__device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b)
+{
+	unsigned r;
+	asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+	return r;
+}
+
+// Sum over each aligned group of G lanes (G a power of two up to 32),
+// pairing lanes bottom-up: distance 1, then 2, 4, ... A lane holding
+// several 16-byte chunks of the group's data sums them in the same
+// pairwise order first (chunk_sums below), so the result does not depend
+// on how many chunks a lane holds: 16-byte and 32-byte vectors give the
+// same bits. Every lane of the warp must call it; each gets its group's
+// sum (a + b == b + a in IEEE arithmetic, so both partners agree).
+template <int G>
+__device__ __forceinline__ float group_sum_up(float v)
+{
+	static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0,
+		      "a lane group is a power of two of at most 32 lanes");
+#pragma unroll
+	for (int m = 1; m < G; m <<= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, m);
+	return v;
+}
+
+// The sum of squares of a vector of bf16 pairs, in the canonical order of
+// group_sum_up: each 16-byte chunk (8 values) summed in element order with
+// one fused multiply-add per element, then the chunk sums pairwise,
+// bottom-up.
+template <int BYTES>
+__device__ __forceinline__ float chunk_sums_of_squares(const vec<BYTES> &v)
+{
+	constexpr int CHUNKS = BYTES / 16 > 0 ? BYTES / 16 : 1;
+	constexpr int WORDS = vec<BYTES>::WORDS / CHUNKS;
+	float s[CHUNKS];
+#pragma unroll
+	for (int c = 0; c < CHUNKS; c++) {
+		s[c] = 0.0f;
+#pragma unroll
+		for (int w = 0; w < WORDS; w++) {
+			const float a = bf16_lo(v.w[c * WORDS + w]), b = bf16_hi(v.w[c * WORDS + w]);
+			s[c] = __fmaf_rn(a, a, s[c]);
+			s[c] = __fmaf_rn(b, b, s[c]);
+		}
+	}
+#pragma unroll
+	for (int m = 1; m < CHUNKS; m <<= 1)
+#pragma unroll
+		for (int c = 0; c < CHUNKS; c += 2 * m)
+			s[c] = __fadd_rn(s[c], s[c + m]);
+	return s[0];
+}
+
+// One rotary pair (a, b) turned by the angle whose cosine and sine are c
+// and s, each output one fused multiply-add after one product (rounded to
+// bf16 by the caller): a' = fma(a, c, -(b s)), b' = fma(a, s, b c).
+__device__ __forceinline__ float rope_first(float a, float b, float c, float s)
+{
+	return __fmaf_rn(a, c, -__fmul_rn(b, s));
+}
+__device__ __forceinline__ float rope_second(float a, float b, float c, float s)
+{
+	return __fmaf_rn(a, s, __fmul_rn(b, c));
+}
+
 } // namespace jitk

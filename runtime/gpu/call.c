@@ -126,12 +126,8 @@ void jitk__ops_free(jitk_runtime *rt)
 
 /* ------------------------------------------------------------ the call */
 
-/* Instance i of the op's symbol is one the op may pick (a bare symbol
- * name selects every instance: match is NULL then). */
-static int selected(const jitk_op *op, size_t i)
-{
-	return !op->match || op->match[i];
-}
+/* Parameters of a family, at most, that a fallback step matches by name. */
+#define MAX_MATCHED_PARAMS 64
 
 /* A call's state. */
 typedef struct {
@@ -141,11 +137,59 @@ typedef struct {
 	int dry;     /* check everything, launch nothing */
 	const spec_family *f;
 	const char *name; /* the instance's name once picked, else the symbol */
+	size_t inst;      /* the instance, once picked; SIZE_MAX before */
 	const jitk_arg *given[JITK_MAX_SPEC_ARGS]; /* per family argument */
 	int64_t slots[JITK_MAX_SLOTS];
 	unsigned char slot_set[JITK_MAX_SLOTS];
 	char reason[320]; /* why a TRY call falls back */
+	/* A fallback step: per parameter of this symbol's family, whether
+	 * the caller fixes it (the caller's instance, or every instance the
+	 * caller could pick, has a parameter of that name with one value)
+	 * and the value. */
+	int parent;
+	unsigned char want_set[MAX_MATCHED_PARAMS];
+	int64_t want[MAX_MATCHED_PARAMS];
 } call;
+
+/* Instance i of the op's symbol is one the call may pick: the op selects
+ * it (a bare symbol name selects every instance: match is NULL then), and
+ * in a fallback step it has the calling instance's value of every
+ * parameter that the symbol lists several values of and the caller's
+ * family also has (the rule jitk explain shows). */
+static int selected(const call *c, size_t i)
+{
+	const spec_symbol *s = c->op->sym;
+	const int64_t *vals;
+	size_t p;
+
+	if (c->op->match && !c->op->match[i])
+		return 0;
+	if (!c->parent)
+		return 1;
+	vals = c->op->rt->comp->specs->insts[s->first + i].vals;
+	for (p = 0; p < s->fam->nparams && p < MAX_MATCHED_PARAMS; p++)
+		if (s->nvals[p] > 1 && c->want_set[p] && vals[p] != c->want[p])
+			return 0;
+	return 1;
+}
+
+/* Every instance the call may pick has the same value of parameter p. */
+static int param_fixed(const call *c, size_t p)
+{
+	const spec_symbol *s = c->op->sym;
+	const spec_instance *insts = c->op->rt->comp->specs->insts + s->first;
+	size_t i, first = SIZE_MAX;
+
+	for (i = 0; i < s->ninsts; i++) {
+		if (!selected(c, i))
+			continue;
+		if (first == SIZE_MAX)
+			first = i;
+		else if (insts[i].vals[p] != insts[first].vals[p])
+			return 0;
+	}
+	return 1;
+}
 
 /* A guard failed: in TRY and AUTO the instance is ruled out (FALLBACK with
  * the reason), in STRICT it is an error. */
@@ -255,7 +299,7 @@ static int pick_instance(call *c, size_t *out)
 
 	memset(known, 0, sizeof(known));
 	for (i = 0; i < s->ninsts; i++)
-		if (selected(c->op, i)) {
+		if (selected(c, i)) {
 			n++;
 			if (first == SIZE_MAX)
 				first = i;
@@ -267,8 +311,8 @@ static int pick_instance(call *c, size_t *out)
 	for (p = 0; p < f->nparams && p < JITK_ARRAY_SIZE(want); p++) {
 		const char *from = NULL;
 
-		if (s->nvals[p] < 2)
-			continue;
+		if (s->nvals[p] < 2 || param_fixed(c, p))
+			continue; /* one value among the instances selected */
 		if (!param_from_shapes(c, p, &want[p], &from))
 			return jitk__error(JITK_EINVAL, "%s: no tensor argument tells '%s' (select an instance, "
 					   "e.g. %s; nothing launched)", c->name, f->params[p].name,
@@ -277,7 +321,7 @@ static int pick_instance(call *c, size_t *out)
 	}
 	for (i = 0; i < s->ninsts; i++) {
 		const spec_instance *in = &set->insts[s->first + i];
-		int ok = selected(c->op, i);
+		int ok = selected(c, i);
 
 		for (p = 0; p < f->nparams && ok; p++)
 			if (known[p] && in->vals[p] != want[p])
@@ -305,7 +349,7 @@ static int pick_instance(call *c, size_t *out)
 						 jitk__spec_value_text(&f->params[p], want[p], buf), from);
 		}
 		for (i = 0; i < s->ninsts; i++)
-			if (selected(c->op, i))
+			if (selected(c, i))
 				lu += (size_t)snprintf(list + lu, lu < sizeof(list) ? sizeof(list) - lu : 0,
 						       "%s%s", lu ? ", " : "",
 						       set->insts[s->first + i].name);
@@ -661,10 +705,12 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 
 	c->f = c->op->sym->fam;
 	c->name = c->op->sym->name;
+	c->inst = SIZE_MAX;
 	memset(c->slot_set, 0, sizeof(c->slot_set));
 	memset(params, 0, sizeof(params));
 	if ((rc = match_args(c, args, nargs)) || (rc = pick_instance(c, &inst)))
 		return rc;
+	c->inst = inst;
 	c->name = rt->comp->specs->insts[inst].name;
 	info->instance = c->name;
 	if (c->mode != JITK_CALL_STRICT && jitk__unavailable_reason(rt, inst))
@@ -746,6 +792,33 @@ static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size
 	sub.mode = JITK_CALL_STRICT;
 	sub.lenient = 1;
 	sub.dry = dry;
+	/* the step's instance agrees with ours (or, when the shapes picked
+	 * none, with what every instance we could pick agrees on) on the
+	 * parameters we share: the values of the instance the loader linked
+	 * to (enums converted by name) */
+	sub.parent = 1;
+	{
+		const spec_symbol *s = c->op->sym;
+		const spec_instance *insts = rt->comp->specs->insts, *ref = NULL;
+		size_t j;
+
+		if (c->inst != SIZE_MAX) {
+			ref = &insts[c->inst];
+		} else {
+			for (j = 0; j < s->ninsts && !selected(c, j); j++)
+				;
+			if (j < s->ninsts)
+				ref = &insts[s->first + j];
+		}
+		for (i = 0; ref && i < callee->nparams && i < MAX_MATCHED_PARAMS; i++) {
+			int p = jitk__spec_param_index(c->f, callee->params[i].name);
+
+			if (p < 0 || (c->inst == SIZE_MAX && !param_fixed(c, (size_t)p)))
+				continue;
+			sub.want[i] = insts[ref->fallback[fb - s->fallback]].vals[i];
+			sub.want_set[i] = 1;
+		}
+	}
 	return call_once(&sub, &info, out, n, stream);
 }
 
@@ -788,6 +861,7 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 	c.lenient = 0;
 	c.dry = 0;
 	c.reason[0] = '\0';
+	c.parent = 0;
 	rc = call_once(&c, &info, args, nargs, stream);
 	if (rc == JITK_FALLBACK) {
 		snprintf(last_reason, sizeof(last_reason), "%s", c.reason);
