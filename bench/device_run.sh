@@ -2,7 +2,7 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests multi memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
+# STEPS: any of tests multi axes qk famsan deploy fambench famtorch memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
 # sweep python pyops torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
@@ -48,6 +48,55 @@ if has multi; then
 		ran $? "ranks_$n"
 	done
 	grep -E "^multi-GPU|^other device|^ranks:|PASSED|FAILED" "$OUT/multi.log"
+fi
+if has axes; then
+	# the norm family's axes (issue 12): fused == split == host on every symbol
+	"$b/tests/test_gpu_axes" >"$OUT/axes.log" 2>&1
+	ran $? test_gpu_axes
+	grep -E "^axis|^axes|^per_batch|^indexed|PASSED|FAILED" "$OUT/axes.log" | tail -30
+fi
+if has qk; then
+	# QK-RMSNorm + RoPE (issue 15)
+	"$b/tests/test_gpu_qk" >"$OUT/qk.log" 2>&1
+	ran $? test_gpu_qk
+	grep -vE "^qk_norm_rope_any|^\[ (RUN|     OK) " "$OUT/qk.log" | tail -30
+fi
+if has famsan; then
+	# the new families under compute-sanitizer (quick matrices)
+	JITK_GPU_QUICK=1 timeout 280 compute-sanitizer --tool memcheck --error-exitcode 3 \
+		"$b/tests/test_gpu_axes" >"$OUT/memcheck_axes.log" 2>&1
+	ran $? memcheck_axes
+	JITK_GPU_QUICK=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 \
+		"$b/tests/test_gpu_qk" >"$OUT/memcheck_qk.log" 2>&1
+	ran $? memcheck_qk
+	JITK_GPU_QUICK=1 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 3 \
+		"$b/tests/test_gpu_qk" >"$OUT/racecheck_qk.log" 2>&1
+	ran $? racecheck_qk
+	for f in memcheck_axes memcheck_qk racecheck_qk; do
+		echo "$f: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$f.log" | tail -1)"
+	done
+fi
+if has deploy; then
+	# fresh-process hits, image kinds, seal and manifest on the GPU, NVTX, ncu (issue 13)
+	OUT=$OUT JITK_BUILD=$b sh bench/fresh_hit.sh "${JITK_FRESH_RUNS:-30}" >"$OUT/deploy.log" 2>&1
+	ran $? deploy
+	grep -vE "^\[ (RUN|     OK) " "$OUT/deploy.log" | tail -40
+fi
+if has fambench; then
+	"$b/axes_bench" --rows 4096,16384 --hidden 3072 >"$OUT/axes_bench.log" 2>&1
+	ran $? axes_bench
+	cat "$OUT/axes_bench.log"
+	"$b/qk_bench" --reps 200 >"$OUT/qk_bench.log" 2>&1
+	ran $? qk_bench
+	cat "$OUT/qk_bench.log"
+fi
+if has famtorch; then
+	python3 bench/axes_torch.py --rows 4096,16384 >"$OUT/axes_torch.log" 2>&1
+	ran $? axes_torch
+	grep -v Warning "$OUT/axes_torch.log" | tail -30
+	python3 bench/qk_torch.py --reps 100 --lib "$PWD/$b/libjitk.so.$version" >"$OUT/qk_torch.log" 2>&1
+	ran $? qk_torch
+	grep -v Warning "$OUT/qk_torch.log" | tail -30
 fi
 if has memcheck; then
 	JITK_GPU_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 3 "$b/tests/test_gpu" \

@@ -44,7 +44,7 @@ else
 fi
 
 if command -v ncu >/dev/null 2>&1; then
-	JITK_GPU_QUICK=1 ncu -k regex:norm_scale_shift -c 4 --section LaunchStats \
+	JITK_GPU_QUICK=1 ncu --clock-control none -k regex:norm_scale_shift -c 4 --section LaunchStats \
 		"$b/tests/test_gpu" >"$OUT/ncu.log" 2>&1
 	ran $? ncu
 	grep -E "norm_scale_shift" "$OUT/ncu.log" | head -8
