@@ -567,16 +567,19 @@ static void bench_jit(const char *specs, const char *name)
 }
 
 /* The raw launch below passes the norm kernel's parameters in the order
- * of its spec's args; check that order in the spec's description, so that
- * a spec change cannot make it launch with the wrong arguments. */
+ * of its spec's args: these first, then the arguments of the family's
+ * other axes (NULL or 0 for this instance). Check that order in the spec's
+ * description, so that a spec change cannot make it launch with the wrong
+ * arguments; returns how many parameters the kernel takes. */
 static const char *const norm_params[] = { "y", "q", "residual_out", "x", "residual", "gate",
 					   "scale", "shift", "input_scale", "rows", "eps" };
+#define NORM_MAX_PARAMS 64
 
-static void check_norm_params(jitk_runtime *rt, const char *symbol)
+static size_t check_norm_params(jitk_runtime *rt, const char *symbol)
 {
 	char *json = NULL, want[64];
 	const char *p, *end;
-	size_t i;
+	size_t i, n = 0;
 	int ok;
 
 	JK(jitk_describe(&json, jitk_runtime_compiler(rt), symbol));
@@ -590,17 +593,18 @@ static void check_norm_params(jitk_runtime *rt, const char *symbol)
 		if (ok)
 			p += strlen(want);
 	}
-	if (ok) { /* and no argument after eps */
-		p = strstr(p, "{\"name\": ");
-		ok = !p || p > end;
-	}
+	for (n = i; ok && (p = strstr(p, "{\"name\": ")) && p < end; p++)
+		n++;
+	ok = ok && n <= NORM_MAX_PARAMS;
 	jitk_free(json);
 	if (!ok) {
-		fprintf(stderr, "jitk bench: the args of %s are not (y, q, residual_out, x, residual, "
-				"gate, scale, shift, input_scale, rows, eps): a raw launch would be wrong\n",
+		fprintf(stderr, "jitk bench: the args of %s do not begin with (y, q, residual_out, x, "
+				"residual, gate, scale, shift, input_scale, rows, eps): a raw launch would "
+				"be wrong\n",
 			symbol);
 		exit(1);
 	}
+	return n;
 }
 
 /* Host cost per launch: jitk's typed entry point (an op lookup, the
@@ -622,8 +626,9 @@ static void bench_hot(jitk_runtime *rt)
 	jitk_tensor ty, tx, tscale, tshift;
 	PFN_cuLaunchKernel_v4000 launch = NULL;
 	enum cudaDriverEntryPointQueryResult found;
-	uint64_t values[CLI_ARRAY_SIZE(norm_params)];
-	void *params[CLI_ARRAY_SIZE(norm_params)];
+	uint64_t values[NORM_MAX_PARAMS];
+	void *params[NORM_MAX_PARAMS];
+	size_t nparams;
 	cudaStream_t s;
 	double t0, t_jitk, t_op, t_raw;
 	const int N = 20000;
@@ -648,7 +653,7 @@ static void bench_hot(jitk_runtime *rt)
 			(int)found);
 		exit(1);
 	}
-	check_norm_params(rt, sym);
+	nparams = check_norm_params(rt, sym);
 	JK(jitk_kernel_get(&k, rt, sym));
 	JK(jitk_kernel_info_get(&info, k));
 	JK(jitk_op_get(&op, rt, "fused_norm_scale_shift"));
@@ -657,7 +662,7 @@ static void bench_hot(jitk_runtime *rt)
 	JK(jitk_tensor_contiguous(&tscale, a.scale, bf16, 1, &shape[1]));
 	JK(jitk_tensor_contiguous(&tshift, a.shift, bf16, 1, &shape[1]));
 	memset(values, 0, sizeof(values));
-	for (i = 0; i < (int)CLI_ARRAY_SIZE(norm_params); i++)
+	for (i = 0; i < (int)nparams; i++)
 		params[i] = &values[i];
 	values[0] = a.y;
 	values[3] = a.x;

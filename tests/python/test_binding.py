@@ -86,6 +86,37 @@ class CompilerTests(unittest.TestCase):
         self.assertIn("^", e.exception.detail)
 
 
+class OpSourceTests(unittest.TestCase):
+    """The torch ops' schemas and generated Python, for every shipped
+    symbol, without PyTorch: the source must compile and the parameters
+    obey Python's order (nothing without a default after a default)."""
+
+    def test_every_symbol_generates_valid_source(self):
+        import ast
+        from jitk import _ops
+        with jitk.Compiler(specs=SPECS, cache_dir="") as c:
+            d = c.describe()
+        n = 0
+        for sym in d["symbols"]:
+            spec = _ops.OpSpec(sym)
+            if spec.reason:
+                continue
+            for schema in ([] if spec.no_functional else [spec.schema()]) + [spec.out_schema()]:
+                params = schema[1:schema.index(") -> ")].split(", ")
+                seen_default = False
+                for p in params:
+                    if p == "*":
+                        break
+                    if "=" in p:
+                        seen_default = True
+                    else:
+                        self.assertFalse(seen_default, f"{sym['name']}{schema}: {p} after a default")
+            src = spec.source()
+            ast.parse(src, f"<jitk op {spec.name}>")  # raises SyntaxError
+            n += 1
+        self.assertGreater(n, 20)
+
+
 class ArgumentTests(unittest.TestCase):
     """Hostile arguments: refused with ValueError/TypeError (jitk.Error
     subclasses with status EINVAL) before C sees them, never truncated or

@@ -152,16 +152,13 @@ class OpSpec:
                 mut = f"({next(alias)}!)" if mutating and a["io"] == "inout" else ""
                 decls.append(f"Tensor{mut}? {a['name']}=None" if a["optional"]
                              else f"Tensor{mut} {a['name']}")
-        # scalars with defaults after those without (Python's rule)
+        # Python's rule - nothing without a default after something with
+        # one: required tensors, required scalars, then the optional
+        # tensors and the scalars with defaults (each in spec order)
         req = [self._scalar_decl(a) for a in self.scalars if "default" not in a]
         opt = [self._scalar_decl(a) for a in self.scalars if "default" in a]
-        if any(a["optional"] for a in self.inputs + self.inouts) and req:
-            # a required scalar after an optional tensor: give it no default
-            # by moving optional tensors to the end
-            tens = [d for d in decls if not d.endswith("=None")]
-            decls = tens + req + [d for d in decls if d.endswith("=None")] + opt
-        else:
-            decls = decls + req + opt
+        tens = [d for d in decls if not d.endswith("=None")]
+        decls = tens + req + [d for d in decls if d.endswith("=None")] + opt
         return decls, alias
 
     def schema(self):
