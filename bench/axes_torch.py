@@ -81,7 +81,7 @@ def time_fn(fn, sets, reps):
     """Median microseconds of one call after a clean 256 MiB L2 flush."""
     global _flush
     if _flush is None:
-        _flush = torch.full((256 << 20) // 4, 0x5a5a5a5a, dtype=torch.int32, device="cuda")
+        _flush = torch.full(((256 << 20) // 4,), 0x5a5a5a5a, dtype=torch.int32, device="cuda")
     for i in range(10):
         fn(*sets[i % len(sets)])
     torch.cuda.synchronize()
