@@ -130,10 +130,15 @@ class OpsTests(unittest.TestCase):
                 args.append(a.default_value)
         return args, outs
 
+    def copies(self, args):
+        """Fresh copies of the tensor arguments, but the configured input
+        scale itself: a copy would be a tensor jitk_configure never saw."""
+        return [t.clone() if isinstance(t, torch.Tensor) and t is not self.s else t for t in args]
+
     def check_mutation(self, op, args, kw):
         """What the schema says of mutation, bitwise: the inputs come back
         unchanged and every output the op declares mutable is written."""
-        a = [t.clone() if isinstance(t, torch.Tensor) else t for t in args]
+        a = self.copies(args)
         before = [t.clone() if isinstance(t, torch.Tensor) else t for t in a]
         out = {k: torch.full_like(v.view(torch.uint8), 0x7f).view(v.dtype) for k, v in kw.items()}
         op(*a, **out)
@@ -170,7 +175,7 @@ class OpsTests(unittest.TestCase):
                 need_selector.append(name)
                 continue
             for op, kw in ((packet.default, {}), (packet.out, outs)):
-                a = [t.clone() if isinstance(t, torch.Tensor) else t for t in args]
+                a = self.copies(args)
                 utils = None
                 if any(t.dtype == torch.float8_e4m3fn for t in kw.values()):
                     # PyTorch's schema check compares a mutated argument
@@ -193,8 +198,8 @@ class OpsTests(unittest.TestCase):
             packet = getattr(torch.ops.jitk, name)
             if not self.callable_by_shapes(name, args, outs):
                 continue
-            a = packet.default(*[t.clone() if isinstance(t, torch.Tensor) else t for t in args])
-            b = getattr(jitk.ops, name)(*[t.clone() if isinstance(t, torch.Tensor) else t for t in args])
+            a = packet.default(*self.copies(args))
+            b = getattr(jitk.ops, name)(*self.copies(args))
             a = a if isinstance(a, tuple) else (a,)
             b = b if isinstance(b, tuple) else (b,)
             for u, v in zip(a, b):
