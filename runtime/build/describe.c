@@ -558,6 +558,11 @@ static void json_symbol(jbuf *b, const spec_set *set, const spec_symbol *s)
 				jitk__jbuf_puts(b, ", ");
 			json_value(b, p, s->vals[i][j]);
 		}
+		if (p->type == PT_ENUM) { /* the numbers shape and launch expressions see */
+			jitk__jbuf_puts(b, "], \"codes\": [");
+			for (j = 0; j < s->nvals[i]; j++)
+				jitk__jbuf_printf(b, "%s%lld", j ? ", " : "", (long long)s->vals[i][j]);
+		}
 		jitk__jbuf_puts(b, "]}");
 	}
 	jitk__jbuf_puts(b, "], \"instances\": [");

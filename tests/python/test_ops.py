@@ -84,7 +84,7 @@ class OpsTests(unittest.TestCase):
         env = {}
         for p in sym.get("params", []):
             v = inst.get(p["name"])
-            env[p["name"]] = p["values"].index(v) if p["type"] == "enum" else int(v)
+            env[p["name"]] = p["codes"][p["values"].index(v)] if p["type"] == "enum" else int(v)
         B = 256 if inst.get("modulation") == "per_token" else 2
         env.update(rows=256, n=3 * 4096, B=B, L=256 // B, H=3072, tokens=64, q_heads=4,
                    k_heads=4, heads=4, table_rows=64)
@@ -177,11 +177,14 @@ class OpsTests(unittest.TestCase):
             for op, kw in ((packet.default, {}), (packet.out, outs)):
                 a = self.copies(args)
                 utils = None
-                if any(t.dtype == torch.float8_e4m3fn for t in kw.values()):
+                configured = any(a.get("configured") for a in self.describe()[name]["args"])
+                if configured or any(t.dtype == torch.float8_e4m3fn for t in kw.values()):
                     # PyTorch's schema check compares a mutated argument
                     # before and after with allclose, which has no fp8
-                    # kernel ("mul_cuda" not implemented for Float8_e4m3fn);
-                    # the mutation is checked by hand below instead
+                    # kernel ("mul_cuda" not implemented for Float8_e4m3fn),
+                    # and runs the op on copies of its arguments (a copy of
+                    # a configured scale was never configured); the
+                    # mutation is checked by hand below instead
                     utils = ("test_autograd_registration", "test_faketensor",
                              "test_aot_dispatch_dynamic")
                     self.check_mutation(op, args, kw)
