@@ -135,6 +135,24 @@ class OpsTests(unittest.TestCase):
         scale itself: a copy would be a tensor jitk_configure never saw."""
         return [t.clone() if isinstance(t, torch.Tensor) and t is not self.s else t for t in args]
 
+    def check_fake(self, op, args, kw):
+        """The fake kernel's outputs have the real ones' shapes, strides
+        and dtypes."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        real = op(*self.copies(args), **kw)
+        with FakeTensorMode() as mode:
+            fa = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in args]
+            fk = {k: mode.from_tensor(v) for k, v in kw.items()}
+            fake = op(*fa, **fk)
+        real = real if isinstance(real, tuple) else (real,)
+        fake = fake if isinstance(fake, tuple) else (fake,)
+        self.assertEqual(len(real), len(fake), op)
+        for r, f in zip(real, fake):
+            if r is None:
+                self.assertIsNone(f, op)
+                continue
+            self.assertEqual((r.shape, r.stride(), r.dtype), (f.shape, f.stride(), f.dtype), op)
+
     def check_mutation(self, op, args, kw):
         """What the schema says of mutation, bitwise: the inputs come back
         unchanged and every output the op declares mutable is written."""
@@ -188,6 +206,12 @@ class OpsTests(unittest.TestCase):
                     utils = ("test_autograd_registration", "test_faketensor",
                              "test_aot_dispatch_dynamic")
                     self.check_mutation(op, args, kw)
+                    if configured and not self.describe()[name].get("fallback"):
+                        # the fake-tensor and AOT checks run the real op on
+                        # copies too: with no fallback to run instead, the
+                        # fake kernel is compared with the real one by hand
+                        utils = ("test_autograd_registration",)
+                        self.check_fake(op, args, kw)
                 res = opcheck(op, a, kw) if utils is None else opcheck(op, a, kw, test_utils=utils)
                 self.assertEqual(set(res.values()), {"SUCCESS"}, (name, op, res))
                 done.append(str(op) + ("" if utils is None else " (schema by hand)"))
