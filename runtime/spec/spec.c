@@ -29,7 +29,9 @@ typedef struct {
 	jitk_arena *tmp;  /* freed when the load ends: key paths, link tables */
 	spec_family *f;   /* the family being read */
 	const ynode *map; /* the mapping whose field is being read */
-	int names;        /* NAMES_* of the checks being read */
+	const ynode *key; /* the entry being read (a mapping of name: definition) */
+	size_t index;     /* the item being read */
+	int arg;          /* the arg of the mapping being read (p_map) */
 } sctx;
 
 /* What a load keeps until it ends: the file texts, so that errors found
@@ -255,12 +257,9 @@ static int copy(const sctx *c, char **out, const char *s)
 	return *out ? 0 : JITK_ENOMEM;
 }
 
-static int get_string(const sctx *c, const ynode *n, const char *path,
-		      char **out)
+static int get_string(const sctx *c, const ynode *n, const char *path, char **out)
 {
-	if (want_kind(c, n, path, YN_SCALAR, "a string"))
-		return JITK_ESPEC;
-	return copy(c, out, n->str);
+	return want_kind(c, n, path, YN_SCALAR, "a string") ? JITK_ESPEC : copy(c, out, n->str);
 }
 
 /* Free text (a gate's reason, a check's message): a string without the
@@ -268,14 +267,11 @@ static int get_string(const sctx *c, const ynode *n, const char *path,
 static int get_text(const sctx *c, const ynode *n, const char *path, char **out)
 {
 	int rc = get_string(c, n, path, out);
-	size_t len;
+	size_t len = rc ? 0 : strlen(*out);
 
-	if (rc)
-		return rc;
-	len = strlen(*out);
 	while (len && isspace((unsigned char)(*out)[len - 1]))
 		(*out)[--len] = '\0';
-	return 0;
+	return rc;
 }
 
 static int is_ident(const char *s)
@@ -303,8 +299,7 @@ static int is_qualified(const char *s)
 	}
 }
 
-static int get_ident(const sctx *c, const ynode *n, const char *path,
-		     char **out)
+static int get_ident(const sctx *c, const ynode *n, const char *path, char **out)
 {
 	if (want_kind(c, n, path, YN_SCALAR, "a name"))
 		return JITK_ESPEC;
@@ -315,10 +310,9 @@ static int get_ident(const sctx *c, const ynode *n, const char *path,
 	return copy(c, out, n->str);
 }
 
-static int get_int(const sctx *c, const ynode *n, const char *path,
-		   int64_t *out)
+static int get_int(const sctx *c, const ynode *n, const char *path, int64_t *out)
 {
-	const char *s;
+	const char *s = n->str;
 	int neg = 0;
 	uint64_t v = 0;
 
@@ -327,7 +321,6 @@ static int get_int(const sctx *c, const ynode *n, const char *path,
 	if (!n->plain)
 		return ERR(c, n, path, "expected an integer, got the quoted string '%s'",
 			   q(n->str));
-	s = n->str;
 	if (*s == '-' || *s == '+')
 		neg = *s++ == '-';
 	if (!isdigit((unsigned char)*s))
@@ -353,12 +346,9 @@ static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
 {
 	if (want_kind(c, n, path, YN_SCALAR, "true or false"))
 		return JITK_ESPEC;
-	if (n->plain && !strcmp(n->str, "true"))
-		*out = 1;
-	else if (n->plain && !strcmp(n->str, "false"))
-		*out = 0;
-	else
+	if (!n->plain || (strcmp(n->str, "true") && strcmp(n->str, "false")))
 		return ERR(c, n, path, "expected true or false, got '%s'", q(n->str));
+	*out = !strcmp(n->str, "true");
 	return 0;
 }
 
@@ -373,6 +363,197 @@ static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
 			   q(n->str));
 	*out = a.cc;
 	return 0;
+}
+
+/* The index of s in names (NULL-terminated), or -1. */
+static int choose(const char *s, const char *const *names)
+{
+	int i;
+
+	for (i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+/* ------------------------------------------------------- key tables */
+
+/* A mapping is read with a table of its keys: what each one's node must be
+ * (with `what`, the kind is checked here, for the message "expected WHAT,
+ * got ..."; scalar parsers check their node themselves), whether it is
+ * required, where the value goes and which parser reads it. Unknown keys
+ * are refused in the mapping's order, missing ones in the table's, and the
+ * fields are read in the table's order: the order of the messages. Lists,
+ * and mappings of name: definition, describe their items with a field. */
+typedef struct field field;
+/* Read v (at path) into out: the struct that has the field, or the item. */
+typedef int (*parse_fn)(sctx *c, const ynode *v, const char *path, void *out,
+			const field *fd);
+
+enum {
+	F_REQ = 1,  /* required */
+	F_SUB = 2,  /* the path is path.key (an item's: path.its key) */
+	F_LATER = 4 /* read by the caller */
+};
+
+struct field {
+	const char *key; /* NULL: an item (or the end of a table) */
+	enum ynode_kind kind;
+	const char *what;
+	parse_fn fn;
+	int flags;
+	size_t off, noff;  /* of the value; lists: of the array and of its count */
+	int arg;           /* for fn */
+	const field *sub;  /* mappings read with a table: the table */
+	const field *item; /* lists: what an item is */
+	size_t size;       /* of an item */
+	const char *dup;   /* lists of names: refuse one listed twice ("value ") */
+};
+
+#define AT(out, off, type) ((type *)(void *)((char *)(out) + (off)))
+#define S(k, f) .key = (k), .kind = YN_SCALAR, .fn = (f) /* the parser checks it */
+#define K(k, kd, w, f) .key = (k), .kind = (kd), .what = (w), .fn = (f)
+#define OFF(T, m) .off = offsetof(T, m)
+#define LIST(T, arr, n, it) .off = offsetof(T, arr), .noff = offsetof(T, n), .item = (it), \
+		.size = sizeof(*((T *)0)->arr)
+
+static const field *field_named(const field *t, const char *key)
+{
+	for (; t->key; t++)
+		if (!strcmp(t->key, key))
+			return t;
+	return NULL;
+}
+
+/* Every key of map must be in the table; every required one present. */
+static int check_keys(const sctx *c, const ynode *map, const char *path, const field *t)
+{
+	size_t i, k;
+
+	for (i = 0; i < map->n; i++) {
+		const ynode *key = ymap_key(map, i);
+		const char *best = NULL;
+		int bestd = 3, d;
+
+		if (field_named(t, key->str))
+			continue;
+		for (k = 0; t[k].key; k++)
+			if ((d = jitk__edit_distance(key->str, t[k].key)) < bestd) {
+				bestd = d;
+				best = t[k].key;
+			}
+		if (best)
+			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
+				   q(key->str), best);
+		return ERR(c, key, path, "unknown key '%s'", q(key->str));
+	}
+	for (k = 0; t[k].key; k++)
+		if ((t[k].flags & F_REQ) && !jitk__ymap_get(map, t[k].key))
+			return ERR(c, map, path, "missing required key '%s'", t[k].key);
+	return 0;
+}
+
+/* path.key (key at the top level), in the file's scratch memory. */
+static const char *sub(const sctx *c, const char *path, const char *key)
+{
+	return *path ? jitk__arena_printf(c->tmp, "%s.%s", path, key) : key;
+}
+
+static int parse_field(sctx *c, const ynode *v, const char *path, const field *fd, void *out)
+{
+	if ((fd->flags & F_SUB) && !(path = sub(c, path, fd->key ? fd->key : c->key->str)))
+		return JITK_ENOMEM;
+	if (fd->what && want_kind(c, v, path, fd->kind, fd->what))
+		return JITK_ESPEC;
+	return fd->fn(c, v, path, out, fd);
+}
+
+/* The fields of map in the table's order; c->map is the mapping. */
+static int parse_fields(sctx *c, const ynode *map, const char *path, const field *t, void *out)
+{
+	const ynode *saved = c->map, *v;
+	int rc = 0;
+
+	for (; t->key && !rc; t++)
+		if (!(t->flags & F_LATER) && (v = jitk__ymap_get(map, t->key))) {
+			c->map = map;
+			rc = parse_field(c, v, path, t, out);
+		}
+	c->map = saved;
+	return rc;
+}
+
+static int parse_map(sctx *c, const ynode *map, const char *path, const field *t, void *out)
+{
+	int rc = check_keys(c, map, path, t);
+
+	return rc ? rc : parse_fields(c, map, path, t, out);
+}
+
+/* A mapping read with fd->sub (c->arg = fd->arg for its parsers). */
+static int p_map(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	c->arg = fd->arg;
+	return parse_map(c, v, path, fd->sub, AT(out, fd->off, char));
+}
+
+/* The items of sequence n, or the entries of mapping n (each key a name;
+ * c->key and c->index tell the item's parser which), each read by
+ * fd->item into a new array (*arr); *count counts those read. */
+static int read_items(sctx *c, const ynode *n, const char *path, const field *fd, void *arr,
+		      size_t *count)
+{
+	char *items = jitk__arena_array(c->a, n->n, fd->size), **name;
+	size_t i, j;
+	int rc;
+
+	if (!items)
+		return JITK_ENOMEM;
+	memcpy(arr, &items, sizeof(items));
+	for (i = 0; i < n->n; i++, ++*count) {
+		const ynode *k = n->kind == YN_MAP ? ymap_key(n, i) : NULL;
+
+		c->key = k;
+		c->index = i;
+		if (k && !is_ident(k->str))
+			return ERR(c, k, path, "'%s' is not a name", q(k->str));
+		if ((rc = parse_field(c, k ? ymap_val(n, i) : n->kids[i], path, fd->item,
+				      items + i * fd->size)))
+			return rc;
+		for (j = 0, name = (char **)(void *)(items + i * fd->size); fd->dup && j < i; j++)
+			if (!strcmp(*(char **)(void *)(items + j * fd->size), *name))
+				return ERR(c, n->kids[i], path, "%s'%s' listed twice", fd->dup,
+					   q(*name));
+	}
+	return 0;
+}
+
+static int p_list(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	return read_items(c, n, path, fd, AT(out, fd->off, void *), AT(out, fd->noff, size_t));
+}
+
+/* Scalars as fields (and items: offset 0). */
+#define SCALAR_PARSER(name, get, type)                                                     \
+	static int name(sctx *c, const ynode *v, const char *path, void *out, const field *fd) \
+	{                                                                                   \
+		return get(c, v, path, AT(out, fd->off, type));                              \
+	}
+SCALAR_PARSER(p_text, get_text, char *)
+SCALAR_PARSER(p_ident, get_ident, char *)
+SCALAR_PARSER(p_int, get_int, int64_t)
+SCALAR_PARSER(p_bool, get_bool, int)
+SCALAR_PARSER(p_arch, get_arch, int)
+
+/* Strings; arg 1 or 2: a C++ type name or name (jitk::Norm, jitk::fn). */
+static int p_string(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	char **s = AT(out, fd->off, char *);
+	int rc = get_string(c, v, path, s);
+
+	if (!rc && fd->arg && !is_qualified(*s))
+		return ERR(c, v, path, "'%s' is not a C++ %sname", q(*s), fd->arg == 1 ? "type " : "");
+	return rc;
 }
 
 /* ----------------------------------------------------------- pieces */
@@ -396,296 +577,74 @@ static const char *read_reason(const char *path)
 	return !strncmp(m, path, n) && !strncmp(m + n, ": ", 2) ? m + n + 2 : m;
 }
 
-
 /* A value of parameter p from node n, checked against its allowed set. */
 static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 			   const char *path, int64_t *out)
 {
 	size_t i;
-	int b, rc;
+	int b = 0, rc;
+	jbuf list;
 
 	switch (p->type) {
 	case PT_BOOL:
-		if ((rc = get_bool(c, n, path, &b)))
-			return rc;
+		rc = get_bool(c, n, path, &b);
 		*out = b;
-		return 0;
+		return rc;
 	case PT_ENUM:
 		if (want_kind(c, n, path, YN_SCALAR, "a value name"))
 			return JITK_ESPEC;
-		for (i = 0; i < p->nvalues; i++)
-			if (!strcmp(n->str, p->values[i])) {
-				*out = (int64_t)i;
+		for (*out = 0; (size_t)*out < p->nvalues; ++*out)
+			if (!strcmp(n->str, p->values[*out]))
 				return 0;
-			}
-		{
-			jbuf list;
-
-			jitk__jbuf_init(&list);
-			for (i = 0; i < p->nvalues; i++)
-				jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
-			rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
-				 q(n->str), q(p->name), q(list.data ? list.data : ""));
-			jitk__jbuf_free(&list);
-			return rc;
-		}
+		jitk__jbuf_init(&list);
+		for (i = 0; i < p->nvalues; i++)
+			jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
+		rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
+			 q(n->str), q(p->name), q(list.data ? list.data : ""));
+		jitk__jbuf_free(&list);
+		return rc;
 	case PT_INT:
-		if ((rc = get_int(c, n, path, out)))
-			return rc;
-		if (*out < p->min || *out > p->max)
-			return ERR(c, n, path,
-				   "value %lld is out of range for '%s' (%lld to %lld)",
-				   (long long)*out, q(p->name), (long long)p->min,
-				   (long long)p->max);
-		if (p->multiple_of > 1 && *out % p->multiple_of)
-			return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
-				   (long long)*out, q(p->name), (long long)p->multiple_of);
-		if (p->nallowed) {
-			for (i = 0; i < p->nallowed; i++)
-				if (p->allowed[i] == *out)
-					return 0;
-			return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
-				   (long long)*out, q(p->name));
-		}
-		return 0;
+		break;
 	}
-	return ERR(c, n, path, "bad parameter type");
-}
-
-/* A scalar or a sequence of scalars, as a list of nodes. */
-static int as_list(const sctx *c, const ynode *n, const char *path,
-		   const ynode *const **items, size_t *count, const ynode **one)
-{
-	if (n->kind == YN_SEQ) {
-		if (!n->n)
-			return ERR(c, n, path, "empty list");
-		*items = (const ynode *const *)n->kids;
-		*count = n->n;
-		return 0;
-	}
-	if (n->kind == YN_MAP)
-		return ERR(c, n, path, "expected a value or a list of values, got a mapping");
-	*one = n;
-	*items = one;
-	*count = 1;
+	if ((rc = get_int(c, n, path, out)))
+		return rc;
+	if (*out < p->min || *out > p->max)
+		return ERR(c, n, path, "value %lld is out of range for '%s' (%lld to %lld)",
+			   (long long)*out, q(p->name), (long long)p->min, (long long)p->max);
+	if (p->multiple_of > 1 && *out % p->multiple_of)
+		return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
+			   (long long)*out, q(p->name), (long long)p->multiple_of);
+	for (i = 0; i < p->nallowed; i++)
+		if (p->allowed[i] == *out)
+			return 0;
+	if (p->nallowed)
+		return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
+			   (long long)*out, q(p->name));
 	return 0;
 }
 
-/* ------------------------------------------------------- key tables */
-
-/* A mapping is read with a table of its keys: what each one's node must be
- * (a collection's kind is checked here, with `what` in the message;
- * scalar parsers check their node themselves, `what` NULL), whether it is
- * required, where the value goes and who parses it. Unknown keys are
- * refused in the mapping's order, missing ones in the table's, and the
- * fields are read in the table's order - the order of the messages. */
-typedef struct field field;
-typedef int (*field_fn)(sctx *c, const ynode *v, const char *path, void *out,
-			const field *fd);
-/* Item i of a list (into arr, an array of them), read for the field fd. */
-typedef int (*item_fn)(sctx *c, const ynode *n, const char *path, void *arr, size_t i,
-		       const field *fd);
-
-enum { F_REQ = 1, F_SUB = 2 /* the path is path.key */, F_LATER = 4 /* by the caller */ };
-
-struct field {
-	const char *key;
-	enum ynode_kind kind;
-	const char *what;
-	field_fn fn;
-	int flags;
-	size_t off;  /* of the value in *out */
-	int arg;     /* for fn */
-	size_t noff; /* lists: of the count in *out */
-	item_fn item;
-	enum ynode_kind item_kind;
-	const char *item_what;
-	size_t item_size;
-};
-
-#define AT(out, off, type) ((type *)(void *)((char *)(out) + (off)))
-#define S(k, f) .key = (k), .kind = YN_SCALAR, .fn = (f)   /* the parser checks it */
-#define K(k, kd, w, f) .key = (k), .kind = (kd), .what = (w), .fn = (f)
-#define OFF(T, m) .off = offsetof(T, m)
-#define LIST(T, arr, n, fn, kind, what)                                       \
-	.off = offsetof(T, arr), .noff = offsetof(T, n), .item = fn, .item_kind = kind, \
-	.item_what = what, .item_size = sizeof(*((T *)0)->arr)
-
-static const field *field_named(const field *t, const char *key)
-{
-	for (; t->key; t++)
-		if (!strcmp(t->key, key))
-			return t;
-	return NULL;
-}
-
-/* Every key of map must be in the table; every required one present. */
-static int check_keys(const sctx *c, const ynode *map, const char *path, const field *t)
-{
-	size_t i, k;
-
-	for (i = 0; i < map->n; i++) {
-		const ynode *key = ymap_key(map, i);
-		const char *best = NULL;
-		int bestd = 3;
-
-		if (field_named(t, key->str))
-			continue;
-		for (k = 0; t[k].key; k++) {
-			int d = jitk__edit_distance(key->str, t[k].key);
-
-			if (d < bestd) {
-				bestd = d;
-				best = t[k].key;
-			}
-		}
-		if (best)
-			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
-				   q(key->str), best);
-		return ERR(c, key, path, "unknown key '%s'", q(key->str));
-	}
-	for (k = 0; t[k].key; k++)
-		if ((t[k].flags & F_REQ) && !jitk__ymap_get(map, t[k].key))
-			return ERR(c, map, path, "missing required key '%s'", t[k].key);
-	return 0;
-}
-
-/* path.key (key at the top level), from the load's scratch memory. */
-static const char *sub(const sctx *c, const char *path, const char *key)
-{
-	return *path ? jitk__arena_printf(c->tmp, "%s.%s", path, key) : key;
-}
-
-static int parse_field(sctx *c, const ynode *v, const char *path, const field *fd,
-		       void *out)
-{
-	if ((fd->flags & F_SUB) && !(path = sub(c, path, fd->key)))
-		return JITK_ENOMEM;
-	if (fd->what && want_kind(c, v, path, fd->kind, fd->what))
-		return JITK_ESPEC;
-	return fd->fn(c, v, path, out, fd);
-}
-
-/* The fields of map, in the table's order. */
-static int parse_fields(sctx *c, const ynode *map, const char *path, const field *t,
-			void *out)
-{
-	const ynode *saved = c->map, *v;
-	int rc = 0;
-
-	for (; t->key && !rc; t++)
-		if (!(t->flags & F_LATER) && (v = jitk__ymap_get(map, t->key))) {
-			c->map = map;
-			rc = parse_field(c, v, path, t, out);
-		}
-	c->map = saved;
-	return rc;
-}
-
-static int parse_map(sctx *c, const ynode *map, const char *path, const field *t, void *out)
-{
-	int rc = check_keys(c, map, path, t);
-
-	return rc ? rc : parse_fields(c, map, path, t, out);
-}
-
-/* The items of sequence n, each checked to be of kind (unless what is
- * NULL) and read by fn into a new array (*(T **)arr); *count counts the
- * items read. */
-static int read_list(sctx *c, const ynode *n, const char *path, void *arr, size_t *count,
-		     const field *fd)
-{
-	char *items = jitk__arena_array(c->a, n->n, fd->item_size);
-	size_t i;
-	int rc;
-
-	if (!items)
-		return JITK_ENOMEM;
-	memcpy(arr, &items, sizeof(items));
-	for (i = 0; i < n->n; i++, ++*count) {
-		if (fd->item_what && want_kind(c, n->kids[i], path, fd->item_kind, fd->item_what))
-			return JITK_ESPEC;
-		if ((rc = fd->item(c, n->kids[i], path, items, i, fd)))
-			return rc;
-	}
-	return 0;
-}
-
-static int p_list(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
-{
-	return read_list(c, n, path, AT(out, fd->off, void *), AT(out, fd->noff, size_t), fd);
-}
-
-/* The entries of a mapping of name: definition, each key a name, read by
- * fn into a new array of size-byte elements; *count counts them. */
-typedef int (*entry_fn)(sctx *c, const ynode *k, const ynode *v, void *arr, size_t i);
-
-static int read_entries(sctx *c, const ynode *n, const char *path, size_t size, entry_fn fn,
-			void *arr, size_t *count)
-{
-	char *items = jitk__arena_array(c->a, n->n, size);
-	size_t i;
-	int rc;
-
-	if (!items)
-		return JITK_ENOMEM;
-	memcpy(arr, &items, sizeof(items));
-	for (i = 0; i < n->n; i++, ++*count) {
-		const ynode *k = ymap_key(n, i);
-
-		if (!is_ident(k->str))
-			return ERR(c, k, path, "'%s' is not a name", q(k->str));
-		if ((rc = fn(c, k, ymap_val(n, i), items, i)))
-			return rc;
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------ scalar fields */
-
-static int p_string(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
-{
-	return get_string(c, v, path, AT(out, fd->off, char *));
-}
-
-static int p_text(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
-{
-	return get_text(c, v, path, AT(out, fd->off, char *));
-}
-
-static int p_int(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
-{
-	return get_int(c, v, path, AT(out, fd->off, int64_t));
-}
-
-static int p_bool(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
-{
-	return get_bool(c, v, path, AT(out, fd->off, int));
-}
-
-static int p_arch(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
-{
-	return get_arch(c, v, path, AT(out, fd->off, int));
-}
-
-/* The value or list of values of parameter p at n; unique: refuse a value
- * listed twice. */
-static int param_values(sctx *c, const spec_param *p, const ynode *n, const char *path,
+/* The value or list of values of parameter p at n (a scalar or a
+ * sequence); unique: refuse a value listed twice. */
+static int param_values(const sctx *c, const spec_param *p, const ynode *n, const char *path,
 			int unique, int64_t **vals, size_t *nvals)
 {
-	const ynode *one = NULL;
-	const ynode *const *items = NULL;
-	size_t count = 0, j, m;
+	const ynode *const *items = (const ynode *const *)n->kids;
+	size_t count = n->n, j, m;
 	int rc;
 
-	if ((rc = as_list(c, n, path, &items, &count, &one)))
-		return rc;
-	if (!(*vals = ARRAY(c, count, int64_t)))
+	if (n->kind == YN_SEQ && !n->n)
+		return ERR(c, n, path, "empty list");
+	if (n->kind == YN_MAP)
+		return ERR(c, n, path, "expected a value or a list of values, got a mapping");
+	if (n->kind == YN_SCALAR) {
+		items = &n;
+		count = 1;
+	}
+	if (!(*vals = jitk__arena_array(c->a, count, sizeof(**vals))))
 		return JITK_ENOMEM;
-	for (j = 0; j < count; j++) {
+	for (j = 0; j < count; j++, ++*nvals) {
 		if ((rc = get_param_value(c, p, items[j], path, &(*vals)[j])))
 			return rc;
-		++*nvals;
 		for (m = 0; unique && m < j; m++)
 			if ((*vals)[m] == (*vals)[j])
 				return ERR(c, items[j], path, "value listed twice");
@@ -698,24 +657,20 @@ static int p_cond(sctx *c, const ynode *n, const char *path, void *out, const fi
 {
 	spec_cond *cond = AT(out, fd->off, spec_cond);
 	size_t i;
-	int rc;
+	int rc = 0, p;
 
 	if (!(cond->terms = ARRAY(c, n->n, spec_term)))
 		return JITK_ENOMEM;
-	for (i = 0; i < n->n; i++) {
+	for (i = 0; i < n->n && !rc; i++) {
 		const ynode *k = ymap_key(n, i);
-		spec_term *t = &cond->terms[cond->n];
-		int p = jitk__spec_param_index(c->f, k->str);
+		spec_term *t = &cond->terms[cond->n++];
 
-		if (p < 0)
+		if ((p = jitk__spec_param_index(c->f, k->str)) < 0)
 			return ERR(c, k, path, "unknown parameter '%s'", q(k->str));
 		t->param = (size_t)p;
-		cond->n++;
-		if ((rc = param_values(c, &c->f->params[p], ymap_val(n, i), path, 0, &t->vals,
-				       &t->nvals)))
-			return rc;
+		rc = param_values(c, &c->f->params[p], ymap_val(n, i), path, 0, &t->vals, &t->nvals);
 	}
-	return 0;
+	return rc;
 }
 
 static const field range_fields[] = {
@@ -724,24 +679,21 @@ static const field range_fields[] = {
 	{ .key = NULL },
 };
 
-static int p_arch_range(sctx *c, const ynode *n, const char *path, void *out,
-			const field *fd)
+static int p_arch_range(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
 	spec_arch_range *r = AT(out, fd->off, spec_arch_range);
-	int rc;
+	int rc = check_keys(c, n, path, range_fields);
 
-	if ((rc = check_keys(c, n, path, range_fields)))
-		return rc;
-	if (!n->n)
+	if (!rc && !n->n)
 		return ERR(c, n, path, "an architecture range needs min or max");
-	if ((rc = parse_fields(c, n, path, range_fields, r)))
+	if (rc || (rc = parse_fields(c, n, path, range_fields, r)))
 		return rc;
 	if (r->min && r->max && r->min > r->max)
 		return ERR(c, n, path, "min is above max");
 	return 0;
 }
 
-/* Family gates may have `when`; symbol gates start at gate_fields + 1. */
+/* Family gates may have `when`; symbol gates are read with gate_fields + 1. */
 static const field gate_fields[] = {
 	{ K("when", YN_MAP, "a mapping of parameter values", p_cond), OFF(spec_gate, when) },
 	{ K("arch", YN_MAP, "a mapping with min and/or max", p_arch_range), .flags = F_REQ,
@@ -750,21 +702,20 @@ static const field gate_fields[] = {
 	{ .key = NULL },
 };
 
-static int gate_item(sctx *c, const ynode *g, const char *path, void *arr, size_t i,
-		     const field *fd)
+static int p_gate(sctx *c, const ynode *g, const char *path, void *out, const field *fd)
 {
-	spec_gate *gate = (spec_gate *)arr + i;
-	const field *t = fd->arg ? gate_fields : gate_fields + 1;
-	int rc = check_keys(c, g, path, t);
-
-	gate->loc = loc_of(c, g);
-	return rc ? rc : parse_fields(c, g, path, t, gate);
+	((spec_gate *)out)->loc = loc_of(c, g);
+	return parse_map(c, g, path, fd->sub, out);
 }
+
+static const field family_gate = { K(NULL, YN_MAP, "a gate (a mapping)", p_gate),
+				   .sub = gate_fields };
+static const field symbol_gate = { K(NULL, YN_MAP, "a gate (a mapping)", p_gate),
+				   .sub = gate_fields + 1 };
 
 /* One more parameter, tuning key or derived value, named by n: a variant
  * binds them all, so a family has at most SPEC_MAX_NAMES. */
-static int name_budget(const sctx *c, const spec_family *f, const ynode *n,
-		       const char *path)
+static int name_budget(const sctx *c, const spec_family *f, const ynode *n, const char *path)
 {
 	if (f->nparams + f->ntuning_keys + f->nderived < SPEC_MAX_NAMES)
 		return 0;
@@ -773,23 +724,18 @@ static int name_budget(const sctx *c, const spec_family *f, const ynode *n,
 		   q(n->str), SPEC_MAX_NAMES);
 }
 
-/* params: { name: { type, ... } }. Which keys a definition may have
- * depends on its type: p_param_type checks that before the others are
- * read (in the order the messages have always come in). */
-static int p_param_type(sctx *c, const ynode *v, const char *path, void *out,
-			const field *fd)
+/* params: { name: { type, ... } }. Which other keys a definition may have
+ * depends on its type, checked when the type is read (in the order the
+ * messages have always come in). */
+static int p_param_type(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	static const char *const types[] = { "int", "bool", "enum" }; /* enum spec_ptype */
+	static const char *const types[] = { "int", "bool", "enum", NULL }; /* spec_ptype */
 	static const char *const int_only[] = { "min", "max", "multiple_of" };
 	spec_param *p = out;
 	const ynode *d = c->map, *bad;
-	size_t i;
+	int i = choose(v->str, types);
 
-	if (want_kind(c, v, path, YN_SCALAR, "int, bool or enum"))
-		return JITK_ESPEC;
-	for (i = 0; i < 3 && strcmp(v->str, types[i]); i++)
-		;
-	if (i == 3)
+	if (i < 0)
 		return ERR(c, v, path, "unknown parameter type '%s' (int, bool or enum)", q(v->str));
 	p->type = (enum spec_ptype)i;
 	for (i = 0; i < 3 && p->type != PT_INT; i++)
@@ -801,129 +747,76 @@ static int p_param_type(sctx *c, const ynode *v, const char *path, void *out,
 		return ERR(c, bad, path, "'cpp' applies to enum parameters only");
 	if (p->type == PT_ENUM && !jitk__ymap_get(d, "values"))
 		return ERR(c, d, path, "missing required key 'values'");
-	(void)fd;
 	return 0;
 }
 
-static int p_param_max(sctx *c, const ynode *v, const char *path, void *out,
-		       const field *fd)
+/* max and multiple_of (arg 1), with what they must be. */
+static int p_param_int(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
 	spec_param *p = out;
-	int rc = get_int(c, v, path, &p->max);
+	int rc;
 
-	if (!rc && p->min > p->max)
+	if ((rc = get_int(c, v, path, fd->arg ? &p->multiple_of : &p->max)))
+		return rc;
+	if (!fd->arg && p->min > p->max)
 		return ERR(c, c->map, path, "min is above max");
-	(void)fd;
-	return rc;
-}
-
-static int p_multiple_of(sctx *c, const ynode *v, const char *path, void *out,
-			 const field *fd)
-{
-	spec_param *p = out;
-	int rc = get_int(c, v, path, &p->multiple_of);
-
-	if (!rc && p->multiple_of < 1)
+	if (fd->arg && p->multiple_of < 1)
 		return ERR(c, v, path, "multiple_of must be at least 1");
-	(void)fd;
-	return rc;
+	return 0;
 }
 
-static int enum_value_item(sctx *c, const ynode *n, const char *path, void *arr, size_t i,
-			   const field *fd)
-{
-	char **values = arr;
-	size_t m;
-	int rc = get_ident(c, n, path, &values[i]);
-
-	for (m = 0; !rc && m < i; m++)
-		if (!strcmp(values[m], values[i]))
-			return ERR(c, n, path, "value '%s' listed twice", q(values[i]));
-	(void)fd;
-	return rc;
-}
-
-static int int_value_item(sctx *c, const ynode *n, const char *path, void *arr, size_t i,
-			  const field *fd)
-{
-	(void)fd;
-	return get_int(c, n, path, (int64_t *)arr + i);
-}
+static const field int_item = { S(NULL, p_int) };
+static const field name_item = { S(NULL, p_ident) };
 
 static int p_param_values(sctx *c, const ynode *v, const char *path, void *out,
 			  const field *fd)
 {
-	static const field enum_values = { .item = enum_value_item, .item_size = sizeof(char *) };
-	static const field int_values = { .item = int_value_item, .item_size = sizeof(int64_t) };
+	static const field ints = { .item = &int_item, .size = sizeof(int64_t) };
+	static const field names = { .item = &name_item, .size = sizeof(char *),
+				     .dup = "value " };
 	spec_param *p = out;
 	int rc;
 
-	if (p->type == PT_INT) {
-		if (want_kind(c, v, path, YN_SEQ, "a list of integers"))
-			return JITK_ESPEC;
-		return read_list(c, v, path, &p->allowed, &p->nallowed, &int_values);
-	}
+	if (p->type == PT_INT)
+		return want_kind(c, v, path, YN_SEQ, "a list of integers") ? JITK_ESPEC
+			: read_items(c, v, path, &ints, &p->allowed, &p->nallowed);
 	if (want_kind(c, v, path, YN_SEQ, "a list of value names"))
 		return JITK_ESPEC;
 	if (!v->n)
 		return ERR(c, v, path, "empty list");
-	if ((rc = read_list(c, v, path, &p->values, &p->nvalues, &enum_values)))
+	if ((rc = read_items(c, v, path, &names, &p->values, &p->nvalues)))
 		return rc;
 	if (!jitk__ymap_get(c->map, "cpp"))
 		return ERR(c, c->map, path, "missing required key 'cpp' (the C++ enum type)");
-	(void)fd;
 	return 0;
 }
 
-static int p_param_cpp(sctx *c, const ynode *v, const char *path, void *out,
-		       const field *fd)
-{
-	spec_param *p = out;
-	int rc = get_string(c, v, path, &p->cpp);
-
-	if (!rc && !is_qualified(p->cpp))
-		return ERR(c, v, path, "'%s' is not a C++ type name", q(p->cpp));
-	(void)fd;
-	return rc;
-}
-
 static const field param_fields[] = {
-	{ S("type", p_param_type), .flags = F_REQ },
+	{ K("type", YN_SCALAR, "int, bool or enum", p_param_type), .flags = F_REQ },
 	{ S("min", p_int), OFF(spec_param, min) },
-	{ S("max", p_param_max) },
-	{ S("multiple_of", p_multiple_of) },
+	{ S("max", p_param_int) },
+	{ S("multiple_of", p_param_int), .arg = 1 },
 	{ S("values", p_param_values) },
-	{ S("cpp", p_param_cpp) },
+	{ S("cpp", p_string), OFF(spec_param, cpp), .arg = 1 /* a C++ type name */ },
 	{ .key = NULL },
 };
 
-static int param_entry(sctx *c, const ynode *k, const ynode *d, void *arr, size_t i)
+static int p_param(sctx *c, const ynode *d, const char *path, void *out, const field *fd)
 {
-	spec_param *p = (spec_param *)arr + i;
-	const char *path = sub(c, "params", k->str);
+	spec_param *p = out;
 	int rc;
 
-	if (!path)
-		return JITK_ENOMEM;
-	if (want_kind(c, d, path, YN_MAP, "a parameter definition (a mapping)"))
-		return JITK_ESPEC;
 	if ((rc = check_keys(c, d, path, param_fields)) ||
-	    (rc = name_budget(c, c->f, k, "params")) || (rc = copy(c, &p->name, k->str)))
+	    (rc = name_budget(c, c->f, c->key, "params")) || (rc = copy(c, &p->name, c->key->str)))
 		return rc;
-	p->loc = loc_of(c, k);
+	p->loc = loc_of(c, c->key);
 	p->min = INT64_MIN;
 	p->max = INT64_MAX;
 	return parse_fields(c, d, path, param_fields, p);
 }
 
-static int p_params(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
-{
-	spec_family *f = out;
-
-	(void)fd;
-	return read_entries(c, n, path, sizeof(spec_param), param_entry, &f->params,
-			    &f->nparams);
-}
+static const field param_item = { K(NULL, YN_MAP, "a parameter definition (a mapping)", p_param),
+				  .flags = F_SUB };
 
 static int name_defined(const spec_family *f, const char *name, size_t nderived)
 {
@@ -964,8 +857,7 @@ static int tuning_value(sctx *c, spec_tuning *t, const ynode *k, const ynode *v)
 	if (jitk__spec_param_index(f, k->str) >= 0)
 		return ERR(c, k, "tuning", "'%s' is a parameter; tuning cannot set it", q(k->str));
 	kv->loc = loc_of(c, k);
-	if (v->kind == YN_SCALAR && v->plain &&
-	    (!strcmp(v->str, "true") || !strcmp(v->str, "false")))
+	if (v->kind == YN_SCALAR && v->plain && (!strcmp(v->str, "true") || !strcmp(v->str, "false")))
 		kv->value = !strcmp(v->str, "true");
 	else if (!(path = sub(c, "tuning", k->str)))
 		return JITK_ENOMEM;
@@ -986,10 +878,9 @@ static int tuning_value(sctx *c, spec_tuning *t, const ynode *k, const ynode *v)
 	return 0;
 }
 
-static int tuning_item(sctx *c, const ynode *e, const char *path, void *arr, size_t i,
-		       const field *fd)
+static int p_tuning(sctx *c, const ynode *e, const char *path, void *out, const field *fd)
 {
-	spec_tuning *t = (spec_tuning *)arr + i;
+	spec_tuning *t = out;
 	size_t j;
 	int rc = 0;
 
@@ -999,12 +890,14 @@ static int tuning_item(sctx *c, const ynode *e, const char *path, void *arr, siz
 		return JITK_ENOMEM;
 	for (j = 0; j < e->n && !rc; j++) {
 		const ynode *k = ymap_key(e, j), *v = ymap_val(e, j);
-		const field *tf = field_named(tuning_fields, k->str);
 
-		rc = tf ? parse_field(c, v, "tuning", tf, t) : tuning_value(c, t, k, v);
+		rc = (fd = field_named(tuning_fields, k->str)) ? parse_field(c, v, "tuning", fd, t)
+							       : tuning_value(c, t, k, v);
 	}
 	return rc;
 }
+
+static const field tuning_item = { K(NULL, YN_MAP, "a tuning entry (a mapping)", p_tuning) };
 
 /* Which names an expression may use besides parameters, tuning keys and
  * derived values. */
@@ -1090,14 +983,13 @@ static int check_name(void *ctx, const char *name, int pos)
 		      "unknown name '%s' in expression '%s'", q(name), q(n->str));
 }
 
-
 static void free_expr(void *e)
 {
 	jitk__expr_free(e);
 }
 
-static int parse_expr(sctx *c, const ynode *n, const char *path, size_t nderived,
-		      int names, spec_expr *out)
+static int parse_expr(sctx *c, const ynode *n, const char *path, size_t nderived, int names,
+		      spec_expr *out)
 {
 	char msg[160];
 	int pos = 0, rc;
@@ -1121,21 +1013,24 @@ static int parse_expr(sctx *c, const ynode *n, const char *path, size_t nderived
 
 static int count_name(void *ctx, const char *name, int pos)
 {
-	(void)name;
-	(void)pos;
 	++*(int *)ctx;
 	return 0;
 }
 
-/* A launch or alignment expression without names is a constant: check
- * its range now, at its line (a variable one is checked for every
- * variant by jitk__specialize). */
-static int check_constant(const sctx *c, const ynode *n, const spec_expr *x,
-			  const char *path, int64_t lo, int64_t hi, int pow2)
+/* Launch geometry and alignments (RANGE_*): a constant is checked now, at
+ * its line (a variable one for every variant by jitk__specialize). */
+static const struct {
+	int64_t lo, hi;
+	int pow2;
+} ranges[] = { { 1, SPEC_MAX_BLOCK, 0 }, { 0, SPEC_MAX_SHARED_BYTES, 0 }, { 1, SPEC_MAX_ALIGN, 1 } };
+enum { RANGE_BLOCK, RANGE_SHARED, RANGE_ALIGN };
+
+static int check_constant(const sctx *c, const ynode *n, const spec_expr *x, const char *path,
+			  int range)
 {
+	int64_t v, lo = ranges[range].lo, hi = ranges[range].hi;
+	int names = 0, pow2 = ranges[range].pow2;
 	char err[160];
-	int64_t v;
-	int names = 0;
 
 	jitk__expr_visit_names(x->e, count_name, &names);
 	if (names)
@@ -1154,68 +1049,47 @@ static int check_constant(const sctx *c, const ynode *n, const spec_expr *x,
 		   (long long)hi);
 }
 
-/* An expression field: arg is the names it may use. */
+/* An expression: arg is the names it may use (-1: c->arg's, in a check). */
 static int p_expr(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	return parse_expr(c, v, path, c->f->nderived, fd->arg, AT(out, fd->off, spec_expr));
+	return parse_expr(c, v, path, c->f->nderived, fd->arg < 0 ? c->arg : fd->arg,
+			  AT(out, fd->off, spec_expr));
 }
 
-/* Launch geometry and alignments, checked now when constant: arg picks
- * the range. */
-static const struct {
-	int64_t lo, hi;
-	int pow2;
-} ranges[] = { { 1, SPEC_MAX_BLOCK, 0 }, { 0, SPEC_MAX_SHARED_BYTES, 0 }, { 1, SPEC_MAX_ALIGN, 1 } };
-enum { RANGE_BLOCK, RANGE_SHARED, RANGE_ALIGN };
-
+/* Launch geometry and alignments: arg is the range (RANGE_*). */
 static int p_bounded(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
 	spec_expr *x = AT(out, fd->off, spec_expr);
 	int rc = parse_expr(c, v, path, c->f->nderived, NAMES_SPEC, x);
 
-	return rc ? rc : check_constant(c, v, x, path, ranges[fd->arg].lo, ranges[fd->arg].hi,
-					ranges[fd->arg].pow2);
+	return rc ? rc : check_constant(c, v, x, path, fd->arg);
 }
 
-static int derive_entry(sctx *c, const ynode *k, const ynode *v, void *arr, size_t i)
+static int p_derived(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	spec_expr *d = (spec_expr *)arr + i;
 	int rc;
 
-	if (name_defined(c->f, k->str, i))
-		return ERR(c, k, "derive", "'%s' is already defined", q(k->str));
-	if ((rc = name_budget(c, c->f, k, "derive")) || (rc = copy(c, &d->name, k->str)))
+	if (name_defined(c->f, c->key->str, c->index))
+		return ERR(c, c->key, path, "'%s' is already defined", q(c->key->str));
+	if ((rc = name_budget(c, c->f, c->key, path)) ||
+	    (rc = copy(c, &((spec_expr *)out)->name, c->key->str)))
 		return rc;
-	return parse_expr(c, v, "derive", i, NAMES_SPEC, d);
+	return parse_expr(c, v, path, c->index, NAMES_SPEC, out);
 }
 
-static int p_derive(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
-{
-	spec_family *f = out;
-
-	(void)fd;
-	return read_entries(c, n, path, sizeof(spec_expr), derive_entry, &f->derived,
-			    &f->nderived);
-}
+static const field derived_item = { S(NULL, p_derived) };
 
 /* constraints and launch.checks: [ { check: EXPR, message: TEXT } ] */
-static int p_check(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
-{
-	return parse_expr(c, v, path, c->f->nderived, c->names, out);
-}
-
 static const field check_fields[] = {
-	{ S("check", p_check), .flags = F_REQ },
+	{ S("check", p_expr), .flags = F_REQ, .arg = -1 },
 	{ S("message", p_text), .flags = F_REQ, OFF(spec_expr, message) },
 	{ .key = NULL },
 };
 
-static int check_item(sctx *c, const ynode *e, const char *path, void *arr, size_t i,
-		      const field *fd)
-{
-	c->names = fd->arg;
-	return parse_map(c, e, path, check_fields, (spec_expr *)arr + i);
-}
+static const field constraint_item = { K(NULL, YN_MAP, "a check (a mapping)", p_map),
+				       .sub = check_fields, .arg = NAMES_SPEC };
+static const field launch_check_item = { K(NULL, YN_MAP, "a check (a mapping)", p_map),
+					 .sub = check_fields, .arg = NAMES_LAUNCH };
 
 static const spec_elem elem_types[] = {
 	{ "bf16", "jitk::bf16", 4, 16 },
@@ -1242,12 +1116,14 @@ const spec_elem *jitk__spec_elem(const char *name)
 static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, const field *fd)
 {
 	static const char *const tensor_only[] = { "strides", "io", "align", "nullable",
-						   "configured" };
+						   "configured", NULL };
+	static const char *const scalars[] = { "f32", "i32", "i64", NULL };
+	static const enum spec_atype scalar_types[] = { AT_F32, AT_I32, AT_I64 };
 	spec_arg *a = out;
-	const ynode *v;
-	const char *s = t->str;
+	const char *s = t->str, *const *k;
 	char name[16];
-	size_t len, i;
+	size_t len;
+	int i;
 
 	if (!strncmp(s, "const ", 6)) {
 		a->is_const = 1;
@@ -1273,43 +1149,32 @@ static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, cons
 	}
 	if (a->is_const)
 		return ERR(c, t, path, "'const' applies to tensors only (give a shape)");
-	if (!strcmp(s, "f32"))
-		a->type = AT_F32;
-	else if (!strcmp(s, "i32"))
-		a->type = AT_I32;
-	else if (!strcmp(s, "i64"))
-		a->type = AT_I64;
-	else
+	if ((i = choose(s, scalars)) < 0)
 		return ERR(c, t, path, "'%s' can only be a tensor: give its shape", s);
-	for (i = 0; i < JITK_ARRAY_SIZE(tensor_only); i++)
-		if ((v = jitk__ymap_get(c->map, tensor_only[i])))
-			return ERR(c, v, "args", "'%s' applies to tensors only (give a shape)",
-				   tensor_only[i]);
-	(void)fd;
+	a->type = scalar_types[i];
+	for (k = tensor_only; *k; k++)
+		if ((t = jitk__ymap_get(c->map, *k)))
+			return ERR(c, t, "args", "'%s' applies to tensors only (give a shape)", *k);
 	return copy(c, &a->cpp, a->elem->cpp);
 }
 
 static int p_io(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	static const char *const names[] = { "in", "out", "inout" }; /* enum spec_io */
+	static const char *const names[] = { "in", "out", "inout", NULL }; /* spec_io */
 	spec_arg *a = out;
-	size_t i;
+	int i = choose(v->str, names);
 
-	for (i = 0; i < 3 && strcmp(v->str, names[i]); i++)
-		;
-	if (i == 3)
+	if (i < 0)
 		return ERR(c, v, path, "expected in, out or inout, got '%s'", q(v->str));
 	a->io = (enum spec_io)i;
 	if (a->is_const && a->io != IO_IN)
 		return ERR(c, v, path, "a const tensor is an input; drop 'const' to write it");
 	if (!a->is_const && a->io == IO_IN)
 		return ERR(c, v, path, "a tensor the kernel only reads is 'const'");
-	(void)fd;
 	return 0;
 }
 
-static int p_configured(sctx *c, const ynode *v, const char *path, void *out,
-			const field *fd)
+static int p_configured(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
 	spec_arg *a = out;
 
@@ -1318,7 +1183,6 @@ static int p_configured(sctx *c, const ynode *v, const char *path, void *out,
 	if (strcmp(a->elem->name, "f32") || !a->is_const)
 		return ERR(c, v, path, "a configured tensor is a const f32");
 	a->configured = RULE_POSITIVE_FINITE;
-	(void)fd;
 	return 0;
 }
 
@@ -1328,7 +1192,6 @@ static int p_default(sctx *c, const ynode *v, const char *path, void *out, const
 	char *end;
 	int rc;
 
-	(void)fd;
 	if (a->type == AT_TENSOR)
 		return ERR(c, v, path, "'default' applies to scalar arguments only");
 	a->has_default = 1;
@@ -1348,12 +1211,7 @@ static int p_default(sctx *c, const ynode *v, const char *path, void *out, const
 	return 0;
 }
 
-static int shape_item(sctx *c, const ynode *n, const char *path, void *arr, size_t i,
-		      const field *fd)
-{
-	(void)fd;
-	return parse_expr(c, n, path, c->f->nderived, NAMES_SHAPE, (spec_expr *)arr + i);
-}
+static const field dim_item = { S(NULL, p_expr), .arg = NAMES_SHAPE };
 
 /* shape and strides (arg 1): lists of expressions, read once every
  * argument is known. */
@@ -1366,57 +1224,53 @@ static int p_dims(sctx *c, const ynode *n, const char *path, void *out, const fi
 		return ERR(c, n, path, "a tensor has 1 to %d dimensions", JITK_MAX_DIMS);
 	if (fd->arg && n->n != a->ndim)
 		return ERR(c, n, path, "%zu strides for %zu dimensions", n->n, a->ndim);
-	return read_list(c, n, path, fd->arg ? &a->strides : &a->shape,
-			 fd->arg ? &ns : &a->ndim, fd);
+	return read_items(c, n, path, fd, fd->arg ? &a->strides : &a->shape,
+			  fd->arg ? &ns : &a->ndim);
 }
 
 static const field arg_fields[] = {
-	{ K("type", YN_SCALAR, "a type like 'const bf16'", p_arg_type),
-	  .flags = F_REQ | F_SUB },
+	{ K("type", YN_SCALAR, "a type like 'const bf16'", p_arg_type), .flags = F_REQ | F_SUB },
 	{ K("shape", YN_SEQ, "a list of dimensions", p_dims), .flags = F_SUB | F_LATER,
-	  .item = shape_item, .item_size = sizeof(spec_expr) },
+	  .item = &dim_item, .size = sizeof(spec_expr) },
 	{ K("strides", YN_SEQ, "a list of dimensions", p_dims), .flags = F_SUB | F_LATER,
-	  .arg = 1, .item = shape_item, .item_size = sizeof(spec_expr) },
+	  .arg = 1, .item = &dim_item, .size = sizeof(spec_expr) },
 	{ K("io", YN_SCALAR, "in, out or inout", p_io), .flags = F_SUB },
 	{ S("align", p_bounded), .flags = F_SUB, OFF(spec_arg, align), .arg = RANGE_ALIGN },
 	{ S("nullable", p_bool), .flags = F_SUB, OFF(spec_arg, nullable) },
-	{ K("configured", YN_SCALAR, "a rule (positive_finite)", p_configured),
-	  .flags = F_SUB },
+	{ K("configured", YN_SCALAR, "a rule (positive_finite)", p_configured), .flags = F_SUB },
 	{ S("default", p_default), .flags = F_SUB },
 	{ K("when", YN_MAP, "a mapping of parameter values", p_cond), .flags = F_SUB,
 	  OFF(spec_arg, when) },
 	{ .key = NULL },
 };
 
-static int arg_entry(sctx *c, const ynode *k, const ynode *e, void *arr, size_t i)
+static int p_arg(sctx *c, const ynode *e, const char *path, void *out, const field *fd)
 {
-	spec_arg *a = (spec_arg *)arr + i;
+	const ynode *k = c->key;
+	spec_arg *a = out;
 	char err[32];
 	int pos, rc;
 
 	a->loc = loc_of(c, k);
-	if ((rc = copy(c, &a->name, k->str)))
-		return rc;
-	if (want_kind(c, e, "args", YN_MAP, "an argument (a mapping)"))
-		return JITK_ESPEC;
-	if ((rc = parse_map(c, e, "args", arg_fields, a)))
+	if ((rc = copy(c, &a->name, k->str)) || (rc = parse_map(c, e, path, arg_fields, a)))
 		return rc;
 	if (a->type == AT_TENSOR && !jitk__ymap_get(e, "align")) {
-		char *num = jitk__arena_printf(c->a, "%d", a->elem->bits / 8);
-
-		a->align.text = num;
+		a->align.text = jitk__arena_printf(c->a, "%d", a->elem->bits / 8);
 		a->align.loc = a->loc;
-		if (!num || jitk__expr_parse(&a->align.e, num, err, sizeof(err), &pos) ||
+		if (!a->align.text ||
+		    jitk__expr_parse(&a->align.e, a->align.text, err, sizeof(err), &pos) ||
 		    jitk__arena_defer(c->a, free_expr, a->align.e))
 			return JITK_ENOMEM;
 	}
 	/* Scalars are names in expressions; tensors are not. */
 	if (a->type != AT_TENSOR &&
 	    (name_defined(c->f, k->str, c->f->nderived) || !strcmp(k->str, "sm_count")))
-		return ERR(c, k, "args", "argument '%s' has the name of a parameter, tuning key "
+		return ERR(c, k, path, "argument '%s' has the name of a parameter, tuning key "
 			   "or derived value", q(k->str));
 	return 0;
 }
+
+static const field arg_item = { K(NULL, YN_MAP, "an argument (a mapping)", p_arg) };
 
 static int p_args(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
@@ -1424,66 +1278,57 @@ static int p_args(sctx *c, const ynode *n, const char *path, void *out, const fi
 	size_t i;
 	int rc;
 
-	(void)fd;
 	if (n->n > JITK_MAX_SPEC_ARGS)
 		return ERR(c, n, path, "more than %d arguments", JITK_MAX_SPEC_ARGS);
-	if ((rc = read_entries(c, n, path, sizeof(spec_arg), arg_entry, &f->args, &f->nargs)))
+	if ((rc = p_list(c, n, path, out, fd)))
 		return rc;
 	/* Shapes and strides last: they may name any integer argument. */
-	for (i = 0; i < n->n; i++) {
+	for (i = 0; i < n->n && !rc; i++) {
 		const ynode *e = ymap_val(n, i), *v;
 		spec_arg *a = &f->args[i];
 
-		if ((v = jitk__ymap_get(e, "shape")) &&
-		    (rc = parse_field(c, v, path, &arg_fields[1], a)))
-			return rc;
-		if ((v = jitk__ymap_get(e, "strides")) &&
-		    (rc = parse_field(c, v, path, &arg_fields[2], a)))
-			return rc;
-		if (a->configured && (a->ndim != 1 || strcmp(a->shape[0].text, "1")))
+		if ((v = jitk__ymap_get(e, "shape")))
+			rc = parse_field(c, v, path, field_named(arg_fields, "shape"), a);
+		if (!rc && (v = jitk__ymap_get(e, "strides")))
+			rc = parse_field(c, v, path, field_named(arg_fields, "strides"), a);
+		if (!rc && a->configured && (a->ndim != 1 || strcmp(a->shape[0].text, "1")))
 			return ERR(c, jitk__ymap_get(e, "configured"), "args.configured",
 				   "a configured tensor has shape [1]");
 	}
-	return 0;
-}
-
-static int dim_item(sctx *c, const ynode *n, const char *path, void *arr, size_t i,
-		    const field *fd)
-{
-	char **dims = arr;
-	size_t j;
-	int rc = get_ident(c, n, path, &dims[i]);
-
-	(void)fd;
-	if (!rc && name_defined(c->f, dims[i], c->f->nderived))
-		return ERR(c, n, path, "'%s' is already defined", q(dims[i]));
-	for (j = 0; !rc && j < i; j++)
-		if (!strcmp(dims[j], dims[i]))
-			return ERR(c, n, path, "'%s' listed twice", q(dims[i]));
 	return rc;
 }
 
-static int alias_item(sctx *c, const ynode *p, const char *path, void *arr, size_t i,
-		      const field *fd)
+static int p_dim_name(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	int rc = get_ident(c, n, path, out);
+
+	if (!rc && name_defined(c->f, *(char **)out, c->f->nderived))
+		return ERR(c, n, path, "'%s' is already defined", q(n->str));
+	return rc;
+}
+
+static const field dim_name_item = { S(NULL, p_dim_name) };
+
+static int p_alias(sctx *c, const ynode *p, const char *path, void *out, const field *fd)
 {
 	size_t j;
+	int k;
 
-	(void)fd;
 	if (p->n != 2)
 		return ERR(c, p, path, "expected a pair of tensor arguments");
 	for (j = 0; j < 2; j++) {
-		int k;
-
 		if (want_kind(c, p->kids[j], path, YN_SCALAR, "an argument name"))
 			return JITK_ESPEC;
 		k = jitk__spec_arg_index(c->f, p->kids[j]->str);
 		if (k < 0 || c->f->args[k].type != AT_TENSOR)
 			return ERR(c, p->kids[j], path, "'%s' is not a tensor argument",
 				   q(p->kids[j]->str));
-		((size_t(*)[2])arr)[i][j] = (size_t)k;
+		((size_t *)out)[j] = (size_t)k;
 	}
 	return 0;
 }
+
+static const field alias_item = { K(NULL, YN_SEQ, "a pair [a, b]", p_alias) };
 
 int jitk__spec_arg_index(const spec_family *f, const char *name)
 {
@@ -1496,37 +1341,27 @@ int jitk__spec_arg_index(const spec_family *f, const char *name)
 }
 
 static const field launch_fields[] = {
-	{ S("grid", p_expr), .flags = F_REQ | F_SUB, OFF(spec_family, grid),
-	  .arg = NAMES_LAUNCH },
+	{ S("grid", p_expr), .flags = F_REQ | F_SUB, OFF(spec_family, grid), .arg = NAMES_LAUNCH },
 	{ S("block", p_bounded), .flags = F_REQ | F_SUB, OFF(spec_family, block),
 	  .arg = RANGE_BLOCK },
 	{ S("shared_bytes", p_bounded), .flags = F_SUB, OFF(spec_family, smem),
 	  .arg = RANGE_SHARED },
 	{ K("checks", YN_SEQ, "a list of checks", p_list), .flags = F_SUB,
-	  .arg = NAMES_LAUNCH,
-	  LIST(spec_family, checks, nchecks, check_item, YN_MAP, "a check (a mapping)") },
+	  LIST(spec_family, checks, nchecks, &launch_check_item) },
 	{ S("programmatic", p_bool), .flags = F_SUB, OFF(spec_family, programmatic) },
 	{ .key = NULL },
 };
 
-static int p_launch(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
-{
-	(void)fd;
-	return parse_map(c, n, path, launch_fields, out);
-}
-
 /* NVRTC options a spec may add: an allow list (base/util.c) of options that
  * neither read nor write files, change the target or the kind of output,
  * nor break the numeric contract. jitk__tu_make checks again. */
-static int option_item(sctx *c, const ynode *n, const char *path, void *arr, size_t i,
-		       const field *fd)
+static int p_option(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
 	const char *why;
 	char shown[80];
 	size_t j;
-	int rc = get_string(c, n, path, (char **)arr + i);
+	int rc = get_string(c, n, path, out);
 
-	(void)fd;
 	if (rc || !(why = jitk__nvrtc_option_problem(n->str)))
 		return rc;
 	for (j = 0; n->str[j] && j + 1 < sizeof(shown); j++)
@@ -1537,23 +1372,23 @@ static int option_item(sctx *c, const ynode *n, const char *path, void *arr, siz
 		   n->str[j] ? "..." : "", why);
 }
 
+static const field option_item = { S(NULL, p_option) };
+
 /* ----------------------------------------------------------- symbols */
 
 /* fallback: [ symbol, { symbol: { callee_arg: caller_arg | flat(caller_arg) } } ]
  * Names are checked when the symbols are linked. */
-static int fallback_item(sctx *c, const ynode *step, const char *path, void *arr, size_t i,
-			 const field *fd)
+static int p_step(sctx *c, const ynode *step, const char *path, void *out, const field *fd)
 {
-	spec_fallback *fb = (spec_fallback *)arr + i;
+	spec_fallback *fb = out;
 	const ynode *name = step, *map = NULL;
 	size_t m;
 	int rc;
 
-	(void)fd;
+	if (step->kind == YN_MAP && step->n != 1)
+		return ERR(c, step, path, "a fallback step is a symbol, or one "
+			   "'symbol: { argument: argument }' mapping");
 	if (step->kind == YN_MAP) {
-		if (step->n != 1)
-			return ERR(c, step, path, "a fallback step is a symbol, or one "
-				   "'symbol: { argument: argument }' mapping");
 		name = ymap_key(step, 0);
 		map = ymap_val(step, 0);
 	}
@@ -1567,7 +1402,7 @@ static int fallback_item(sctx *c, const ynode *step, const char *path, void *arr
 	for (m = 0; m < map->n; m++) {
 		const ynode *ck = ymap_key(map, m), *cv = ymap_val(map, m);
 		spec_argmap *am = &fb->map[fb->nmap++];
-		const char *t;
+		const char *t = cv->str;
 		size_t len;
 
 		am->loc = loc_of(c, cv);
@@ -1575,12 +1410,10 @@ static int fallback_item(sctx *c, const ynode *step, const char *path, void *arr
 			return rc;
 		if (want_kind(c, cv, path, YN_SCALAR, "an argument name or flat(name)"))
 			return JITK_ESPEC;
-		t = cv->str;
 		len = strlen(t);
 		am->flat = !strncmp(t, "flat(", 5) && len > 6 && t[len - 1] == ')';
-		am->caller = am->flat ? jitk__arena_strndup(c->a, t + 5, len - 6)
-				      : jitk__arena_strdup(c->a, t);
-		if (!am->caller)
+		if (!(am->caller = am->flat ? jitk__arena_strndup(c->a, t + 5, len - 6)
+					    : jitk__arena_strdup(c->a, t)))
 			return JITK_ENOMEM;
 		if (!is_ident(am->caller))
 			return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", q(t));
@@ -1588,8 +1421,9 @@ static int fallback_item(sctx *c, const ynode *step, const char *path, void *arr
 	return 0;
 }
 
-static int p_fallback(sctx *c, const ynode *v, const char *path, void *out,
-		      const field *fd)
+static const field step_item = { S(NULL, p_step) };
+
+static int p_fallback(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
 	if (v->n > SPEC_MAX_FALLBACKS)
 		return ERR(c, v->kids[SPEC_MAX_FALLBACKS], path, "more than %d fallbacks",
@@ -1633,21 +1467,16 @@ static int p_symbol_params(sctx *c, const ynode *params, const char *path, void 
 {
 	spec_family *f = c->f;
 	spec_symbol *s = out;
+	const ynode *pv;
 	size_t i;
 	int rc;
 
-	(void)fd;
-	for (i = 0; i < params->n; i++) {
-		const ynode *pk = ymap_key(params, i);
-
-		if (jitk__spec_param_index(f, pk->str) < 0)
-			return ERR(c, pk, path, "unknown parameter '%s' of family '%s'",
-				   q(pk->str), q(f->name));
-	}
+	for (i = 0; i < params->n; i++)
+		if (jitk__spec_param_index(f, ymap_key(params, i)->str) < 0)
+			return ERR(c, ymap_key(params, i), path, "unknown parameter '%s' of family '%s'",
+				   q(ymap_key(params, i)->str), q(f->name));
 	for (i = 0; i < f->nparams; i++) {
-		const ynode *pv = jitk__ymap_get(params, f->params[i].name);
-
-		if (!pv)
+		if (!(pv = jitk__ymap_get(params, f->params[i].name)))
 			return ERR(c, params, path, "missing value for parameter '%s'",
 				   q(f->params[i].name));
 		if ((rc = param_values(c, &f->params[i], pv, path, 1, &s->vals[i], &s->nvals[i])))
@@ -1660,31 +1489,31 @@ static const field symbol_fields[] = {
 	{ K("params", YN_MAP, "a mapping of parameter values", p_symbol_params),
 	  .flags = F_REQ | F_SUB },
 	{ K("gates", YN_SEQ, "a list of gates", p_list),
-	  LIST(spec_symbol, gates, ngates, gate_item, YN_MAP, "a gate (a mapping)") },
+	  LIST(spec_symbol, gates, ngates, &symbol_gate) },
 	{ K("fallback", YN_SEQ, "a list of fallback steps", p_fallback),
-	  LIST(spec_symbol, fallback, nfallback, fallback_item, YN_SCALAR, NULL) },
+	  LIST(spec_symbol, fallback, nfallback, &step_item) },
 	{ S("description", p_string), OFF(spec_symbol, description) },
 	{ .key = NULL },
 };
 
-static int symbol_entry(sctx *c, const ynode *k, const ynode *d, void *arr, size_t i)
+static int p_symbol(sctx *c, const ynode *d, const char *path, void *out, const field *fd)
 {
-	spec_symbol *s = (spec_symbol *)arr + i;
-	const char *path = sub(c, "symbols", k->str);
+	spec_symbol *s = out;
 	size_t np = c->f->nparams;
 	int rc;
 
-	if (!path || !(s->vals = ARRAY(c, np, int64_t *)) || !(s->nvals = ARRAY(c, np, size_t)))
+	if (!(s->vals = ARRAY(c, np, int64_t *)) || !(s->nvals = ARRAY(c, np, size_t)))
 		return JITK_ENOMEM;
-	if ((rc = copy(c, &s->name, k->str)))
+	if ((rc = copy(c, &s->name, c->key->str)))
 		return rc;
 	s->fam = c->f;
-	s->loc = loc_of(c, k);
+	s->loc = loc_of(c, c->key);
 	c->set->syms[c->set->nsyms++] = s;
-	if (want_kind(c, d, path, YN_MAP, "a symbol definition (a mapping)"))
-		return JITK_ESPEC;
 	return parse_map(c, d, path, symbol_fields, s);
 }
+
+static const field symbol_item = { K(NULL, YN_MAP, "a symbol definition (a mapping)", p_symbol),
+				   .flags = F_SUB };
 
 static int p_symbols(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
@@ -1692,89 +1521,62 @@ static int p_symbols(sctx *c, const ynode *n, const char *path, void *out, const
 	spec_symbol *syms;
 	size_t count = 0;
 
-	(void)out;
-	(void)fd;
 	if (!n->n)
 		return ERR(c, n, path, "a family needs at least one symbol");
 	set->syms = jitk__arena_grow(c->a, set->syms, set->nsyms, set->nsyms + n->n,
 				     sizeof(*set->syms));
-	if (!set->syms)
-		return JITK_ENOMEM;
 	/* A symbol defined twice is found when the names are sorted. */
-	return read_entries(c, n, path, sizeof(*syms), symbol_entry, &syms, &count);
+	return set->syms ? read_items(c, n, path, fd, &syms, &count) : JITK_ENOMEM;
 }
 
 /* The template must be a readable regular file with something in it: read
  * it now (never blocking on a FIFO or device) so that a wrong path fails
  * at its line, not in NVRTC with a confusing static_assert. The path is
  * relative to the spec file (or absolute). */
-static int p_template(sctx *c, const ynode *v, const char *path, void *out,
-		      const field *fd)
+static int p_template(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
 	spec_family *f = out;
-	const char *slash = strrchr(c->file, '/');
+	const char *slash = strrchr(c->file, '/'), *why;
 	struct stat st;
 	char *text = NULL;
 	size_t len = 0, i;
 	int rc;
 
-	(void)fd;
 	if (want_kind(c, v, path, YN_SCALAR, "a string"))
 		return JITK_ESPEC;
-	f->template_path = v->str[0] == '/' || !slash
-				   ? jitk__arena_strdup(c->a, v->str)
-				   : jitk__arena_printf(c->a, "%.*s/%s", (int)(slash - c->file),
-							c->file, v->str);
+	f->template_path = v->str[0] == '/' || !slash ? jitk__arena_strdup(c->a, v->str)
+		: jitk__arena_printf(c->a, "%.*s/%s", (int)(slash - c->file), c->file, v->str);
 	if (!f->template_path)
 		return JITK_ENOMEM;
 	if (stat(f->template_path, &st))
 		return ERR(c, v, path, "template file '%s' not found (%s)", q(v->str),
 			   strerror(errno));
 	rc = jitk__read_file(&text, &len, f->template_path, SPEC_MAX_TEMPLATE_BYTES);
-	if (rc == JITK_ENOMEM)
-		return rc;
 	if (rc == JITK_EINVAL)
 		return ERR(c, v, path, "template '%s' is larger than the %u-byte limit",
 			   q(v->str), SPEC_MAX_TEMPLATE_BYTES);
-	if (rc) {
-		const char *why = jitk__arena_strdup(c->tmp, read_reason(f->template_path));
-
-		return why ? ERR(c, v, path, "template '%s' cannot be read: %s", q(v->str), why)
-			   : JITK_ENOMEM;
-	}
+	if (rc && rc != JITK_ENOMEM)
+		return (why = jitk__arena_strdup(c->tmp, read_reason(f->template_path)))
+			? ERR(c, v, path, "template '%s' cannot be read: %s", q(v->str), why)
+			: JITK_ENOMEM;
 	for (i = 0; i < len && isspace((unsigned char)text[i]); i++)
 		;
 	free(text);
-	if (i == len)
+	if (!rc && i == len)
 		return ERR(c, v, path, "template '%s' is empty", q(v->str));
-	return 0;
+	return rc;
 }
 
 static int p_family_name(sctx *c, const ynode *v, const char *path, void *out,
 			 const field *fd)
 {
-	spec_family *f = out;
-	const spec_set *set = c->set;
-	size_t i;
+	spec_family *f = out, *const *prev;
 	int rc = get_ident(c, v, path, &f->name);
 
-	(void)fd;
-	for (i = 0; !rc && i + 1 < set->nfams; i++)
-		if (!strcmp(set->fams[i]->name, f->name))
+	for (prev = c->set->fams; !rc && *prev != f; prev++)
+		if (!strcmp((*prev)->name, f->name))
 			return ERR(c, v, path, "family '%s' is already defined at %s:%d:%d",
-				   q(f->name), set->fams[i]->loc.file, set->fams[i]->loc.line,
-				   set->fams[i]->loc.col);
-	return rc;
-}
-
-static int p_kernel(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
-{
-	spec_family *f = out;
-	int rc = get_string(c, v, path, &f->kernel);
-
-	(void)fd;
-	if (!rc && !is_qualified(f->kernel))
-		return ERR(c, v, path, "'%s' is not a C++ name", q(f->kernel));
+				   q(f->name), (*prev)->loc.file, (*prev)->loc.line, (*prev)->loc.col);
 	return rc;
 }
 
@@ -1782,32 +1584,33 @@ static const field family_fields[] = {
 	{ S("family", p_family_name), .flags = F_REQ | F_SUB },
 	{ S("description", p_string), .flags = F_SUB, OFF(spec_family, description) },
 	{ S("template", p_template), .flags = F_REQ | F_SUB },
-	{ S("kernel", p_kernel), .flags = F_REQ | F_SUB },
-	{ K("params", YN_MAP, "a mapping of parameters", p_params), .flags = F_REQ | F_SUB },
-	{ K("gates", YN_SEQ, "a list of gates", p_list), .flags = F_SUB, .arg = 1,
-	  LIST(spec_family, gates, ngates, gate_item, YN_MAP, "a gate (a mapping)") },
+	{ S("kernel", p_string), .flags = F_REQ | F_SUB, OFF(spec_family, kernel), .arg = 2 },
+	{ K("params", YN_MAP, "a mapping of parameters", p_list), .flags = F_REQ | F_SUB,
+	  LIST(spec_family, params, nparams, &param_item) },
+	{ K("gates", YN_SEQ, "a list of gates", p_list), .flags = F_SUB,
+	  LIST(spec_family, gates, ngates, &family_gate) },
 	{ K("tuning", YN_SEQ, "a list of tuning entries", p_list), .flags = F_SUB,
-	  LIST(spec_family, tuning, ntuning, tuning_item, YN_MAP, "a tuning entry (a mapping)") },
-	{ K("derive", YN_MAP, "a mapping of name: expression", p_derive), .flags = F_SUB },
+	  LIST(spec_family, tuning, ntuning, &tuning_item) },
+	{ K("derive", YN_MAP, "a mapping of name: expression", p_list), .flags = F_SUB,
+	  LIST(spec_family, derived, nderived, &derived_item) },
 	{ K("constraints", YN_SEQ, "a list of checks", p_list), .flags = F_SUB,
-	  .arg = NAMES_SPEC,
-	  LIST(spec_family, constraints, nconstraints, check_item, YN_MAP, "a check (a mapping)") },
-	{ K("dims", YN_SEQ, "a list of names", p_list), .flags = F_SUB,
-	  LIST(spec_family, dims, ndims, dim_item, YN_SCALAR, NULL) },
+	  LIST(spec_family, constraints, nconstraints, &constraint_item) },
+	{ K("dims", YN_SEQ, "a list of names", p_list), .flags = F_SUB, .dup = "",
+	  LIST(spec_family, dims, ndims, &dim_name_item) },
 	{ K("args", YN_MAP, "a mapping of arguments, in the kernel's order", p_args),
-	  .flags = F_REQ | F_SUB },
+	  .flags = F_REQ | F_SUB, LIST(spec_family, args, nargs, &arg_item) },
 	{ K("may_alias", YN_SEQ, "a list of argument pairs", p_list), .flags = F_SUB,
-	  LIST(spec_family, may_alias, nmay_alias, alias_item, YN_SEQ, "a pair [a, b]") },
-	{ K("launch", YN_MAP, "a mapping", p_launch), .flags = F_REQ | F_SUB },
+	  LIST(spec_family, may_alias, nmay_alias, &alias_item) },
+	{ K("launch", YN_MAP, "a mapping", p_map), .flags = F_REQ | F_SUB, .sub = launch_fields },
 	{ K("nvrtc_options", YN_SEQ, "a list of options", p_list), .flags = F_SUB,
-	  LIST(spec_family, options, noptions, option_item, YN_SCALAR, NULL) },
-	{ K("symbols", YN_MAP, "a mapping of symbols", p_symbols), .flags = F_REQ | F_SUB },
+	  LIST(spec_family, options, noptions, &option_item) },
+	{ K("symbols", YN_MAP, "a mapping of symbols", p_symbols), .flags = F_REQ | F_SUB,
+	  .item = &symbol_item, .size = sizeof(spec_symbol) },
 	{ .key = NULL },
 };
 
 static int parse_family(sctx *c, const ynode *root)
 {
-	spec_set *set = c->set;
 	spec_family *f;
 	int rc;
 
@@ -1817,7 +1620,7 @@ static int parse_family(sctx *c, const ynode *root)
 		return rc;
 	if (!(f = ARRAY(c, 1, spec_family)))
 		return JITK_ENOMEM;
-	set->fams[set->nfams++] = f;
+	c->set->fams[c->set->nfams++] = f;
 	f->loc = loc_of(c, root);
 	f->file = (char *)c->file;
 	c->f = f;
