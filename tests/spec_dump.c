@@ -12,7 +12,14 @@
  *
  * A load that fails prints its status, message and detail; one that
  * succeeds prints the model and the specializations. Only fields that every
- * revision of spec.h has are read. */
+ * revision of spec.h has are read.
+ *
+ * Built with -DSPEC_DUMP_OOM (and no sanitizer: it replaces malloc), also
+ *   spec_dump --oom FILE...          each file loaded again and again, the
+ *                                    k-th allocation failing, k = 1, 2, ...:
+ *                                    every load must end as the one without
+ *                                    failures did or with JITK_ENOMEM ("out of
+ *                                    memory..."), and free all it allocated */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +28,94 @@
 #include "base/internal.h"
 #include "build/instance.h"
 #include "spec/spec.h"
+
+#ifdef SPEC_DUMP_OOM
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t n);
+void __libc_free(void *p);
+
+static long fail_at = -1, nalloc, live;
+static int counting;
+
+static int fail_now(void)
+{
+	return counting && ++nalloc == fail_at;
+}
+
+void *malloc(size_t n)
+{
+	void *p = fail_now() ? NULL : __libc_malloc(n);
+
+	live += p && counting;
+	return p;
+}
+
+void *calloc(size_t n, size_t size)
+{
+	void *p = fail_now() ? NULL : __libc_calloc(n, size);
+
+	live += p && counting;
+	return p;
+}
+
+void *realloc(void *p, size_t n)
+{
+	void *r = fail_now() ? NULL : __libc_realloc(p, n);
+
+	live += r && !p && counting;
+	return r;
+}
+
+void free(void *p)
+{
+	live -= p && counting;
+	__libc_free(p);
+}
+
+/* One load of path with allocation k failing (-1: none). */
+static int oom_load(const char *path, long k, char *msg, size_t size, long *allocs)
+{
+	const char *files[1] = { path };
+	spec_set *set = NULL;
+	int rc;
+
+	jitk__error_clear();
+	fail_at = k;
+	nalloc = live = 0;
+	counting = 1;
+	rc = jitk__spec_set_load_files(&set, files, 1);
+	snprintf(msg, size, "%s", rc ? jitk_error_last()->message : "");
+	jitk__spec_set_free(set);
+	jitk__error_clear();
+	counting = 0;
+	*allocs = nalloc;
+	return live ? -1000 : rc;
+}
+
+static int oom_sweep(const char *path)
+{
+	char want[512], got[512];
+	long total, k, n;
+	int rc0 = oom_load(path, -1, want, sizeof(want), &total), rc, nomem = 0;
+
+	for (k = 1; k <= total; k++) {
+		rc = oom_load(path, k, got, sizeof(got), &n);
+		/* The same result (the message may be lost: jitk_error_last says
+		 * "out of memory" when it cannot keep one), or JITK_ENOMEM. */
+		if (rc == -1000 || !((rc == rc0 && (!strcmp(got, want) || !strcmp(got, "out of memory"))) ||
+				     (rc == JITK_ENOMEM && !strncmp(got, "out of memory", 13)))) {
+			printf("FAIL %s: allocation %ld of %ld failing: rc=%d '%s'%s\n", path, k,
+			       total, rc, got, rc == -1000 ? " (leaked)" : "");
+			return 1;
+		}
+		nomem += rc == JITK_ENOMEM;
+	}
+	printf("oom %s: %ld allocations, each failing once: %d loads JITK_ENOMEM, %ld as without "
+	       "failures (rc %d)\n", path, total, nomem, total - nomem, rc0);
+	return 0;
+}
+#endif
 
 static const char *const archs[] = { "sm_80", "sm_90", "sm_100a", "compute_120", "sm_10",
 				     "sm_9999" };
@@ -366,6 +461,15 @@ int main(int argc, char **argv)
 		describe_dirs(argv[2]);
 		return 0;
 	}
+#ifdef SPEC_DUMP_OOM
+	if (argc >= 2 && !strcmp(argv[1], "--oom")) {
+		jitk__error(JITK_EINVAL, "warm up");
+		printf("oom sweep\n");
+		for (i = 2, rc = 0; i < argc; i++)
+			rc |= oom_sweep(argv[i]);
+		return rc;
+	}
+#endif
 	if (argc >= 2 && !strcmp(argv[1], "--files")) {
 		for (i = 2; i < argc; i++) {
 			const char *files[1] = { argv[i] };

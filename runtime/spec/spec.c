@@ -203,7 +203,9 @@ static int err_at(const sctx *c, int line, int col, const char *path,
 	va_end(ap);
 	if (c->t && c->t->text)
 		excerpt(&detail, c->t, line, col);
-	if (path && *path)
+	if (msg.oom || detail.oom)
+		rc = JITK_ENOMEM; /* reported by the loader */
+	else if (path && *path)
 		rc = jitk__spec_error(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s (at %s)",
 				      c->file, line, col, msg.data ? msg.data : "", path);
 	else
@@ -259,7 +261,9 @@ static int copy(const sctx *c, char **out, const char *s)
 
 static int get_string(const sctx *c, const ynode *n, const char *path, char **out)
 {
-	return want_kind(c, n, path, YN_SCALAR, "a string") ? JITK_ESPEC : copy(c, out, n->str);
+	int rc = want_kind(c, n, path, YN_SCALAR, "a string");
+
+	return rc ? rc : copy(c, out, n->str);
 }
 
 /* Free text (a gate's reason, a check's message): a string without the
@@ -301,8 +305,10 @@ static int is_qualified(const char *s)
 
 static int get_ident(const sctx *c, const ynode *n, const char *path, char **out)
 {
-	if (want_kind(c, n, path, YN_SCALAR, "a name"))
-		return JITK_ESPEC;
+	int rc;
+
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "a name")))
+		return rc;
 	if (!is_ident(n->str))
 		return ERR(c, n, path,
 			   "'%s' is not a name (letters, digits and '_', not starting with a digit)",
@@ -313,11 +319,11 @@ static int get_ident(const sctx *c, const ynode *n, const char *path, char **out
 static int get_int(const sctx *c, const ynode *n, const char *path, int64_t *out)
 {
 	const char *s = n->str;
-	int neg = 0;
+	int neg = 0, rc;
 	uint64_t v = 0;
 
-	if (want_kind(c, n, path, YN_SCALAR, "an integer"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "an integer")))
+		return rc;
 	if (!n->plain)
 		return ERR(c, n, path, "expected an integer, got the quoted string '%s'",
 			   q(n->str));
@@ -344,8 +350,10 @@ static int get_int(const sctx *c, const ynode *n, const char *path, int64_t *out
 
 static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
 {
-	if (want_kind(c, n, path, YN_SCALAR, "true or false"))
-		return JITK_ESPEC;
+	int rc;
+
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "true or false")))
+		return rc;
 	if (!n->plain || (strcmp(n->str, "true") && strcmp(n->str, "false")))
 		return ERR(c, n, path, "expected true or false, got '%s'", q(n->str));
 	*out = !strcmp(n->str, "true");
@@ -355,9 +363,10 @@ static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
 static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
 {
 	jitk_arch a;
+	int rc;
 
-	if (want_kind(c, n, path, YN_SCALAR, "an architecture like sm_90"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "an architecture like sm_90")))
+		return rc;
 	if (jitk__arch_parse(&a, n->str) || a.kind != 's' || a.suffix)
 		return ERR(c, n, path, "expected an architecture like sm_90, got '%s'",
 			   q(n->str));
@@ -463,9 +472,9 @@ static int parse_field(sctx *c, const ynode *v, const char *path, const field *f
 {
 	if ((fd->flags & F_SUB) && !(path = sub(c, path, fd->key ? fd->key : c->key->str)))
 		return JITK_ENOMEM;
-	if (fd->what && want_kind(c, v, path, fd->kind, fd->what))
-		return JITK_ESPEC;
-	return fd->fn(c, v, path, out, fd);
+	int rc = fd->what ? want_kind(c, v, path, fd->kind, fd->what) : 0;
+
+	return rc ? rc : fd->fn(c, v, path, out, fd);
 }
 
 /* The fields of map in the table's order; c->map is the mapping. */
@@ -591,16 +600,17 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 		*out = b;
 		return rc;
 	case PT_ENUM:
-		if (want_kind(c, n, path, YN_SCALAR, "a value name"))
-			return JITK_ESPEC;
+		if ((rc = want_kind(c, n, path, YN_SCALAR, "a value name")))
+			return rc;
 		for (*out = 0; (size_t)*out < p->nvalues; ++*out)
 			if (!strcmp(n->str, p->values[*out]))
 				return 0;
 		jitk__jbuf_init(&list);
 		for (i = 0; i < p->nvalues; i++)
 			jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
-		rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
-			 q(n->str), q(p->name), q(list.data ? list.data : ""));
+		rc = list.oom ? JITK_ENOMEM
+			: ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
+			      q(n->str), q(p->name), q(list.data ? list.data : ""));
 		jitk__jbuf_free(&list);
 		return rc;
 	case PT_INT:
@@ -778,10 +788,10 @@ static int p_param_values(sctx *c, const ynode *v, const char *path, void *out,
 	int rc;
 
 	if (p->type == PT_INT)
-		return want_kind(c, v, path, YN_SEQ, "a list of integers") ? JITK_ESPEC
+		return (rc = want_kind(c, v, path, YN_SEQ, "a list of integers")) ? rc
 			: read_items(c, v, path, &ints, &p->allowed, &p->nallowed);
-	if (want_kind(c, v, path, YN_SEQ, "a list of value names"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, v, path, YN_SEQ, "a list of value names")))
+		return rc;
 	if (!v->n)
 		return ERR(c, v, path, "empty list");
 	if ((rc = read_items(c, v, path, &names, &p->values, &p->nvalues)))
@@ -995,8 +1005,8 @@ static int parse_expr(sctx *c, const ynode *n, const char *path, size_t nderived
 	int pos = 0, rc;
 	name_check nc = { c, c->f, n, path, nderived, names };
 
-	if (want_kind(c, n, path, YN_SCALAR, "an expression"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "an expression")))
+		return rc;
 	out->loc = loc_of(c, n);
 	if ((rc = copy(c, &out->text, n->str)))
 		return rc;
@@ -1202,8 +1212,8 @@ static int p_default(sctx *c, const ynode *v, const char *path, void *out, const
 			return ERR(c, v, path, "%lld is out of range for i32", (long long)a->def_i);
 		return 0;
 	}
-	if (want_kind(c, v, path, YN_SCALAR, "a number"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, v, path, YN_SCALAR, "a number")))
+		return rc;
 	errno = 0;
 	a->def_f = strtof(v->str, &end);
 	if (!v->plain || end == v->str || *end || errno || !isfinite(a->def_f))
@@ -1312,13 +1322,13 @@ static const field dim_name_item = { S(NULL, p_dim_name) };
 static int p_alias(sctx *c, const ynode *p, const char *path, void *out, const field *fd)
 {
 	size_t j;
-	int k;
+	int k, rc;
 
 	if (p->n != 2)
 		return ERR(c, p, path, "expected a pair of tensor arguments");
 	for (j = 0; j < 2; j++) {
-		if (want_kind(c, p->kids[j], path, YN_SCALAR, "an argument name"))
-			return JITK_ESPEC;
+		if ((rc = want_kind(c, p->kids[j], path, YN_SCALAR, "an argument name")))
+			return rc;
 		k = jitk__spec_arg_index(c->f, p->kids[j]->str);
 		if (k < 0 || c->f->args[k].type != AT_TENSOR)
 			return ERR(c, p->kids[j], path, "'%s' is not a tensor argument",
@@ -1395,8 +1405,8 @@ static int p_step(sctx *c, const ynode *step, const char *path, void *out, const
 	fb->loc = loc_of(c, name);
 	if ((rc = get_ident(c, name, path, &fb->symbol)) || !map)
 		return rc;
-	if (want_kind(c, map, path, YN_MAP, "a mapping of callee argument: caller argument"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, map, path, YN_MAP, "a mapping of callee argument: caller argument")))
+		return rc;
 	if (!(fb->map = ARRAY(c, map->n, spec_argmap)))
 		return JITK_ENOMEM;
 	for (m = 0; m < map->n; m++) {
@@ -1408,8 +1418,8 @@ static int p_step(sctx *c, const ynode *step, const char *path, void *out, const
 		am->loc = loc_of(c, cv);
 		if ((rc = get_ident(c, ck, path, &am->callee)))
 			return rc;
-		if (want_kind(c, cv, path, YN_SCALAR, "an argument name or flat(name)"))
-			return JITK_ESPEC;
+		if ((rc = want_kind(c, cv, path, YN_SCALAR, "an argument name or flat(name)")))
+			return rc;
 		len = strlen(t);
 		am->flat = !strncmp(t, "flat(", 5) && len > 6 && t[len - 1] == ')';
 		if (!(am->caller = am->flat ? jitk__arena_strndup(c->a, t + 5, len - 6)
@@ -1542,8 +1552,8 @@ static int p_template(sctx *c, const ynode *v, const char *path, void *out, cons
 	size_t len = 0, i;
 	int rc;
 
-	if (want_kind(c, v, path, YN_SCALAR, "a string"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, v, path, YN_SCALAR, "a string")))
+		return rc;
 	f->template_path = v->str[0] == '/' || !slash ? jitk__arena_strdup(c->a, v->str)
 		: jitk__arena_printf(c->a, "%.*s/%s", (int)(slash - c->file), c->file, v->str);
 	if (!f->template_path)
@@ -1614,8 +1624,8 @@ static int parse_family(sctx *c, const ynode *root)
 	spec_family *f;
 	int rc;
 
-	if (want_kind(c, root, "", YN_MAP, "a mapping at the top level"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, root, "", YN_MAP, "a mapping at the top level")))
+		return rc;
 	if ((rc = check_keys(c, root, "", family_fields)))
 		return rc;
 	if (!(f = ARRAY(c, 1, spec_family)))
@@ -2377,9 +2387,15 @@ static int load_file(spec_set *set, const char *path, texts_t *tx)
 	return load_text(set, path, text, len, tx);
 }
 
+/* The one place where running out of memory is reported: every
+ * allocation that fails returns JITK_ENOMEM up to here. */
+static int reported(int rc)
+{
+	return rc == JITK_ENOMEM ? jitk__error(JITK_ENOMEM, "out of memory") : rc;
+}
+
 /* After the files are parsed (rc so far): link the symbols, drop the
- * scratch memory, hand the set over or free it. The one place where
- * running out of memory is reported. */
+ * scratch memory, hand the set over or free it. */
 static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
 {
 	if (!rc)
@@ -2387,11 +2403,9 @@ static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
 	if (!rc && jitk__arena_failed(set->arena))
 		rc = JITK_ENOMEM;
 	jitk__arena_free(tx->tmp);
-	if (rc == JITK_ENOMEM)
-		jitk__error(JITK_ENOMEM, "out of memory");
 	if (rc) {
 		jitk__spec_set_free(set);
-		return rc;
+		return reported(rc);
 	}
 	*out = set;
 	return 0;
@@ -2474,16 +2488,15 @@ int jitk__spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n)
 	jitk_arena *a = jitk__arena_new();
 	char **all = NULL;
 	size_t nall = 0, i;
-	int rc = a ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+	int rc = a ? 0 : JITK_ENOMEM;
 
 	*out = NULL;
 	for (i = 0; i < n && !rc; i++)
-		if ((rc = list_dir(a, dirs[i], &all, &nall)) == JITK_ENOMEM)
-			jitk__error(JITK_ENOMEM, "out of memory");
+		rc = list_dir(a, dirs[i], &all, &nall);
 	if (!rc)
 		rc = jitk__spec_set_load_files(out, (const char *const *)all, nall);
 	jitk__arena_free(a);
-	return rc;
+	return reported(rc);
 }
 
 void jitk__spec_set_free(spec_set *s)
