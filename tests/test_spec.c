@@ -1104,6 +1104,63 @@ static void test_deep_expressions(void **state)
 	free(base);
 }
 
+static int order[4], norder;
+
+static void note(void *p)
+{
+	order[norder++] = *(int *)p;
+}
+
+/* The arena the spec model lives in: zeroed, aligned memory; a large
+ * request in a chunk of its own without losing the current one; copies
+ * that keep the old elements; cleanups run last-registered first, once;
+ * a size that overflows fails and is remembered. */
+static void test_arena(void **state)
+{
+	jitk_arena *a = jitk__arena_new();
+	static int one = 1, two = 2;
+	char *s, *big, *after;
+	size_t *grown, i;
+	int *ints;
+
+	(void)state;
+	assert_non_null(a);
+	ints = jitk__arena_array(a, 3, sizeof(int));
+	assert_non_null(ints);
+	assert_int_equal(ints[0] | ints[1] | ints[2], 0);
+	s = jitk__arena_strdup(a, "abc");
+	assert_int_equal((uintptr_t)s % _Alignof(max_align_t), 0);
+	assert_string_equal(s, "abc");
+	assert_string_equal(jitk__arena_strndup(a, "abcdef", 2), "ab");
+	assert_string_equal(jitk__arena_printf(a, "%s.%d", "x", 42), "x.42");
+	big = jitk__arena_alloc(a, 100000);
+	assert_non_null(big);
+	assert_int_equal(big[0] | big[99999], 0);
+	after = jitk__arena_alloc(a, 8);
+	assert_true(after > s && after < s + 4096); /* still in the first chunk */
+	grown = jitk__arena_array(a, 2, sizeof(size_t));
+	grown[0] = 7;
+	grown[1] = 8;
+	grown = jitk__arena_grow(a, grown, 2, 5, sizeof(size_t));
+	assert_int_equal(grown[0], 7);
+	assert_int_equal(grown[1], 8);
+	for (i = 2; i < 5; i++)
+		assert_int_equal(grown[i], 0);
+	assert_non_null(jitk__arena_alloc(a, 0));
+	assert_false(jitk__arena_failed(a));
+	assert_null(jitk__arena_array(a, SIZE_MAX / 2, 4));
+	assert_true(jitk__arena_failed(a));
+	assert_true(jitk__arena_size(a) > 100000);
+	norder = 0;
+	assert_int_equal(jitk__arena_defer(a, note, &one), 0);
+	assert_int_equal(jitk__arena_defer(a, note, &two), 0);
+	jitk__arena_free(a);
+	assert_int_equal(norder, 2);
+	assert_int_equal(order[0], 2);
+	assert_int_equal(order[1], 1);
+	jitk__arena_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1121,6 +1178,7 @@ int main(void)
 		cmocka_unit_test(test_instance_limits),
 		cmocka_unit_test(test_name_limit),
 		cmocka_unit_test(test_fallback_enum_by_name),
+		cmocka_unit_test(test_arena),
 	};
 
 	return T_RUN_TESTS(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/arena.h"
 #include "base/internal.h"
 #include "spec/spec.h"
 #include "spec/ytree.h"
@@ -24,15 +25,26 @@ typedef struct {
 	const char *file;
 	const ytree *t;
 	spec_set *set;
+	jitk_arena *a;    /* the set's: everything the model points to */
+	jitk_arena *tmp;  /* freed when the load ends: key paths, link tables */
+	spec_family *f;   /* the family being read */
+	const ynode *map; /* the mapping whose field is being read */
+	const ynode *key; /* the entry being read (a mapping of name: definition) */
+	size_t index;     /* the item being read */
+	int arg;          /* the arg of the mapping being read (p_map) */
 } sctx;
 
-/* File texts, kept while a set is being loaded so that errors found when
- * linking symbols across files can quote the offending line too. */
+/* What a load keeps until it ends: the file texts, so that errors found
+ * when linking symbols across files can quote the offending line too,
+ * and scratch memory. */
 typedef struct {
 	char **texts;
 	size_t *lens;
 	size_t n;
+	jitk_arena *tmp;
 } texts_t;
+
+#define ARRAY(c, n, type) ((type *)jitk__arena_array((c)->a, (n), sizeof(type)))
 
 static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 		      const char *fmt, ...) JITK_PRINTF(4, 5);
@@ -191,7 +203,9 @@ static int err_at(const sctx *c, int line, int col, const char *path,
 	va_end(ap);
 	if (c->t && c->t->text)
 		excerpt(&detail, c->t, line, col);
-	if (path && *path)
+	if (msg.oom || detail.oom)
+		rc = JITK_ENOMEM; /* reported by the loader */
+	else if (path && *path)
 		rc = jitk__spec_error(JITK_ESPEC, detail.data, "%s:%d:%d: error: %s (at %s)",
 				      c->file, line, col, msg.data ? msg.data : "", path);
 	else
@@ -226,42 +240,6 @@ static int is_null(const ynode *n)
 		!strcmp(n->str, "Null") || !strcmp(n->str, "NULL"));
 }
 
-/* Every key of map must be in allowed (NULL-terminated); every key in
- * required must be present. */
-static int check_keys(const sctx *c, const ynode *map, const char *path,
-		      const char *const *allowed, const char *const *required)
-{
-	size_t i, k;
-
-	for (i = 0; i < map->n; i++) {
-		const ynode *key = ymap_key(map, i);
-		const char *best = NULL;
-		int bestd = 3;
-
-		for (k = 0; allowed[k]; k++) {
-			int d;
-
-			if (!strcmp(key->str, allowed[k]))
-				break;
-			d = jitk__edit_distance(key->str, allowed[k]);
-			if (d < bestd) {
-				bestd = d;
-				best = allowed[k];
-			}
-		}
-		if (allowed[k])
-			continue;
-		if (best)
-			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
-				   q(key->str), best);
-		return ERR(c, key, path, "unknown key '%s'", q(key->str));
-	}
-	for (k = 0; required && required[k]; k++)
-		if (!jitk__ymap_get(map, required[k]))
-			return ERR(c, map, path, "missing required key '%s'", required[k]);
-	return 0;
-}
-
 /* ----------------------------------------------------------- scalars */
 
 static int want_kind(const sctx *c, const ynode *n, const char *path,
@@ -274,13 +252,18 @@ static int want_kind(const sctx *c, const ynode *n, const char *path,
 	return ERR(c, n, path, "expected %s, got %s", what, kind_name(n));
 }
 
-static int get_string(const sctx *c, const ynode *n, const char *path,
-		      char **out)
+/* A copy of s in the set's arena. */
+static int copy(const sctx *c, char **out, const char *s)
 {
-	if (want_kind(c, n, path, YN_SCALAR, "a string"))
-		return JITK_ESPEC;
-	*out = jitk__strdup(n->str);
-	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+	*out = jitk__arena_strdup(c->a, s);
+	return *out ? 0 : JITK_ENOMEM;
+}
+
+static int get_string(const sctx *c, const ynode *n, const char *path, char **out)
+{
+	int rc = want_kind(c, n, path, YN_SCALAR, "a string");
+
+	return rc ? rc : copy(c, out, n->str);
 }
 
 /* Free text (a gate's reason, a check's message): a string without the
@@ -288,14 +271,11 @@ static int get_string(const sctx *c, const ynode *n, const char *path,
 static int get_text(const sctx *c, const ynode *n, const char *path, char **out)
 {
 	int rc = get_string(c, n, path, out);
-	size_t len;
+	size_t len = rc ? 0 : strlen(*out);
 
-	if (rc)
-		return rc;
-	len = strlen(*out);
 	while (len && isspace((unsigned char)(*out)[len - 1]))
 		(*out)[--len] = '\0';
-	return 0;
+	return rc;
 }
 
 static int is_ident(const char *s)
@@ -323,32 +303,30 @@ static int is_qualified(const char *s)
 	}
 }
 
-static int get_ident(const sctx *c, const ynode *n, const char *path,
-		     char **out)
+static int get_ident(const sctx *c, const ynode *n, const char *path, char **out)
 {
-	if (want_kind(c, n, path, YN_SCALAR, "a name"))
-		return JITK_ESPEC;
+	int rc;
+
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "a name")))
+		return rc;
 	if (!is_ident(n->str))
 		return ERR(c, n, path,
 			   "'%s' is not a name (letters, digits and '_', not starting with a digit)",
 			   q(n->str));
-	*out = jitk__strdup(n->str);
-	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+	return copy(c, out, n->str);
 }
 
-static int get_int(const sctx *c, const ynode *n, const char *path,
-		   int64_t *out)
+static int get_int(const sctx *c, const ynode *n, const char *path, int64_t *out)
 {
-	const char *s;
-	int neg = 0;
+	const char *s = n->str;
+	int neg = 0, rc;
 	uint64_t v = 0;
 
-	if (want_kind(c, n, path, YN_SCALAR, "an integer"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "an integer")))
+		return rc;
 	if (!n->plain)
 		return ERR(c, n, path, "expected an integer, got the quoted string '%s'",
 			   q(n->str));
-	s = n->str;
 	if (*s == '-' || *s == '+')
 		neg = *s++ == '-';
 	if (!isdigit((unsigned char)*s))
@@ -372,28 +350,219 @@ static int get_int(const sctx *c, const ynode *n, const char *path,
 
 static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
 {
-	if (want_kind(c, n, path, YN_SCALAR, "true or false"))
-		return JITK_ESPEC;
-	if (n->plain && !strcmp(n->str, "true"))
-		*out = 1;
-	else if (n->plain && !strcmp(n->str, "false"))
-		*out = 0;
-	else
+	int rc;
+
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "true or false")))
+		return rc;
+	if (!n->plain || (strcmp(n->str, "true") && strcmp(n->str, "false")))
 		return ERR(c, n, path, "expected true or false, got '%s'", q(n->str));
+	*out = !strcmp(n->str, "true");
 	return 0;
 }
 
 static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
 {
 	jitk_arch a;
+	int rc;
 
-	if (want_kind(c, n, path, YN_SCALAR, "an architecture like sm_90"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "an architecture like sm_90")))
+		return rc;
 	if (jitk__arch_parse(&a, n->str) || a.kind != 's' || a.suffix)
 		return ERR(c, n, path, "expected an architecture like sm_90, got '%s'",
 			   q(n->str));
 	*out = a.cc;
 	return 0;
+}
+
+/* The index of s in names (NULL-terminated), or -1. */
+static int choose(const char *s, const char *const *names)
+{
+	int i;
+
+	for (i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+/* ------------------------------------------------------- key tables */
+
+/* A mapping is read with a table of its keys: what each one's node must be
+ * (with `what`, the kind is checked here, for the message "expected WHAT,
+ * got ..."; scalar parsers check their node themselves), whether it is
+ * required, where the value goes and which parser reads it. Unknown keys
+ * are refused in the mapping's order, missing ones in the table's, and the
+ * fields are read in the table's order: the order of the messages. Lists,
+ * and mappings of name: definition, describe their items with a field. */
+typedef struct field field;
+/* Read v (at path) into out: the struct that has the field, or the item. */
+typedef int (*parse_fn)(sctx *c, const ynode *v, const char *path, void *out,
+			const field *fd);
+
+enum {
+	F_REQ = 1,  /* required */
+	F_SUB = 2,  /* the path is path.key (an item's: path.its key) */
+	F_LATER = 4 /* read by the caller */
+};
+
+struct field {
+	const char *key; /* NULL: an item (or the end of a table) */
+	enum ynode_kind kind;
+	const char *what;
+	parse_fn fn;
+	int flags;
+	size_t off, noff;  /* of the value; lists: of the array and of its count */
+	int arg;           /* for fn */
+	const field *sub;  /* mappings read with a table: the table */
+	const field *item; /* lists: what an item is */
+	size_t size;       /* of an item */
+	const char *dup;   /* lists of names: refuse one listed twice ("value ") */
+};
+
+#define AT(out, off, type) ((type *)(void *)((char *)(out) + (off)))
+#define S(k, f) .key = (k), .kind = YN_SCALAR, .fn = (f) /* the parser checks it */
+#define K(k, kd, w, f) .key = (k), .kind = (kd), .what = (w), .fn = (f)
+#define OFF(T, m) .off = offsetof(T, m)
+#define LIST(T, arr, n, it) .off = offsetof(T, arr), .noff = offsetof(T, n), .item = (it), \
+		.size = sizeof(*((T *)0)->arr)
+
+static const field *field_named(const field *t, const char *key)
+{
+	for (; t->key; t++)
+		if (!strcmp(t->key, key))
+			return t;
+	return NULL;
+}
+
+/* Every key of map must be in the table; every required one present. */
+static int check_keys(const sctx *c, const ynode *map, const char *path, const field *t)
+{
+	size_t i, k;
+
+	for (i = 0; i < map->n; i++) {
+		const ynode *key = ymap_key(map, i);
+		const char *best = NULL;
+		int bestd = 3, d;
+
+		if (field_named(t, key->str))
+			continue;
+		for (k = 0; t[k].key; k++)
+			if ((d = jitk__edit_distance(key->str, t[k].key)) < bestd) {
+				bestd = d;
+				best = t[k].key;
+			}
+		if (best)
+			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
+				   q(key->str), best);
+		return ERR(c, key, path, "unknown key '%s'", q(key->str));
+	}
+	for (k = 0; t[k].key; k++)
+		if ((t[k].flags & F_REQ) && !jitk__ymap_get(map, t[k].key))
+			return ERR(c, map, path, "missing required key '%s'", t[k].key);
+	return 0;
+}
+
+/* path.key (key at the top level), in the file's scratch memory. */
+static const char *sub(const sctx *c, const char *path, const char *key)
+{
+	return *path ? jitk__arena_printf(c->tmp, "%s.%s", path, key) : key;
+}
+
+static int parse_field(sctx *c, const ynode *v, const char *path, const field *fd, void *out)
+{
+	if ((fd->flags & F_SUB) && !(path = sub(c, path, fd->key ? fd->key : c->key->str)))
+		return JITK_ENOMEM;
+	int rc = fd->what ? want_kind(c, v, path, fd->kind, fd->what) : 0;
+
+	return rc ? rc : fd->fn(c, v, path, out, fd);
+}
+
+/* The fields of map in the table's order; c->map is the mapping. */
+static int parse_fields(sctx *c, const ynode *map, const char *path, const field *t, void *out)
+{
+	const ynode *saved = c->map, *v;
+	int rc = 0;
+
+	for (; t->key && !rc; t++)
+		if (!(t->flags & F_LATER) && (v = jitk__ymap_get(map, t->key))) {
+			c->map = map;
+			rc = parse_field(c, v, path, t, out);
+		}
+	c->map = saved;
+	return rc;
+}
+
+static int parse_map(sctx *c, const ynode *map, const char *path, const field *t, void *out)
+{
+	int rc = check_keys(c, map, path, t);
+
+	return rc ? rc : parse_fields(c, map, path, t, out);
+}
+
+/* A mapping read with fd->sub (c->arg = fd->arg for its parsers). */
+static int p_map(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	c->arg = fd->arg;
+	return parse_map(c, v, path, fd->sub, AT(out, fd->off, char));
+}
+
+/* The items of sequence n, or the entries of mapping n (each key a name;
+ * c->key and c->index tell the item's parser which), each read by
+ * fd->item into a new array (*arr); *count counts those read. */
+static int read_items(sctx *c, const ynode *n, const char *path, const field *fd, void *arr,
+		      size_t *count)
+{
+	char *items = jitk__arena_array(c->a, n->n, fd->size), **name;
+	size_t i, j;
+	int rc;
+
+	if (!items)
+		return JITK_ENOMEM;
+	memcpy(arr, &items, sizeof(items));
+	for (i = 0; i < n->n; i++, ++*count) {
+		const ynode *k = n->kind == YN_MAP ? ymap_key(n, i) : NULL;
+
+		c->key = k;
+		c->index = i;
+		if (k && !is_ident(k->str))
+			return ERR(c, k, path, "'%s' is not a name", q(k->str));
+		if ((rc = parse_field(c, k ? ymap_val(n, i) : n->kids[i], path, fd->item,
+				      items + i * fd->size)))
+			return rc;
+		for (j = 0, name = (char **)(void *)(items + i * fd->size); fd->dup && j < i; j++)
+			if (!strcmp(*(char **)(void *)(items + j * fd->size), *name))
+				return ERR(c, n->kids[i], path, "%s'%s' listed twice", fd->dup,
+					   q(*name));
+	}
+	return 0;
+}
+
+static int p_list(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	return read_items(c, n, path, fd, AT(out, fd->off, void *), AT(out, fd->noff, size_t));
+}
+
+/* Scalars as fields (and items: offset 0). */
+#define SCALAR_PARSER(name, get, type)                                                     \
+	static int name(sctx *c, const ynode *v, const char *path, void *out, const field *fd) \
+	{                                                                                   \
+		return get(c, v, path, AT(out, fd->off, type));                              \
+	}
+SCALAR_PARSER(p_text, get_text, char *)
+SCALAR_PARSER(p_ident, get_ident, char *)
+SCALAR_PARSER(p_int, get_int, int64_t)
+SCALAR_PARSER(p_bool, get_bool, int)
+SCALAR_PARSER(p_arch, get_arch, int)
+
+/* Strings; arg 1 or 2: a C++ type name or name (jitk::Norm, jitk::fn). */
+static int p_string(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	char **s = AT(out, fd->off, char *);
+	int rc = get_string(c, v, path, s);
+
+	if (!rc && fd->arg && !is_qualified(*s))
+		return ERR(c, v, path, "'%s' is not a C++ %sname", q(*s), fd->arg == 1 ? "type " : "");
+	return rc;
 }
 
 /* ----------------------------------------------------------- pieces */
@@ -417,185 +586,146 @@ static const char *read_reason(const char *path)
 	return !strncmp(m, path, n) && !strncmp(m + n, ": ", 2) ? m + n + 2 : m;
 }
 
-
-static char *subpath(const char *path, const char *key)
-{
-	return *path ? jitk__asprintf("%s.%s", path, key) : jitk__strdup(key);
-}
-
 /* A value of parameter p from node n, checked against its allowed set. */
 static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 			   const char *path, int64_t *out)
 {
 	size_t i;
-	int b, rc;
+	int b = 0, rc;
+	jbuf list;
 
 	switch (p->type) {
 	case PT_BOOL:
-		if ((rc = get_bool(c, n, path, &b)))
-			return rc;
+		rc = get_bool(c, n, path, &b);
 		*out = b;
-		return 0;
+		return rc;
 	case PT_ENUM:
-		if (want_kind(c, n, path, YN_SCALAR, "a value name"))
-			return JITK_ESPEC;
-		for (i = 0; i < p->nvalues; i++)
-			if (!strcmp(n->str, p->values[i])) {
-				*out = (int64_t)i;
+		if ((rc = want_kind(c, n, path, YN_SCALAR, "a value name")))
+			return rc;
+		for (*out = 0; (size_t)*out < p->nvalues; ++*out)
+			if (!strcmp(n->str, p->values[*out]))
 				return 0;
-			}
-		{
-			jbuf list;
-
-			jitk__jbuf_init(&list);
-			for (i = 0; i < p->nvalues; i++)
-				jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
-			rc = ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
-				 q(n->str), q(p->name), q(list.data ? list.data : ""));
-			jitk__jbuf_free(&list);
-			return rc;
-		}
+		jitk__jbuf_init(&list);
+		for (i = 0; i < p->nvalues; i++)
+			jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
+		rc = list.oom ? JITK_ENOMEM
+			: ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
+			      q(n->str), q(p->name), q(list.data ? list.data : ""));
+		jitk__jbuf_free(&list);
+		return rc;
 	case PT_INT:
-		if ((rc = get_int(c, n, path, out)))
-			return rc;
-		if (*out < p->min || *out > p->max)
-			return ERR(c, n, path,
-				   "value %lld is out of range for '%s' (%lld to %lld)",
-				   (long long)*out, q(p->name), (long long)p->min,
-				   (long long)p->max);
-		if (p->multiple_of > 1 && *out % p->multiple_of)
-			return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
-				   (long long)*out, q(p->name), (long long)p->multiple_of);
-		if (p->nallowed) {
-			for (i = 0; i < p->nallowed; i++)
-				if (p->allowed[i] == *out)
-					return 0;
-			return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
-				   (long long)*out, q(p->name));
-		}
-		return 0;
+		break;
 	}
-	return ERR(c, n, path, "bad parameter type");
+	if ((rc = get_int(c, n, path, out)))
+		return rc;
+	if (*out < p->min || *out > p->max)
+		return ERR(c, n, path, "value %lld is out of range for '%s' (%lld to %lld)",
+			   (long long)*out, q(p->name), (long long)p->min, (long long)p->max);
+	if (p->multiple_of > 1 && *out % p->multiple_of)
+		return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
+			   (long long)*out, q(p->name), (long long)p->multiple_of);
+	for (i = 0; i < p->nallowed; i++)
+		if (p->allowed[i] == *out)
+			return 0;
+	if (p->nallowed)
+		return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
+			   (long long)*out, q(p->name));
+	return 0;
 }
 
-/* A scalar or a sequence of scalars, as a list of nodes. */
-static int as_list(const sctx *c, const ynode *n, const char *path,
-		   const ynode *const **items, size_t *count, const ynode **one)
+/* The value or list of values of parameter p at n (a scalar or a
+ * sequence); unique: refuse a value listed twice. */
+static int param_values(const sctx *c, const spec_param *p, const ynode *n, const char *path,
+			int unique, int64_t **vals, size_t *nvals)
 {
-	if (n->kind == YN_SEQ) {
-		if (!n->n)
-			return ERR(c, n, path, "empty list");
-		*items = (const ynode *const *)n->kids;
-		*count = n->n;
-		return 0;
-	}
+	const ynode *const *items = (const ynode *const *)n->kids;
+	size_t count = n->n, j, m;
+	int rc;
+
+	if (n->kind == YN_SEQ && !n->n)
+		return ERR(c, n, path, "empty list");
 	if (n->kind == YN_MAP)
 		return ERR(c, n, path, "expected a value or a list of values, got a mapping");
-	*one = n;
-	*items = one;
-	*count = 1;
-	return 0;
-}
-
-static int parse_cond(const sctx *c, const spec_family *f, const ynode *n,
-		      const char *path, spec_cond *out)
-{
-	size_t i, j;
-	int rc;
-
-	if (want_kind(c, n, path, YN_MAP, "a mapping of parameter values"))
-		return JITK_ESPEC;
-	out->terms = calloc(n->n ? n->n : 1, sizeof(*out->terms));
-	if (!out->terms)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *k = ymap_key(n, i), *v = ymap_val(n, i), *one = NULL;
-		const ynode *const *items;
-		spec_term *t = &out->terms[out->n];
-		int p = jitk__spec_param_index(f, k->str);
-		size_t count;
-
-		if (p < 0)
-			return ERR(c, k, path, "unknown parameter '%s'", q(k->str));
-		if ((rc = as_list(c, v, path, &items, &count, &one)))
+	if (n->kind == YN_SCALAR) {
+		items = &n;
+		count = 1;
+	}
+	if (!(*vals = jitk__arena_array(c->a, count, sizeof(**vals))))
+		return JITK_ENOMEM;
+	for (j = 0; j < count; j++, ++*nvals) {
+		if ((rc = get_param_value(c, p, items[j], path, &(*vals)[j])))
 			return rc;
-		t->param = (size_t)p;
-		t->vals = calloc(count, sizeof(*t->vals));
-		if (!t->vals)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		out->n++;
-		for (j = 0; j < count; j++) {
-			if ((rc = get_param_value(c, &f->params[p], items[j], path,
-						  &t->vals[j])))
-				return rc;
-			t->nvals++;
-		}
+		for (m = 0; unique && m < j; m++)
+			if ((*vals)[m] == (*vals)[j])
+				return ERR(c, items[j], path, "value listed twice");
 	}
 	return 0;
 }
 
-static int parse_arch_range(const sctx *c, const ynode *n, const char *path,
-			    spec_arch_range *out)
+/* when: { param: value or [values] } */
+static int p_cond(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
-	static const char *const keys[] = { "min", "max", NULL };
-	const ynode *v;
-	int rc;
+	spec_cond *cond = AT(out, fd->off, spec_cond);
+	size_t i;
+	int rc = 0, p;
 
-	if (want_kind(c, n, path, YN_MAP, "a mapping with min and/or max"))
-		return JITK_ESPEC;
-	if ((rc = check_keys(c, n, path, keys, NULL)))
-		return rc;
-	if (!n->n)
+	if (!(cond->terms = ARRAY(c, n->n, spec_term)))
+		return JITK_ENOMEM;
+	for (i = 0; i < n->n && !rc; i++) {
+		const ynode *k = ymap_key(n, i);
+		spec_term *t = &cond->terms[cond->n++];
+
+		if ((p = jitk__spec_param_index(c->f, k->str)) < 0)
+			return ERR(c, k, path, "unknown parameter '%s'", q(k->str));
+		t->param = (size_t)p;
+		rc = param_values(c, &c->f->params[p], ymap_val(n, i), path, 0, &t->vals, &t->nvals);
+	}
+	return rc;
+}
+
+static const field range_fields[] = {
+	{ S("min", p_arch), OFF(spec_arch_range, min) },
+	{ S("max", p_arch), OFF(spec_arch_range, max) },
+	{ .key = NULL },
+};
+
+static int p_arch_range(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_arch_range *r = AT(out, fd->off, spec_arch_range);
+	int rc = check_keys(c, n, path, range_fields);
+
+	if (!rc && !n->n)
 		return ERR(c, n, path, "an architecture range needs min or max");
-	out->min = out->max = 0;
-	if ((v = jitk__ymap_get(n, "min")) && (rc = get_arch(c, v, path, &out->min)))
+	if (rc || (rc = parse_fields(c, n, path, range_fields, r)))
 		return rc;
-	if ((v = jitk__ymap_get(n, "max")) && (rc = get_arch(c, v, path, &out->max)))
-		return rc;
-	if (out->min && out->max && out->min > out->max)
+	if (r->min && r->max && r->min > r->max)
 		return ERR(c, n, path, "min is above max");
 	return 0;
 }
 
-static int parse_gates(const sctx *c, const spec_family *f, const ynode *n,
-		       const char *path, int allow_when, spec_gate **out,
-		       size_t *count)
+/* Family gates may have `when`; symbol gates are read with gate_fields + 1. */
+static const field gate_fields[] = {
+	{ K("when", YN_MAP, "a mapping of parameter values", p_cond), OFF(spec_gate, when) },
+	{ K("arch", YN_MAP, "a mapping with min and/or max", p_arch_range), .flags = F_REQ,
+	  OFF(spec_gate, arch) },
+	{ S("reason", p_text), .flags = F_REQ, OFF(spec_gate, reason) },
+	{ .key = NULL },
+};
+
+static int p_gate(sctx *c, const ynode *g, const char *path, void *out, const field *fd)
 {
-	static const char *const keys[] = { "when", "arch", "reason", NULL };
-	static const char *const keys_nowhen[] = { "arch", "reason", NULL };
-	static const char *const req[] = { "arch", "reason", NULL };
-	size_t i;
-	int rc;
-
-	if (want_kind(c, n, path, YN_SEQ, "a list of gates"))
-		return JITK_ESPEC;
-	*out = calloc(n->n ? n->n : 1, sizeof(**out));
-	if (!*out)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *g = n->kids[i], *v;
-		spec_gate *gate = &(*out)[i];
-
-		if (want_kind(c, g, path, YN_MAP, "a gate (a mapping)"))
-			return JITK_ESPEC;
-		if ((rc = check_keys(c, g, path, allow_when ? keys : keys_nowhen, req)))
-			return rc;
-		++*count;
-		gate->loc = loc_of(c, g);
-		if ((v = jitk__ymap_get(g, "when")) && (rc = parse_cond(c, f, v, path, &gate->when)))
-			return rc;
-		if ((rc = parse_arch_range(c, jitk__ymap_get(g, "arch"), path, &gate->arch)))
-			return rc;
-		if ((rc = get_text(c, jitk__ymap_get(g, "reason"), path, &gate->reason)))
-			return rc;
-	}
-	return 0;
+	((spec_gate *)out)->loc = loc_of(c, g);
+	return parse_map(c, g, path, fd->sub, out);
 }
+
+static const field family_gate = { K(NULL, YN_MAP, "a gate (a mapping)", p_gate),
+				   .sub = gate_fields };
+static const field symbol_gate = { K(NULL, YN_MAP, "a gate (a mapping)", p_gate),
+				   .sub = gate_fields + 1 };
 
 /* One more parameter, tuning key or derived value, named by n: a variant
  * binds them all, so a family has at most SPEC_MAX_NAMES. */
-static int name_budget(const sctx *c, const spec_family *f, const ynode *n,
-		       const char *path)
+static int name_budget(const sctx *c, const spec_family *f, const ynode *n, const char *path)
 {
 	if (f->nparams + f->ntuning_keys + f->nderived < SPEC_MAX_NAMES)
 		return 0;
@@ -604,166 +734,99 @@ static int name_budget(const sctx *c, const spec_family *f, const ynode *n,
 		   q(n->str), SPEC_MAX_NAMES);
 }
 
-static int parse_params(const sctx *c, spec_family *f, const ynode *n)
+/* params: { name: { type, ... } }. Which other keys a definition may have
+ * depends on its type, checked when the type is read (in the order the
+ * messages have always come in). */
+static int p_param_type(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	static const char *const keys[] = { "type", "values", "min", "max",
-					    "multiple_of", "cpp", NULL };
-	static const char *const req[] = { "type", NULL };
-	size_t i, j;
-	int rc;
+	static const char *const types[] = { "int", "bool", "enum", NULL }; /* spec_ptype */
+	static const char *const int_only[] = { "min", "max", "multiple_of" };
+	spec_param *p = out;
+	const ynode *d = c->map, *bad;
+	int i = choose(v->str, types);
 
-	if (want_kind(c, n, "params", YN_MAP, "a mapping of parameters"))
-		return JITK_ESPEC;
-	f->params = calloc(n->n ? n->n : 1, sizeof(*f->params));
-	if (!f->params)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *k = ymap_key(n, i), *d = ymap_val(n, i), *t, *v;
-		spec_param *p = &f->params[i];
-		char *path = subpath("params", k->str);
-
-		if (!path)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		rc = 0;
-		if (!is_ident(k->str)) {
-			rc = ERR(c, k, "params", "'%s' is not a name", q(k->str));
-			goto next;
-		}
-		if (want_kind(c, d, path, YN_MAP, "a parameter definition (a mapping)")) {
-			rc = JITK_ESPEC;
-			goto next;
-		}
-		if ((rc = check_keys(c, d, path, keys, req)))
-			goto next;
-		if ((rc = name_budget(c, f, k, "params")))
-			goto next;
-		p->name = jitk__strdup(k->str);
-		if (!p->name) {
-			free(path);
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		}
-		p->loc = loc_of(c, k);
-		p->min = INT64_MIN;
-		p->max = INT64_MAX;
-		f->nparams++;
-		t = jitk__ymap_get(d, "type");
-		if (want_kind(c, t, path, YN_SCALAR, "int, bool or enum")) {
-			rc = JITK_ESPEC;
-			goto next;
-		}
-		if (!strcmp(t->str, "int")) {
-			p->type = PT_INT;
-		} else if (!strcmp(t->str, "bool")) {
-			p->type = PT_BOOL;
-		} else if (!strcmp(t->str, "enum")) {
-			p->type = PT_ENUM;
-		} else {
-			rc = ERR(c, t, path, "unknown parameter type '%s' (int, bool or enum)",
-				 q(t->str));
-			goto next;
-		}
-		if (p->type != PT_INT) {
-			const char *bad = jitk__ymap_get(d, "min") ? "min" :
-					  jitk__ymap_get(d, "max") ? "max" :
-					  jitk__ymap_get(d, "multiple_of") ? "multiple_of" : NULL;
-
-			if (bad) {
-				rc = ERR(c, jitk__ymap_get(d, bad), path, "'%s' applies to int parameters only", bad);
-				goto next;
-			}
-		}
-		if (p->type == PT_BOOL && (v = jitk__ymap_get(d, "values"))) {
-			rc = ERR(c, v, path, "bool parameters take no values list");
-			goto next;
-		}
-		if (p->type != PT_ENUM && (v = jitk__ymap_get(d, "cpp"))) {
-			rc = ERR(c, v, path, "'cpp' applies to enum parameters only");
-			goto next;
-		}
-		if (p->type == PT_ENUM) {
-			if (!(v = jitk__ymap_get(d, "values"))) {
-				rc = ERR(c, d, path, "missing required key 'values'");
-				goto next;
-			}
-			if (want_kind(c, v, path, YN_SEQ, "a list of value names")) {
-				rc = JITK_ESPEC;
-				goto next;
-			}
-			if (!v->n) {
-				rc = ERR(c, v, path, "empty list");
-				goto next;
-			}
-			p->values = calloc(v->n, sizeof(*p->values));
-			if (!p->values)
-				return jitk__error(JITK_ENOMEM, "out of memory");
-			for (j = 0; j < v->n; j++) {
-				size_t m;
-
-				if ((rc = get_ident(c, v->kids[j], path, &p->values[j])))
-					goto next;
-				p->nvalues++;
-				for (m = 0; m < j; m++)
-					if (!strcmp(p->values[m], p->values[j])) {
-						rc = ERR(c, v->kids[j], path, "value '%s' listed twice",
-							 q(p->values[j]));
-						goto next;
-					}
-			}
-			if (!(v = jitk__ymap_get(d, "cpp"))) {
-				rc = ERR(c, d, path, "missing required key 'cpp' (the C++ enum type)");
-				goto next;
-			}
-			if ((rc = get_string(c, v, path, &p->cpp)))
-				goto next;
-			if (!is_qualified(p->cpp)) {
-				rc = ERR(c, v, path, "'%s' is not a C++ type name", q(p->cpp));
-				goto next;
-			}
-		}
-		if (p->type == PT_INT) {
-			if ((v = jitk__ymap_get(d, "min")) && (rc = get_int(c, v, path, &p->min)))
-				goto next;
-			if ((v = jitk__ymap_get(d, "max")) && (rc = get_int(c, v, path, &p->max)))
-				goto next;
-			if (p->min > p->max) {
-				rc = ERR(c, d, path, "min is above max");
-				goto next;
-			}
-			if ((v = jitk__ymap_get(d, "multiple_of"))) {
-				if ((rc = get_int(c, v, path, &p->multiple_of)))
-					goto next;
-				if (p->multiple_of < 1) {
-					rc = ERR(c, v, path, "multiple_of must be at least 1");
-					goto next;
-				}
-			}
-			if ((v = jitk__ymap_get(d, "values"))) {
-				if (want_kind(c, v, path, YN_SEQ, "a list of integers")) {
-					rc = JITK_ESPEC;
-					goto next;
-				}
-				p->allowed = calloc(v->n ? v->n : 1, sizeof(*p->allowed));
-				if (!p->allowed)
-					return jitk__error(JITK_ENOMEM, "out of memory");
-				for (j = 0; j < v->n; j++) {
-					if ((rc = get_int(c, v->kids[j], path, &p->allowed[j])))
-						goto next;
-					p->nallowed++;
-				}
-			}
-		}
-		for (j = 0; j < i; j++)
-			if (!strcmp(f->params[j].name, p->name)) {
-				rc = ERR(c, k, "params", "parameter '%s' defined twice", q(p->name));
-				goto next;
-			}
-next:
-		free(path);
-		if (rc)
-			return rc;
-	}
+	if (i < 0)
+		return ERR(c, v, path, "unknown parameter type '%s' (int, bool or enum)", q(v->str));
+	p->type = (enum spec_ptype)i;
+	for (i = 0; i < 3 && p->type != PT_INT; i++)
+		if ((bad = jitk__ymap_get(d, int_only[i])))
+			return ERR(c, bad, path, "'%s' applies to int parameters only", int_only[i]);
+	if (p->type == PT_BOOL && (bad = jitk__ymap_get(d, "values")))
+		return ERR(c, bad, path, "bool parameters take no values list");
+	if (p->type != PT_ENUM && (bad = jitk__ymap_get(d, "cpp")))
+		return ERR(c, bad, path, "'cpp' applies to enum parameters only");
+	if (p->type == PT_ENUM && !jitk__ymap_get(d, "values"))
+		return ERR(c, d, path, "missing required key 'values'");
 	return 0;
 }
+
+/* max and multiple_of (arg 1), with what they must be. */
+static int p_param_int(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_param *p = out;
+	int rc;
+
+	if ((rc = get_int(c, v, path, fd->arg ? &p->multiple_of : &p->max)))
+		return rc;
+	if (!fd->arg && p->min > p->max)
+		return ERR(c, c->map, path, "min is above max");
+	if (fd->arg && p->multiple_of < 1)
+		return ERR(c, v, path, "multiple_of must be at least 1");
+	return 0;
+}
+
+static const field int_item = { S(NULL, p_int) };
+static const field name_item = { S(NULL, p_ident) };
+
+static int p_param_values(sctx *c, const ynode *v, const char *path, void *out,
+			  const field *fd)
+{
+	static const field ints = { .item = &int_item, .size = sizeof(int64_t) };
+	static const field names = { .item = &name_item, .size = sizeof(char *),
+				     .dup = "value " };
+	spec_param *p = out;
+	int rc;
+
+	if (p->type == PT_INT)
+		return (rc = want_kind(c, v, path, YN_SEQ, "a list of integers")) ? rc
+			: read_items(c, v, path, &ints, &p->allowed, &p->nallowed);
+	if ((rc = want_kind(c, v, path, YN_SEQ, "a list of value names")))
+		return rc;
+	if (!v->n)
+		return ERR(c, v, path, "empty list");
+	if ((rc = read_items(c, v, path, &names, &p->values, &p->nvalues)))
+		return rc;
+	if (!jitk__ymap_get(c->map, "cpp"))
+		return ERR(c, c->map, path, "missing required key 'cpp' (the C++ enum type)");
+	return 0;
+}
+
+static const field param_fields[] = {
+	{ K("type", YN_SCALAR, "int, bool or enum", p_param_type), .flags = F_REQ },
+	{ S("min", p_int), OFF(spec_param, min) },
+	{ S("max", p_param_int) },
+	{ S("multiple_of", p_param_int), .arg = 1 },
+	{ S("values", p_param_values) },
+	{ S("cpp", p_string), OFF(spec_param, cpp), .arg = 1 /* a C++ type name */ },
+	{ .key = NULL },
+};
+
+static int p_param(sctx *c, const ynode *d, const char *path, void *out, const field *fd)
+{
+	spec_param *p = out;
+	int rc;
+
+	if ((rc = check_keys(c, d, path, param_fields)) ||
+	    (rc = name_budget(c, c->f, c->key, "params")) || (rc = copy(c, &p->name, c->key->str)))
+		return rc;
+	p->loc = loc_of(c, c->key);
+	p->min = INT64_MIN;
+	p->max = INT64_MAX;
+	return parse_fields(c, d, path, param_fields, p);
+}
+
+static const field param_item = { K(NULL, YN_MAP, "a parameter definition (a mapping)", p_param),
+				  .flags = F_SUB };
 
 static int name_defined(const spec_family *f, const char *name, size_t nderived)
 {
@@ -780,102 +843,71 @@ static int name_defined(const spec_family *f, const char *name, size_t nderived)
 	return 0;
 }
 
-static int add_tuning_key(const sctx *c, spec_family *f, const ynode *n)
+/* tuning: [ { arch, when, arch_specific, key: value, ... } ], read in the
+ * entry's order. */
+static const field tuning_fields[] = {
+	{ K("arch", YN_MAP, "a mapping with min and/or max", p_arch_range), .flags = F_SUB,
+	  OFF(spec_tuning, arch) },
+	{ K("when", YN_MAP, "a mapping of parameter values", p_cond), .flags = F_SUB,
+	  OFF(spec_tuning, when) },
+	{ S("arch_specific", p_bool), .flags = F_SUB, OFF(spec_tuning, arch_specific) },
+	{ .key = NULL },
+};
+
+static int tuning_value(sctx *c, spec_tuning *t, const ynode *k, const ynode *v)
 {
-	const char *key = n->str;
+	spec_family *f = c->f;
+	spec_kv *kv = &t->kv[t->n];
+	const char *path;
 	size_t i;
-	char **k;
 	int rc;
 
-	for (i = 0; i < f->ntuning_keys; i++)
-		if (!strcmp(f->tuning_keys[i], key))
-			return 0;
-	if ((rc = name_budget(c, f, n, "tuning")))
+	if (!is_ident(k->str))
+		return ERR(c, k, "tuning", "'%s' is not a name", q(k->str));
+	if (jitk__spec_param_index(f, k->str) >= 0)
+		return ERR(c, k, "tuning", "'%s' is a parameter; tuning cannot set it", q(k->str));
+	kv->loc = loc_of(c, k);
+	if (v->kind == YN_SCALAR && v->plain && (!strcmp(v->str, "true") || !strcmp(v->str, "false")))
+		kv->value = !strcmp(v->str, "true");
+	else if (!(path = sub(c, "tuning", k->str)))
+		return JITK_ENOMEM;
+	else if ((rc = get_int(c, v, path, &kv->value)))
 		return rc;
-	k = realloc(f->tuning_keys, (f->ntuning_keys + 1) * sizeof(*k));
-	if (!k)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	f->tuning_keys = k;
-	k[f->ntuning_keys] = jitk__strdup(key);
-	if (!k[f->ntuning_keys])
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	f->ntuning_keys++;
+	if ((rc = copy(c, &kv->key, k->str)))
+		return rc;
+	t->n++;
+	for (i = 0; i < f->ntuning_keys; i++)
+		if (!strcmp(f->tuning_keys[i], kv->key))
+			return 0;
+	if ((rc = name_budget(c, f, k, "tuning")))
+		return rc;
+	/* name_budget keeps the keys within SPEC_MAX_NAMES. */
+	if (!f->tuning_keys && !(f->tuning_keys = ARRAY(c, SPEC_MAX_NAMES, char *)))
+		return JITK_ENOMEM;
+	f->tuning_keys[f->ntuning_keys++] = kv->key;
 	return 0;
 }
 
-static int parse_tuning(const sctx *c, spec_family *f, const ynode *n)
+static int p_tuning(sctx *c, const ynode *e, const char *path, void *out, const field *fd)
 {
-	size_t i, j;
-	int rc;
+	spec_tuning *t = out;
+	size_t j;
+	int rc = 0;
 
-	if (want_kind(c, n, "tuning", YN_SEQ, "a list of tuning entries"))
-		return JITK_ESPEC;
-	f->tuning = calloc(n->n ? n->n : 1, sizeof(*f->tuning));
-	if (!f->tuning)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *e = n->kids[i];
-		spec_tuning *t = &f->tuning[i];
+	t->loc = loc_of(c, e);
+	t->arch_specific = -1;
+	if (!(t->kv = ARRAY(c, e->n, spec_kv)))
+		return JITK_ENOMEM;
+	for (j = 0; j < e->n && !rc; j++) {
+		const ynode *k = ymap_key(e, j), *v = ymap_val(e, j);
 
-		if (want_kind(c, e, "tuning", YN_MAP, "a tuning entry (a mapping)"))
-			return JITK_ESPEC;
-		f->ntuning++;
-		t->loc = loc_of(c, e);
-		t->arch_specific = -1;
-		t->kv = calloc(e->n ? e->n : 1, sizeof(*t->kv));
-		if (!t->kv)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		for (j = 0; j < e->n; j++) {
-			const ynode *k = ymap_key(e, j), *v = ymap_val(e, j);
-			spec_kv *kv;
-
-			if (!strcmp(k->str, "arch")) {
-				if ((rc = parse_arch_range(c, v, "tuning.arch", &t->arch)))
-					return rc;
-				continue;
-			}
-			if (!strcmp(k->str, "when")) {
-				if ((rc = parse_cond(c, f, v, "tuning.when", &t->when)))
-					return rc;
-				continue;
-			}
-			if (!strcmp(k->str, "arch_specific")) {
-				int b;
-
-				if ((rc = get_bool(c, v, "tuning.arch_specific", &b)))
-					return rc;
-				t->arch_specific = b;
-				continue;
-			}
-			if (!is_ident(k->str))
-				return ERR(c, k, "tuning", "'%s' is not a name", q(k->str));
-			if (jitk__spec_param_index(f, k->str) >= 0)
-				return ERR(c, k, "tuning",
-					   "'%s' is a parameter; tuning cannot set it", q(k->str));
-			kv = &t->kv[t->n];
-			kv->loc = loc_of(c, k);
-			if (v->kind == YN_SCALAR && v->plain &&
-			    (!strcmp(v->str, "true") || !strcmp(v->str, "false"))) {
-				kv->value = !strcmp(v->str, "true");
-			} else {
-				char *path = subpath("tuning", k->str);
-
-				rc = path ? get_int(c, v, path, &kv->value)
-					  : jitk__error(JITK_ENOMEM, "out of memory");
-				free(path);
-				if (rc)
-					return rc;
-			}
-			kv->key = jitk__strdup(k->str);
-			if (!kv->key)
-				return jitk__error(JITK_ENOMEM, "out of memory");
-			t->n++;
-			if ((rc = add_tuning_key(c, f, k)))
-				return rc;
-		}
+		rc = (fd = field_named(tuning_fields, k->str)) ? parse_field(c, v, "tuning", fd, t)
+							       : tuning_value(c, t, k, v);
 	}
-	return 0;
+	return rc;
 }
+
+static const field tuning_item = { K(NULL, YN_MAP, "a tuning entry (a mapping)", p_tuning) };
 
 /* Which names an expression may use besides parameters, tuning keys and
  * derived values. */
@@ -961,43 +993,54 @@ static int check_name(void *ctx, const char *name, int pos)
 		      "unknown name '%s' in expression '%s'", q(name), q(n->str));
 }
 
-static int parse_expr(const sctx *c, const spec_family *f, const ynode *n,
-		      const char *path, size_t nderived, int names,
+static void free_expr(void *e)
+{
+	jitk__expr_free(e);
+}
+
+static int parse_expr(sctx *c, const ynode *n, const char *path, size_t nderived, int names,
 		      spec_expr *out)
 {
 	char msg[160];
-	int pos = 0;
-	name_check nc = { c, f, n, path, nderived, names };
+	int pos = 0, rc;
+	name_check nc = { c, c->f, n, path, nderived, names };
 
-	if (want_kind(c, n, path, YN_SCALAR, "an expression"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, n, path, YN_SCALAR, "an expression")))
+		return rc;
 	out->loc = loc_of(c, n);
-	out->text = jitk__strdup(n->str);
-	if (!out->text)
-		return jitk__error(JITK_ENOMEM, "out of memory");
+	if ((rc = copy(c, &out->text, n->str)))
+		return rc;
 	if (jitk__expr_parse(&out->e, n->str, msg, sizeof(msg), &pos))
-		return err_at(c, n->line, n->col + scalar_offset(c, n, pos), path,
-			      "bad expression '%s': %s", q(n->str), msg);
+		return !strcmp(msg, "out of memory") ? JITK_ENOMEM
+		       : err_at(c, n->line, n->col + scalar_offset(c, n, pos), path,
+				"bad expression '%s': %s", q(n->str), msg);
+	if (jitk__arena_defer(c->a, free_expr, out->e)) {
+		out->e = NULL;
+		return JITK_ENOMEM;
+	}
 	return jitk__expr_visit_names(out->e, check_name, &nc);
 }
 
 static int count_name(void *ctx, const char *name, int pos)
 {
-	(void)name;
-	(void)pos;
 	++*(int *)ctx;
 	return 0;
 }
 
-/* A launch or alignment expression without names is a constant: check
- * its range now, at its line (a variable one is checked for every
- * variant by jitk__specialize). */
-static int check_constant(const sctx *c, const ynode *n, const spec_expr *x,
-			  const char *path, int64_t lo, int64_t hi, int pow2)
+/* Launch geometry and alignments (RANGE_*): a constant is checked now, at
+ * its line (a variable one for every variant by jitk__specialize). */
+static const struct {
+	int64_t lo, hi;
+	int pow2;
+} ranges[] = { { 1, SPEC_MAX_BLOCK, 0 }, { 0, SPEC_MAX_SHARED_BYTES, 0 }, { 1, SPEC_MAX_ALIGN, 1 } };
+enum { RANGE_BLOCK, RANGE_SHARED, RANGE_ALIGN };
+
+static int check_constant(const sctx *c, const ynode *n, const spec_expr *x, const char *path,
+			  int range)
 {
+	int64_t v, lo = ranges[range].lo, hi = ranges[range].hi;
+	int names = 0, pow2 = ranges[range].pow2;
 	char err[160];
-	int64_t v;
-	int names = 0;
 
 	jitk__expr_visit_names(x->e, count_name, &names);
 	if (names)
@@ -1016,66 +1059,47 @@ static int check_constant(const sctx *c, const ynode *n, const spec_expr *x,
 		   (long long)hi);
 }
 
-static int parse_derive(const sctx *c, spec_family *f, const ynode *n)
+/* An expression: arg is the names it may use (-1: c->arg's, in a check). */
+static int p_expr(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	size_t i;
-	int rc;
-
-	if (want_kind(c, n, "derive", YN_MAP, "a mapping of name: expression"))
-		return JITK_ESPEC;
-	f->derived = calloc(n->n ? n->n : 1, sizeof(*f->derived));
-	if (!f->derived)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *k = ymap_key(n, i);
-		spec_expr *d = &f->derived[i];
-
-		if (!is_ident(k->str))
-			return ERR(c, k, "derive", "'%s' is not a name", q(k->str));
-		if (name_defined(f, k->str, i))
-			return ERR(c, k, "derive", "'%s' is already defined", q(k->str));
-		if ((rc = name_budget(c, f, k, "derive")))
-			return rc;
-		d->name = jitk__strdup(k->str);
-		if (!d->name)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		f->nderived++;
-		if ((rc = parse_expr(c, f, ymap_val(n, i), "derive", i, 0, d)))
-			return rc;
-	}
-	return 0;
+	return parse_expr(c, v, path, c->f->nderived, fd->arg < 0 ? c->arg : fd->arg,
+			  AT(out, fd->off, spec_expr));
 }
 
-static int parse_checks(const sctx *c, spec_family *f, const ynode *n,
-			const char *path, int names, spec_expr **out,
-			size_t *count)
+/* Launch geometry and alignments: arg is the range (RANGE_*). */
+static int p_bounded(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	static const char *const keys[] = { "check", "message", NULL };
-	size_t i;
+	spec_expr *x = AT(out, fd->off, spec_expr);
+	int rc = parse_expr(c, v, path, c->f->nderived, NAMES_SPEC, x);
+
+	return rc ? rc : check_constant(c, v, x, path, fd->arg);
+}
+
+static int p_derived(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
 	int rc;
 
-	if (want_kind(c, n, path, YN_SEQ, "a list of checks"))
-		return JITK_ESPEC;
-	*out = calloc(n->n ? n->n : 1, sizeof(**out));
-	if (!*out)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *e = n->kids[i];
-		spec_expr *x = &(*out)[i];
-
-		if (want_kind(c, e, path, YN_MAP, "a check (a mapping)"))
-			return JITK_ESPEC;
-		if ((rc = check_keys(c, e, path, keys, keys)))
-			return rc;
-		++*count;
-		if ((rc = parse_expr(c, f, jitk__ymap_get(e, "check"), path, f->nderived,
-				     names, x)))
-			return rc;
-		if ((rc = get_text(c, jitk__ymap_get(e, "message"), path, &x->message)))
-			return rc;
-	}
-	return 0;
+	if (name_defined(c->f, c->key->str, c->index))
+		return ERR(c, c->key, path, "'%s' is already defined", q(c->key->str));
+	if ((rc = name_budget(c, c->f, c->key, path)) ||
+	    (rc = copy(c, &((spec_expr *)out)->name, c->key->str)))
+		return rc;
+	return parse_expr(c, v, path, c->index, NAMES_SPEC, out);
 }
+
+static const field derived_item = { S(NULL, p_derived) };
+
+/* constraints and launch.checks: [ { check: EXPR, message: TEXT } ] */
+static const field check_fields[] = {
+	{ S("check", p_expr), .flags = F_REQ, .arg = -1 },
+	{ S("message", p_text), .flags = F_REQ, OFF(spec_expr, message) },
+	{ .key = NULL },
+};
+
+static const field constraint_item = { K(NULL, YN_MAP, "a check (a mapping)", p_map),
+				       .sub = check_fields, .arg = NAMES_SPEC };
+static const field launch_check_item = { K(NULL, YN_MAP, "a check (a mapping)", p_map),
+					 .sub = check_fields, .arg = NAMES_LAUNCH };
 
 static const spec_elem elem_types[] = {
 	{ "bf16", "jitk::bf16", 4, 16 },
@@ -1096,288 +1120,225 @@ const spec_elem *jitk__spec_elem(const char *name)
 	return NULL;
 }
 
-/* The type of an argument: "const bf16" (a tensor when it has a shape),
- * "f32", "i32", "i64" (scalars). */
-static int parse_arg_type(const sctx *c, spec_arg *a, const ynode *t, int tensor)
+/* args: { name: { type, shape, ... } }. The type: "const bf16" (a tensor
+ * when it has a shape), "f32", "i32", "i64" (scalars); it decides which
+ * other keys apply, checked here first. */
+static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, const field *fd)
 {
-	const char *s;
+	static const char *const tensor_only[] = { "strides", "io", "align", "nullable",
+						   "configured", NULL };
+	static const char *const scalars[] = { "f32", "i32", "i64", NULL };
+	static const enum spec_atype scalar_types[] = { AT_F32, AT_I32, AT_I64 };
+	spec_arg *a = out;
+	const char *s = t->str, *const *k;
 	char name[16];
 	size_t len;
+	int i;
 
-	if (want_kind(c, t, "args.type", YN_SCALAR, "a type like 'const bf16'"))
-		return JITK_ESPEC;
-	s = t->str;
 	if (!strncmp(s, "const ", 6)) {
 		a->is_const = 1;
 		s += 6;
 	}
 	len = strlen(s);
 	if (len && s[len - 1] == '*')
-		return ERR(c, t, "args.type",
+		return ERR(c, t, path,
 			   "'%s': pointer arguments are tensors: write the element type "
 			   "('const bf16' for an input) and give a shape", q(t->str));
 	if (len >= sizeof(name) || !(a->elem = (snprintf(name, sizeof(name), "%s", s),
 						  jitk__spec_elem(name))))
-		return ERR(c, t, "args.type",
+		return ERR(c, t, path,
 			   "unknown type '%s' (bf16, fp8_e4m3, f32, i32, i64, u8; 'const' for input tensors)",
 			   q(t->str));
-	if (tensor) {
+	a->io = IO_IN;
+	if (jitk__ymap_get(c->map, "shape")) {
 		a->type = AT_TENSOR;
-		a->cpp = jitk__asprintf("%s%s *", a->is_const ? "const " : "", a->elem->cpp);
-	} else {
-		if (a->is_const)
-			return ERR(c, t, "args.type", "'const' applies to tensors only (give a shape)");
-		if (!strcmp(s, "f32"))
-			a->type = AT_F32;
-		else if (!strcmp(s, "i32"))
-			a->type = AT_I32;
-		else if (!strcmp(s, "i64"))
-			a->type = AT_I64;
-		else
-			return ERR(c, t, "args.type", "'%s' can only be a tensor: give its shape", s);
-		a->cpp = jitk__strdup(a->elem->cpp);
+		a->io = a->is_const ? IO_IN : IO_OUT;
+		a->cpp = jitk__arena_printf(c->a, "%s%s *", a->is_const ? "const " : "",
+					    a->elem->cpp);
+		return a->cpp ? 0 : JITK_ENOMEM;
 	}
-	return a->cpp ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+	if (a->is_const)
+		return ERR(c, t, path, "'const' applies to tensors only (give a shape)");
+	if ((i = choose(s, scalars)) < 0)
+		return ERR(c, t, path, "'%s' can only be a tensor: give its shape", s);
+	a->type = scalar_types[i];
+	for (k = tensor_only; *k; k++)
+		if ((t = jitk__ymap_get(c->map, *k)))
+			return ERR(c, t, "args", "'%s' applies to tensors only (give a shape)", *k);
+	return copy(c, &a->cpp, a->elem->cpp);
 }
 
-/* A list of shape or stride expressions. */
-static int parse_dims(const sctx *c, spec_family *f, const ynode *n, const char *path,
-		      size_t want, spec_expr **out, size_t *count)
+static int p_io(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	size_t i;
-	int rc;
+	static const char *const names[] = { "in", "out", "inout", NULL }; /* spec_io */
+	spec_arg *a = out;
+	int i = choose(v->str, names);
 
-	if (want_kind(c, n, path, YN_SEQ, "a list of dimensions"))
-		return JITK_ESPEC;
-	if (!n->n || n->n > JITK_MAX_DIMS)
-		return ERR(c, n, path, "a tensor has 1 to %d dimensions", JITK_MAX_DIMS);
-	if (want && n->n != want)
-		return ERR(c, n, path, "%zu strides for %zu dimensions", n->n, want);
-	*out = calloc(n->n, sizeof(**out));
-	if (!*out)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		++*count;
-		if ((rc = parse_expr(c, f, n->kids[i], path, f->nderived, NAMES_SHAPE,
-				     &(*out)[i])))
-			return rc;
-	}
+	if (i < 0)
+		return ERR(c, v, path, "expected in, out or inout, got '%s'", q(v->str));
+	a->io = (enum spec_io)i;
+	if (a->is_const && a->io != IO_IN)
+		return ERR(c, v, path, "a const tensor is an input; drop 'const' to write it");
+	if (!a->is_const && a->io == IO_IN)
+		return ERR(c, v, path, "a tensor the kernel only reads is 'const'");
 	return 0;
 }
 
-static int parse_default(const sctx *c, spec_arg *a, const ynode *v)
+static int p_configured(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
+	spec_arg *a = out;
+
+	if (strcmp(v->str, "positive_finite"))
+		return ERR(c, v, path, "unknown rule '%s' (positive_finite)", q(v->str));
+	if (strcmp(a->elem->name, "f32") || !a->is_const)
+		return ERR(c, v, path, "a configured tensor is a const f32");
+	a->configured = RULE_POSITIVE_FINITE;
+	return 0;
+}
+
+static int p_default(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_arg *a = out;
 	char *end;
 	int rc;
 
 	if (a->type == AT_TENSOR)
-		return ERR(c, v, "args.default", "'default' applies to scalar arguments only");
+		return ERR(c, v, path, "'default' applies to scalar arguments only");
 	a->has_default = 1;
 	if (a->type != AT_F32) {
-		if ((rc = get_int(c, v, "args.default", &a->def_i)))
+		if ((rc = get_int(c, v, path, &a->def_i)))
 			return rc;
 		if (a->type == AT_I32 && (a->def_i < INT32_MIN || a->def_i > INT32_MAX))
-			return ERR(c, v, "args.default", "%lld is out of range for i32",
-				   (long long)a->def_i);
+			return ERR(c, v, path, "%lld is out of range for i32", (long long)a->def_i);
 		return 0;
 	}
-	if (want_kind(c, v, "args.default", YN_SCALAR, "a number"))
-		return JITK_ESPEC;
+	if ((rc = want_kind(c, v, path, YN_SCALAR, "a number")))
+		return rc;
 	errno = 0;
 	a->def_f = strtof(v->str, &end);
 	if (!v->plain || end == v->str || *end || errno || !isfinite(a->def_f))
-		return ERR(c, v, "args.default", "expected a finite number, got '%s'", q(v->str));
+		return ERR(c, v, path, "expected a finite number, got '%s'", q(v->str));
 	return 0;
 }
 
-static int parse_arg(const sctx *c, spec_family *f, spec_arg *a, const ynode *k,
-		     const ynode *e)
+static const field dim_item = { S(NULL, p_expr), .arg = NAMES_SHAPE };
+
+/* shape and strides (arg 1): lists of expressions, read once every
+ * argument is known. */
+static int p_dims(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
-	static const char *const keys[] = { "type", "shape", "strides", "io", "align",
-					    "nullable", "configured", "default", "when",
-					    NULL };
-	static const char *const req[] = { "type", NULL };
-	const ynode *v;
-	int rc;
+	spec_arg *a = out;
+	size_t ns = 0;
 
-	if (want_kind(c, e, "args", YN_MAP, "an argument (a mapping)"))
-		return JITK_ESPEC;
-	if ((rc = check_keys(c, e, "args", keys, req)))
+	if (!n->n || n->n > JITK_MAX_DIMS)
+		return ERR(c, n, path, "a tensor has 1 to %d dimensions", JITK_MAX_DIMS);
+	if (fd->arg && n->n != a->ndim)
+		return ERR(c, n, path, "%zu strides for %zu dimensions", n->n, a->ndim);
+	return read_items(c, n, path, fd, fd->arg ? &a->strides : &a->shape,
+			  fd->arg ? &ns : &a->ndim);
+}
+
+static const field arg_fields[] = {
+	{ K("type", YN_SCALAR, "a type like 'const bf16'", p_arg_type), .flags = F_REQ | F_SUB },
+	{ K("shape", YN_SEQ, "a list of dimensions", p_dims), .flags = F_SUB | F_LATER,
+	  .item = &dim_item, .size = sizeof(spec_expr) },
+	{ K("strides", YN_SEQ, "a list of dimensions", p_dims), .flags = F_SUB | F_LATER,
+	  .arg = 1, .item = &dim_item, .size = sizeof(spec_expr) },
+	{ K("io", YN_SCALAR, "in, out or inout", p_io), .flags = F_SUB },
+	{ S("align", p_bounded), .flags = F_SUB, OFF(spec_arg, align), .arg = RANGE_ALIGN },
+	{ S("nullable", p_bool), .flags = F_SUB, OFF(spec_arg, nullable) },
+	{ K("configured", YN_SCALAR, "a rule (positive_finite)", p_configured), .flags = F_SUB },
+	{ S("default", p_default), .flags = F_SUB },
+	{ K("when", YN_MAP, "a mapping of parameter values", p_cond), .flags = F_SUB,
+	  OFF(spec_arg, when) },
+	{ .key = NULL },
+};
+
+static int p_arg(sctx *c, const ynode *e, const char *path, void *out, const field *fd)
+{
+	const ynode *k = c->key;
+	spec_arg *a = out;
+	char err[32];
+	int pos, rc;
+
+	a->loc = loc_of(c, k);
+	if ((rc = copy(c, &a->name, k->str)) || (rc = parse_map(c, e, path, arg_fields, a)))
 		return rc;
-	if ((rc = parse_arg_type(c, a, jitk__ymap_get(e, "type"), jitk__ymap_get(e, "shape") != NULL)))
-		return rc;
-	if (a->type != AT_TENSOR) {
-		static const char *const tensor_only[] = { "strides", "io", "align", "nullable",
-							   "configured", NULL };
-		size_t i;
-
-		for (i = 0; tensor_only[i]; i++)
-			if ((v = jitk__ymap_get(e, tensor_only[i])))
-				return ERR(c, v, "args", "'%s' applies to tensors only (give a shape)",
-					   tensor_only[i]);
-	}
-	a->io = IO_IN;
-	if ((v = jitk__ymap_get(e, "io"))) {
-		if (want_kind(c, v, "args.io", YN_SCALAR, "in, out or inout"))
-			return JITK_ESPEC;
-		if (!strcmp(v->str, "in"))
-			a->io = IO_IN;
-		else if (!strcmp(v->str, "out"))
-			a->io = IO_OUT;
-		else if (!strcmp(v->str, "inout"))
-			a->io = IO_INOUT;
-		else
-			return ERR(c, v, "args.io", "expected in, out or inout, got '%s'", q(v->str));
-		if (a->is_const && a->io != IO_IN)
-			return ERR(c, v, "args.io", "a const tensor is an input; drop 'const' to write it");
-		if (!a->is_const && a->io == IO_IN)
-			return ERR(c, v, "args.io", "a tensor the kernel only reads is 'const'");
-	} else if (a->type == AT_TENSOR && !a->is_const) {
-		a->io = IO_OUT;
-	}
-	if ((v = jitk__ymap_get(e, "align"))) {
-		/* A name or expression (align: vec_bytes) is checked when the
-		 * variant is known; a constant, now. */
-		if ((rc = parse_expr(c, f, v, "args.align", f->nderived, NAMES_SPEC, &a->align)) ||
-		    (rc = check_constant(c, v, &a->align, "args.align", 1, SPEC_MAX_ALIGN, 1)))
-			return rc;
-	} else if (a->type == AT_TENSOR) {
-		char num[8];
-		int pos;
-
-		snprintf(num, sizeof(num), "%d", a->elem->bits / 8);
-		a->align.text = jitk__strdup(num);
+	if (a->type == AT_TENSOR && !jitk__ymap_get(e, "align")) {
+		a->align.text = jitk__arena_printf(c->a, "%d", a->elem->bits / 8);
 		a->align.loc = a->loc;
-		if (!a->align.text || jitk__expr_parse(&a->align.e, num, num, sizeof(num), &pos))
-			return jitk__error(JITK_ENOMEM, "out of memory");
+		if (!a->align.text ||
+		    jitk__expr_parse(&a->align.e, a->align.text, err, sizeof(err), &pos) ||
+		    jitk__arena_defer(c->a, free_expr, a->align.e))
+			return JITK_ENOMEM;
 	}
-	if ((v = jitk__ymap_get(e, "nullable")) &&
-	    (rc = get_bool(c, v, "args.nullable", &a->nullable)))
-		return rc;
-	if ((v = jitk__ymap_get(e, "configured"))) {
-		if (want_kind(c, v, "args.configured", YN_SCALAR, "a rule (positive_finite)"))
-			return JITK_ESPEC;
-		if (strcmp(v->str, "positive_finite"))
-			return ERR(c, v, "args.configured", "unknown rule '%s' (positive_finite)",
-				   q(v->str));
-		if (strcmp(a->elem->name, "f32") || !a->is_const)
-			return ERR(c, v, "args.configured", "a configured tensor is a const f32");
-		a->configured = RULE_POSITIVE_FINITE;
-	}
-	if ((v = jitk__ymap_get(e, "default")) && (rc = parse_default(c, a, v)))
-		return rc;
-	if ((v = jitk__ymap_get(e, "when")) &&
-	    (rc = parse_cond(c, f, v, "args.when", &a->when)))
-		return rc;
-	(void)k;
+	/* Scalars are names in expressions; tensors are not. */
+	if (a->type != AT_TENSOR &&
+	    (name_defined(c->f, k->str, c->f->nderived) || !strcmp(k->str, "sm_count")))
+		return ERR(c, k, path, "argument '%s' has the name of a parameter, tuning key "
+			   "or derived value", q(k->str));
 	return 0;
 }
 
-static int parse_args(const sctx *c, spec_family *f, const ynode *n)
+static const field arg_item = { K(NULL, YN_MAP, "an argument (a mapping)", p_arg) };
+
+static int p_args(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
+	spec_family *f = out;
 	size_t i;
 	int rc;
 
-	if (want_kind(c, n, "args", YN_MAP, "a mapping of arguments, in the kernel's order"))
-		return JITK_ESPEC;
 	if (n->n > JITK_MAX_SPEC_ARGS)
-		return ERR(c, n, "args", "more than %d arguments", JITK_MAX_SPEC_ARGS);
-	f->args = calloc(n->n ? n->n : 1, sizeof(*f->args));
-	if (!f->args)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *k = ymap_key(n, i);
-		spec_arg *a = &f->args[i];
-
-		if (!is_ident(k->str))
-			return ERR(c, k, "args", "'%s' is not a name", q(k->str));
-		f->nargs++;
-		a->loc = loc_of(c, k);
-		if (!(a->name = jitk__strdup(k->str)))
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		if ((rc = parse_arg(c, f, a, k, ymap_val(n, i))))
-			return rc;
-		/* Scalars are names in expressions; tensors are not. */
-		if (a->type != AT_TENSOR &&
-		    (name_defined(f, k->str, f->nderived) || !strcmp(k->str, "sm_count")))
-			return ERR(c, k, "args", "argument '%s' has the name of a parameter, tuning key "
-				   "or derived value", q(k->str));
-	}
+		return ERR(c, n, path, "more than %d arguments", JITK_MAX_SPEC_ARGS);
+	if ((rc = p_list(c, n, path, out, fd)))
+		return rc;
 	/* Shapes and strides last: they may name any integer argument. */
-	for (i = 0; i < n->n; i++) {
+	for (i = 0; i < n->n && !rc; i++) {
 		const ynode *e = ymap_val(n, i), *v;
 		spec_arg *a = &f->args[i];
 
-		if ((v = jitk__ymap_get(e, "shape")) &&
-		    (rc = parse_dims(c, f, v, "args.shape", 0, &a->shape, &a->ndim)))
-			return rc;
-		if ((v = jitk__ymap_get(e, "strides"))) {
-			size_t ns = 0;
-
-			if ((rc = parse_dims(c, f, v, "args.strides", a->ndim, &a->strides, &ns)))
-				return rc;
-		}
-		if (a->configured && (a->ndim != 1 || strcmp(a->shape[0].text, "1")))
+		if ((v = jitk__ymap_get(e, "shape")))
+			rc = parse_field(c, v, path, field_named(arg_fields, "shape"), a);
+		if (!rc && (v = jitk__ymap_get(e, "strides")))
+			rc = parse_field(c, v, path, field_named(arg_fields, "strides"), a);
+		if (!rc && a->configured && (a->ndim != 1 || strcmp(a->shape[0].text, "1")))
 			return ERR(c, jitk__ymap_get(e, "configured"), "args.configured",
 				   "a configured tensor has shape [1]");
 	}
-	return 0;
+	return rc;
 }
 
-static int parse_dim_names(const sctx *c, spec_family *f, const ynode *n)
+static int p_dim_name(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
-	size_t i, j;
-	int rc;
+	int rc = get_ident(c, n, path, out);
 
-	if (want_kind(c, n, "dims", YN_SEQ, "a list of names"))
-		return JITK_ESPEC;
-	f->dims = calloc(n->n ? n->n : 1, sizeof(*f->dims));
-	if (!f->dims)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		if ((rc = get_ident(c, n->kids[i], "dims", &f->dims[i])))
+	if (!rc && name_defined(c->f, *(char **)out, c->f->nderived))
+		return ERR(c, n, path, "'%s' is already defined", q(n->str));
+	return rc;
+}
+
+static const field dim_name_item = { S(NULL, p_dim_name) };
+
+static int p_alias(sctx *c, const ynode *p, const char *path, void *out, const field *fd)
+{
+	size_t j;
+	int k, rc;
+
+	if (p->n != 2)
+		return ERR(c, p, path, "expected a pair of tensor arguments");
+	for (j = 0; j < 2; j++) {
+		if ((rc = want_kind(c, p->kids[j], path, YN_SCALAR, "an argument name")))
 			return rc;
-		f->ndims++;
-		if (name_defined(f, f->dims[i], f->nderived))
-			return ERR(c, n->kids[i], "dims", "'%s' is already defined", q(f->dims[i]));
-		for (j = 0; j < i; j++)
-			if (!strcmp(f->dims[j], f->dims[i]))
-				return ERR(c, n->kids[i], "dims", "'%s' listed twice", q(f->dims[i]));
+		k = jitk__spec_arg_index(c->f, p->kids[j]->str);
+		if (k < 0 || c->f->args[k].type != AT_TENSOR)
+			return ERR(c, p->kids[j], path, "'%s' is not a tensor argument",
+				   q(p->kids[j]->str));
+		((size_t *)out)[j] = (size_t)k;
 	}
 	return 0;
 }
 
-static int parse_may_alias(const sctx *c, spec_family *f, const ynode *n)
-{
-	size_t i, j;
-
-	if (want_kind(c, n, "may_alias", YN_SEQ, "a list of argument pairs"))
-		return JITK_ESPEC;
-	f->may_alias = calloc(n->n ? n->n : 1, sizeof(*f->may_alias));
-	if (!f->may_alias)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < n->n; i++) {
-		const ynode *p = n->kids[i];
-
-		if (want_kind(c, p, "may_alias", YN_SEQ, "a pair [a, b]"))
-			return JITK_ESPEC;
-		if (p->n != 2)
-			return ERR(c, p, "may_alias", "expected a pair of tensor arguments");
-		for (j = 0; j < 2; j++) {
-			int k;
-
-			if (want_kind(c, p->kids[j], "may_alias", YN_SCALAR, "an argument name"))
-				return JITK_ESPEC;
-			k = jitk__spec_arg_index(f, p->kids[j]->str);
-			if (k < 0 || f->args[k].type != AT_TENSOR)
-				return ERR(c, p->kids[j], "may_alias", "'%s' is not a tensor argument",
-					   q(p->kids[j]->str));
-			f->may_alias[i][j] = (size_t)k;
-		}
-		f->nmay_alias++;
-	}
-	return 0;
-}
+static const field alias_item = { K(NULL, YN_SEQ, "a pair [a, b]", p_alias) };
 
 int jitk__spec_arg_index(const spec_family *f, const char *name)
 {
@@ -1389,428 +1350,291 @@ int jitk__spec_arg_index(const spec_family *f, const char *name)
 	return -1;
 }
 
-static int parse_launch(const sctx *c, spec_family *f, const ynode *n)
-{
-	static const char *const keys[] = { "grid", "block", "shared_bytes",
-					    "checks", "programmatic", NULL };
-	static const char *const req[] = { "grid", "block", NULL };
-	const ynode *v;
-	int rc;
-
-	if (want_kind(c, n, "launch", YN_MAP, "a mapping"))
-		return JITK_ESPEC;
-	if ((rc = check_keys(c, n, "launch", keys, req)))
-		return rc;
-	if ((rc = parse_expr(c, f, jitk__ymap_get(n, "grid"), "launch.grid",
-			     f->nderived, 1, &f->grid)))
-		return rc;
-	v = jitk__ymap_get(n, "block");
-	if ((rc = parse_expr(c, f, v, "launch.block", f->nderived, 0, &f->block)) ||
-	    (rc = check_constant(c, v, &f->block, "launch.block", 1, SPEC_MAX_BLOCK, 0)))
-		return rc;
-	if ((v = jitk__ymap_get(n, "shared_bytes")) &&
-	    ((rc = parse_expr(c, f, v, "launch.shared_bytes", f->nderived, 0, &f->smem)) ||
-	     (rc = check_constant(c, v, &f->smem, "launch.shared_bytes", 0,
-				  SPEC_MAX_SHARED_BYTES, 0))))
-		return rc;
-	if ((v = jitk__ymap_get(n, "checks")) &&
-	    (rc = parse_checks(c, f, v, "launch.checks", 1, &f->checks, &f->nchecks)))
-		return rc;
-	if ((v = jitk__ymap_get(n, "programmatic")) &&
-	    (rc = get_bool(c, v, "launch.programmatic", &f->programmatic)))
-		return rc;
-	return 0;
-}
+static const field launch_fields[] = {
+	{ S("grid", p_expr), .flags = F_REQ | F_SUB, OFF(spec_family, grid), .arg = NAMES_LAUNCH },
+	{ S("block", p_bounded), .flags = F_REQ | F_SUB, OFF(spec_family, block),
+	  .arg = RANGE_BLOCK },
+	{ S("shared_bytes", p_bounded), .flags = F_SUB, OFF(spec_family, smem),
+	  .arg = RANGE_SHARED },
+	{ K("checks", YN_SEQ, "a list of checks", p_list), .flags = F_SUB,
+	  LIST(spec_family, checks, nchecks, &launch_check_item) },
+	{ S("programmatic", p_bool), .flags = F_SUB, OFF(spec_family, programmatic) },
+	{ .key = NULL },
+};
 
 /* NVRTC options a spec may add: an allow list (base/util.c) of options that
  * neither read nor write files, change the target or the kind of output,
  * nor break the numeric contract. jitk__tu_make checks again. */
-static int check_option(const sctx *c, const ynode *n)
+static int p_option(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
-	const char *why = jitk__nvrtc_option_problem(n->str);
+	const char *why;
 	char shown[80];
-	size_t i;
+	size_t j;
+	int rc = get_string(c, n, path, out);
 
-	if (!why)
-		return 0;
-	for (i = 0; n->str[i] && i + 1 < sizeof(shown); i++)
-		shown[i] = (unsigned char)n->str[i] < 0x20 || (unsigned char)n->str[i] >= 0x7f
-				   ? '?' : n->str[i];
-	shown[i] = '\0';
-	return ERR(c, n, "nvrtc_options", "option '%s%s' is not allowed in a spec: %s", shown,
-		   n->str[i] ? "..." : "", why);
+	if (rc || !(why = jitk__nvrtc_option_problem(n->str)))
+		return rc;
+	for (j = 0; n->str[j] && j + 1 < sizeof(shown); j++)
+		shown[j] = (unsigned char)n->str[j] < 0x20 || (unsigned char)n->str[j] >= 0x7f
+				   ? '?' : n->str[j];
+	shown[j] = '\0';
+	return ERR(c, n, path, "option '%s%s' is not allowed in a spec: %s", shown,
+		   n->str[j] ? "..." : "", why);
 }
+
+static const field option_item = { S(NULL, p_option) };
 
 /* ----------------------------------------------------------- symbols */
 
 /* fallback: [ symbol, { symbol: { callee_arg: caller_arg | flat(caller_arg) } } ]
  * Names are checked when the symbols are linked. */
-static int parse_fallback(const sctx *c, spec_symbol *s, const ynode *v, const char *path)
+static int p_step(sctx *c, const ynode *step, const char *path, void *out, const field *fd)
 {
-	size_t j, m;
+	spec_fallback *fb = out;
+	const ynode *name = step, *map = NULL;
+	size_t m;
 	int rc;
 
-	if (want_kind(c, v, path, YN_SEQ, "a list of fallback steps"))
-		return JITK_ESPEC;
-	if (v->n > SPEC_MAX_FALLBACKS)
-		return ERR(c, v->kids[SPEC_MAX_FALLBACKS], path, "more than %d fallbacks",
-			   SPEC_MAX_FALLBACKS);
-	s->fallback = calloc(v->n ? v->n : 1, sizeof(*s->fallback));
-	if (!s->fallback)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (j = 0; j < v->n; j++) {
-		const ynode *step = v->kids[j], *name = step, *map = NULL;
-		spec_fallback *fb = &s->fallback[j];
+	if (step->kind == YN_MAP && step->n != 1)
+		return ERR(c, step, path, "a fallback step is a symbol, or one "
+			   "'symbol: { argument: argument }' mapping");
+	if (step->kind == YN_MAP) {
+		name = ymap_key(step, 0);
+		map = ymap_val(step, 0);
+	}
+	fb->loc = loc_of(c, name);
+	if ((rc = get_ident(c, name, path, &fb->symbol)) || !map)
+		return rc;
+	if ((rc = want_kind(c, map, path, YN_MAP, "a mapping of callee argument: caller argument")))
+		return rc;
+	if (!(fb->map = ARRAY(c, map->n, spec_argmap)))
+		return JITK_ENOMEM;
+	for (m = 0; m < map->n; m++) {
+		const ynode *ck = ymap_key(map, m), *cv = ymap_val(map, m);
+		spec_argmap *am = &fb->map[fb->nmap++];
+		const char *t = cv->str;
+		size_t len;
 
-		if (step->kind == YN_MAP) {
-			if (step->n != 1)
-				return ERR(c, step, path, "a fallback step is a symbol, or one "
-					   "'symbol: { argument: argument }' mapping");
-			name = ymap_key(step, 0);
-			map = ymap_val(step, 0);
-		}
-		s->nfallback++;
-		fb->loc = loc_of(c, name);
-		if ((rc = get_ident(c, name, path, &fb->symbol)))
+		am->loc = loc_of(c, cv);
+		if ((rc = get_ident(c, ck, path, &am->callee)))
 			return rc;
-		if (!map)
-			continue;
-		if (want_kind(c, map, path, YN_MAP, "a mapping of callee argument: caller argument"))
-			return JITK_ESPEC;
-		fb->map = calloc(map->n ? map->n : 1, sizeof(*fb->map));
-		if (!fb->map)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		for (m = 0; m < map->n; m++) {
-			const ynode *ck = ymap_key(map, m), *cv = ymap_val(map, m);
-			spec_argmap *am = &fb->map[m];
-			const char *t;
-			size_t len;
-
-			fb->nmap++;
-			am->loc = loc_of(c, cv);
-			if ((rc = get_ident(c, ck, path, &am->callee)))
-				return rc;
-			if (want_kind(c, cv, path, YN_SCALAR, "an argument name or flat(name)"))
-				return JITK_ESPEC;
-			t = cv->str;
-			len = strlen(t);
-			if (!strncmp(t, "flat(", 5) && len > 6 && t[len - 1] == ')') {
-				am->flat = 1;
-				am->caller = jitk__strndup(t + 5, len - 6);
-			} else {
-				am->caller = jitk__strdup(t);
-			}
-			if (!am->caller)
-				return jitk__error(JITK_ENOMEM, "out of memory");
-			if (!is_ident(am->caller))
-				return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", q(t));
-		}
+		if ((rc = want_kind(c, cv, path, YN_SCALAR, "an argument name or flat(name)")))
+			return rc;
+		len = strlen(t);
+		am->flat = !strncmp(t, "flat(", 5) && len > 6 && t[len - 1] == ')';
+		if (!(am->caller = am->flat ? jitk__arena_strndup(c->a, t + 5, len - 6)
+					    : jitk__arena_strdup(c->a, t)))
+			return JITK_ENOMEM;
+		if (!is_ident(am->caller))
+			return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", q(t));
 	}
 	return 0;
 }
 
+static const field step_item = { S(NULL, p_step) };
+
+static int p_fallback(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	if (v->n > SPEC_MAX_FALLBACKS)
+		return ERR(c, v->kids[SPEC_MAX_FALLBACKS], path, "more than %d fallbacks",
+			   SPEC_MAX_FALLBACKS);
+	return p_list(c, v, path, out, fd);
+}
 
 /* How many instances s expands to, checked against the limits before
  * anything is allocated for them: the product of the value counts
  * (overflow-checked), and the running total of the set. */
-static int count_instances(const sctx *c, const spec_family *f, spec_symbol *s,
-			   const ynode *key)
+static int count_instances(const sctx *c, const spec_family *f, spec_symbol *s)
 {
 	size_t total = 1, i;
-	int overflow = 0;
+	int overflow = 0, line = s->loc.line, col = s->loc.col;
 
 	for (i = 0; i < f->nparams; i++)
 		overflow |= __builtin_mul_overflow(total, s->nvals[i], &total);
 	if (overflow)
-		return ERR(c, key, "symbols",
-			   "symbol '%s' expands to more than 2^64 instances (one per combination "
-			   "of the listed values); the limit is %d",
-			   q(s->name), SPEC_MAX_SYMBOL_INSTANCES);
+		return err_at(c, line, col, "symbols",
+			      "symbol '%s' expands to more than 2^64 instances (one per "
+			      "combination of the listed values); the limit is %d",
+			      q(s->name), SPEC_MAX_SYMBOL_INSTANCES);
 	if (total > SPEC_MAX_SYMBOL_INSTANCES)
-		return ERR(c, key, "symbols",
-			   "symbol '%s' expands to %zu instances (one per combination of the "
-			   "listed values); the limit is %d",
-			   q(s->name), total, SPEC_MAX_SYMBOL_INSTANCES);
+		return err_at(c, line, col, "symbols",
+			      "symbol '%s' expands to %zu instances (one per combination of the "
+			      "listed values); the limit is %d",
+			      q(s->name), total, SPEC_MAX_SYMBOL_INSTANCES);
 	if (total > SPEC_MAX_INSTANCES - c->set->nplanned)
-		return ERR(c, key, "symbols",
-			   "symbol '%s' brings the spec set to %zu instances; the limit is %d",
-			   q(s->name), c->set->nplanned + total, SPEC_MAX_INSTANCES);
+		return err_at(c, line, col, "symbols",
+			      "symbol '%s' brings the spec set to %zu instances; the limit is %d",
+			      q(s->name), c->set->nplanned + total, SPEC_MAX_INSTANCES);
 	c->set->nplanned += total;
 	s->ninsts = total;
 	return 0;
 }
 
-static int parse_symbol(const sctx *c, spec_family *f, const ynode *k,
-			const ynode *d, spec_symbol **out)
+/* A symbol's params: a value or a list of values for every parameter of
+ * its family, each combination an instance. */
+static int p_symbol_params(sctx *c, const ynode *params, const char *path, void *out,
+			   const field *fd)
 {
-	static const char *const keys[] = { "params", "gates", "fallback",
-					    "description", NULL };
-	static const char *const req[] = { "params", NULL };
-	spec_symbol *s;
-	const ynode *params, *v;
-	char *path = NULL, *ppath = NULL;
-	size_t i, j;
+	spec_family *f = c->f;
+	spec_symbol *s = out;
+	const ynode *pv;
+	size_t i;
 	int rc;
 
-	*out = NULL;
-	if (!is_ident(k->str))
-		return ERR(c, k, "symbols", "'%s' is not a name", q(k->str));
-	path = subpath("symbols", k->str);
-	if (!path)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		free(path);
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	}
-	*out = s;
-	s->fam = f;
-	s->loc = loc_of(c, k);
-	s->name = jitk__strdup(k->str);
-	s->vals = calloc(f->nparams ? f->nparams : 1, sizeof(*s->vals));
-	s->nvals = calloc(f->nparams ? f->nparams : 1, sizeof(*s->nvals));
-	if (!s->name || !s->vals || !s->nvals) {
-		rc = jitk__error(JITK_ENOMEM, "out of memory");
-		goto done;
-	}
-	if (want_kind(c, d, path, YN_MAP, "a symbol definition (a mapping)")) {
-		rc = JITK_ESPEC;
-		goto done;
-	}
-	if ((rc = check_keys(c, d, path, keys, req)))
-		goto done;
-	params = jitk__ymap_get(d, "params");
-	ppath = subpath(path, "params");
-	if (!ppath) {
-		rc = jitk__error(JITK_ENOMEM, "out of memory");
-		goto done;
-	}
-	if (want_kind(c, params, ppath, YN_MAP, "a mapping of parameter values")) {
-		rc = JITK_ESPEC;
-		goto done;
-	}
-	for (i = 0; i < params->n; i++) {
-		const ynode *pk = ymap_key(params, i);
-
-		if (jitk__spec_param_index(f, pk->str) < 0) {
-			rc = ERR(c, pk, ppath, "unknown parameter '%s' of family '%s'",
-				 q(pk->str), q(f->name));
-			goto done;
-		}
-	}
+	for (i = 0; i < params->n; i++)
+		if (jitk__spec_param_index(f, ymap_key(params, i)->str) < 0)
+			return ERR(c, ymap_key(params, i), path, "unknown parameter '%s' of family '%s'",
+				   q(ymap_key(params, i)->str), q(f->name));
 	for (i = 0; i < f->nparams; i++) {
-		const ynode *pv = jitk__ymap_get(params, f->params[i].name), *one = NULL;
-		const ynode *const *items;
-		size_t count;
-
-		if (!pv) {
-			rc = ERR(c, params, ppath, "missing value for parameter '%s'",
-				 q(f->params[i].name));
-			goto done;
-		}
-		if ((rc = as_list(c, pv, ppath, &items, &count, &one)))
-			goto done;
-		s->vals[i] = calloc(count, sizeof(**s->vals));
-		if (!s->vals[i]) {
-			rc = jitk__error(JITK_ENOMEM, "out of memory");
-			goto done;
-		}
-		for (j = 0; j < count; j++) {
-			size_t m;
-
-			if ((rc = get_param_value(c, &f->params[i], items[j], ppath,
-						  &s->vals[i][j])))
-				goto done;
-			s->nvals[i]++;
-			for (m = 0; m < j; m++)
-				if (s->vals[i][m] == s->vals[i][j]) {
-					rc = ERR(c, items[j], ppath, "value listed twice");
-					goto done;
-				}
-		}
+		if (!(pv = jitk__ymap_get(params, f->params[i].name)))
+			return ERR(c, params, path, "missing value for parameter '%s'",
+				   q(f->params[i].name));
+		if ((rc = param_values(c, &f->params[i], pv, path, 1, &s->vals[i], &s->nvals[i])))
+			return rc;
 	}
-	if ((rc = count_instances(c, f, s, k)))
-		goto done;
-	if ((v = jitk__ymap_get(d, "gates")) &&
-	    (rc = parse_gates(c, f, v, path, 0, &s->gates, &s->ngates)))
-		goto done;
-	if ((v = jitk__ymap_get(d, "fallback")) && (rc = parse_fallback(c, s, v, path)))
-		goto done;
-	if ((v = jitk__ymap_get(d, "description")) &&
-	    (rc = get_string(c, v, path, &s->description)))
-		goto done;
-	rc = 0;
-done:
-	free(path);
-	free(ppath);
-	return rc;
+	return count_instances(c, f, s);
+}
+
+static const field symbol_fields[] = {
+	{ K("params", YN_MAP, "a mapping of parameter values", p_symbol_params),
+	  .flags = F_REQ | F_SUB },
+	{ K("gates", YN_SEQ, "a list of gates", p_list),
+	  LIST(spec_symbol, gates, ngates, &symbol_gate) },
+	{ K("fallback", YN_SEQ, "a list of fallback steps", p_fallback),
+	  LIST(spec_symbol, fallback, nfallback, &step_item) },
+	{ S("description", p_string), OFF(spec_symbol, description) },
+	{ .key = NULL },
+};
+
+static int p_symbol(sctx *c, const ynode *d, const char *path, void *out, const field *fd)
+{
+	spec_symbol *s = out;
+	size_t np = c->f->nparams;
+	int rc;
+
+	if (!(s->vals = ARRAY(c, np, int64_t *)) || !(s->nvals = ARRAY(c, np, size_t)))
+		return JITK_ENOMEM;
+	if ((rc = copy(c, &s->name, c->key->str)))
+		return rc;
+	s->fam = c->f;
+	s->loc = loc_of(c, c->key);
+	c->set->syms[c->set->nsyms++] = s;
+	return parse_map(c, d, path, symbol_fields, s);
+}
+
+static const field symbol_item = { K(NULL, YN_MAP, "a symbol definition (a mapping)", p_symbol),
+				   .flags = F_SUB };
+
+static int p_symbols(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_set *set = c->set;
+	spec_symbol *syms;
+	size_t count = 0;
+
+	if (!n->n)
+		return ERR(c, n, path, "a family needs at least one symbol");
+	set->syms = jitk__arena_grow(c->a, set->syms, set->nsyms, set->nsyms + n->n,
+				     sizeof(*set->syms));
+	/* A symbol defined twice is found when the names are sorted. */
+	return set->syms ? read_items(c, n, path, fd, &syms, &count) : JITK_ENOMEM;
 }
 
 /* The template must be a readable regular file with something in it: read
  * it now (never blocking on a FIFO or device) so that a wrong path fails
- * at its line, not in NVRTC with a confusing static_assert. */
-static int check_template(const sctx *c, const ynode *v, const char *path)
+ * at its line, not in NVRTC with a confusing static_assert. The path is
+ * relative to the spec file (or absolute). */
+static int p_template(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
+	spec_family *f = out;
+	const char *slash = strrchr(c->file, '/'), *why;
 	struct stat st;
 	char *text = NULL;
 	size_t len = 0, i;
 	int rc;
 
-	if (stat(path, &st))
-		return ERR(c, v, "template", "template file '%s' not found (%s)", q(v->str),
+	if ((rc = want_kind(c, v, path, YN_SCALAR, "a string")))
+		return rc;
+	f->template_path = v->str[0] == '/' || !slash ? jitk__arena_strdup(c->a, v->str)
+		: jitk__arena_printf(c->a, "%.*s/%s", (int)(slash - c->file), c->file, v->str);
+	if (!f->template_path)
+		return JITK_ENOMEM;
+	if (stat(f->template_path, &st))
+		return ERR(c, v, path, "template file '%s' not found (%s)", q(v->str),
 			   strerror(errno));
-	rc = jitk__read_file(&text, &len, path, SPEC_MAX_TEMPLATE_BYTES);
-	if (rc == JITK_ENOMEM)
-		return rc;
+	rc = jitk__read_file(&text, &len, f->template_path, SPEC_MAX_TEMPLATE_BYTES);
 	if (rc == JITK_EINVAL)
-		return ERR(c, v, "template", "template '%s' is larger than the %u-byte limit",
+		return ERR(c, v, path, "template '%s' is larger than the %u-byte limit",
 			   q(v->str), SPEC_MAX_TEMPLATE_BYTES);
-	if (rc) {
-		char *why = jitk__strdup(read_reason(path));
-
-		rc = ERR(c, v, "template", "template '%s' cannot be read: %s", q(v->str),
-			 why ? why : "out of memory");
-		free(why);
-		return rc;
-	}
+	if (rc && rc != JITK_ENOMEM)
+		return (why = jitk__arena_strdup(c->tmp, read_reason(f->template_path)))
+			? ERR(c, v, path, "template '%s' cannot be read: %s", q(v->str), why)
+			: JITK_ENOMEM;
 	for (i = 0; i < len && isspace((unsigned char)text[i]); i++)
 		;
 	free(text);
-	if (i == len)
-		return ERR(c, v, "template", "template '%s' is empty", q(v->str));
-	return 0;
+	if (!rc && i == len)
+		return ERR(c, v, path, "template '%s' is empty", q(v->str));
+	return rc;
 }
 
-static void family_free(spec_family *f);
-static void symbol_free(spec_symbol *s);
-
-static int grow(void **arr, size_t count, size_t size)
+static int p_family_name(sctx *c, const ynode *v, const char *path, void *out,
+			 const field *fd)
 {
-	void *p = realloc(*arr, (count + 1) * size);
+	spec_family *f = out, *const *prev;
+	int rc = get_ident(c, v, path, &f->name);
 
-	if (!p)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	*arr = p;
-	return 0;
+	for (prev = c->set->fams; !rc && *prev != f; prev++)
+		if (!strcmp((*prev)->name, f->name))
+			return ERR(c, v, path, "family '%s' is already defined at %s:%d:%d",
+				   q(f->name), (*prev)->loc.file, (*prev)->loc.line, (*prev)->loc.col);
+	return rc;
 }
+
+static const field family_fields[] = {
+	{ S("family", p_family_name), .flags = F_REQ | F_SUB },
+	{ S("description", p_string), .flags = F_SUB, OFF(spec_family, description) },
+	{ S("template", p_template), .flags = F_REQ | F_SUB },
+	{ S("kernel", p_string), .flags = F_REQ | F_SUB, OFF(spec_family, kernel), .arg = 2 },
+	{ K("params", YN_MAP, "a mapping of parameters", p_list), .flags = F_REQ | F_SUB,
+	  LIST(spec_family, params, nparams, &param_item) },
+	{ K("gates", YN_SEQ, "a list of gates", p_list), .flags = F_SUB,
+	  LIST(spec_family, gates, ngates, &family_gate) },
+	{ K("tuning", YN_SEQ, "a list of tuning entries", p_list), .flags = F_SUB,
+	  LIST(spec_family, tuning, ntuning, &tuning_item) },
+	{ K("derive", YN_MAP, "a mapping of name: expression", p_list), .flags = F_SUB,
+	  LIST(spec_family, derived, nderived, &derived_item) },
+	{ K("constraints", YN_SEQ, "a list of checks", p_list), .flags = F_SUB,
+	  LIST(spec_family, constraints, nconstraints, &constraint_item) },
+	{ K("dims", YN_SEQ, "a list of names", p_list), .flags = F_SUB, .dup = "",
+	  LIST(spec_family, dims, ndims, &dim_name_item) },
+	{ K("args", YN_MAP, "a mapping of arguments, in the kernel's order", p_args),
+	  .flags = F_REQ | F_SUB, LIST(spec_family, args, nargs, &arg_item) },
+	{ K("may_alias", YN_SEQ, "a list of argument pairs", p_list), .flags = F_SUB,
+	  LIST(spec_family, may_alias, nmay_alias, &alias_item) },
+	{ K("launch", YN_MAP, "a mapping", p_map), .flags = F_REQ | F_SUB, .sub = launch_fields },
+	{ K("nvrtc_options", YN_SEQ, "a list of options", p_list), .flags = F_SUB,
+	  LIST(spec_family, options, noptions, &option_item) },
+	{ K("symbols", YN_MAP, "a mapping of symbols", p_symbols), .flags = F_REQ | F_SUB,
+	  .item = &symbol_item, .size = sizeof(spec_symbol) },
+	{ .key = NULL },
+};
 
 static int parse_family(sctx *c, const ynode *root)
 {
-	static const char *const keys[] = {
-		"family", "description", "template", "kernel", "params", "gates",
-		"tuning", "derive", "constraints", "dims", "args", "may_alias",
-		"launch", "nvrtc_options", "symbols", NULL
-	};
-	static const char *const req[] = { "family", "template", "kernel",
-					   "params", "args", "launch", "symbols",
-					   NULL };
-	spec_set *set = c->set;
 	spec_family *f;
-	const ynode *v, *syms;
-	size_t i;
 	int rc;
 
-	if (want_kind(c, root, "", YN_MAP, "a mapping at the top level"))
-		return JITK_ESPEC;
-	if ((rc = check_keys(c, root, "", keys, req)))
+	if ((rc = want_kind(c, root, "", YN_MAP, "a mapping at the top level")))
 		return rc;
-	f = calloc(1, sizeof(*f));
-	if (!f || grow((void **)&set->fams, set->nfams, sizeof(*set->fams))) {
-		free(f);
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	}
-	set->fams[set->nfams++] = f;
+	if ((rc = check_keys(c, root, "", family_fields)))
+		return rc;
+	if (!(f = ARRAY(c, 1, spec_family)))
+		return JITK_ENOMEM;
+	c->set->fams[c->set->nfams++] = f;
 	f->loc = loc_of(c, root);
-	f->file = jitk__strdup(c->file);
-	if (!f->file)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	v = jitk__ymap_get(root, "family");
-	if ((rc = get_ident(c, v, "family", &f->name)))
-		return rc;
-	for (i = 0; i + 1 < set->nfams; i++)
-		if (!strcmp(set->fams[i]->name, f->name))
-			return ERR(c, v, "family", "family '%s' is already defined at %s:%d:%d",
-				   q(f->name), set->fams[i]->loc.file, set->fams[i]->loc.line,
-				   set->fams[i]->loc.col);
-	if ((v = jitk__ymap_get(root, "description")) &&
-	    (rc = get_string(c, v, "description", &f->description)))
-		return rc;
-	v = jitk__ymap_get(root, "template");
-	if ((rc = get_string(c, v, "template", &f->template_path)))
-		return rc;
-	if (f->template_path[0] != '/') {
-		const char *slash = strrchr(c->file, '/');
-		char *full = slash ? jitk__asprintf("%.*s/%s", (int)(slash - c->file),
-						   c->file, f->template_path)
-				   : jitk__strdup(f->template_path);
-
-		if (!full)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		free(f->template_path);
-		f->template_path = full;
-	}
-	if ((rc = check_template(c, v, f->template_path)))
-		return rc;
-	v = jitk__ymap_get(root, "kernel");
-	if ((rc = get_string(c, v, "kernel", &f->kernel)))
-		return rc;
-	if (!is_qualified(f->kernel))
-		return ERR(c, v, "kernel", "'%s' is not a C++ name", q(f->kernel));
-	if ((rc = parse_params(c, f, jitk__ymap_get(root, "params"))))
-		return rc;
-	if ((v = jitk__ymap_get(root, "gates")) &&
-	    (rc = parse_gates(c, f, v, "gates", 1, &f->gates, &f->ngates)))
-		return rc;
-	if ((v = jitk__ymap_get(root, "tuning")) && (rc = parse_tuning(c, f, v)))
-		return rc;
-	if ((v = jitk__ymap_get(root, "derive")) && (rc = parse_derive(c, f, v)))
-		return rc;
-	if ((v = jitk__ymap_get(root, "constraints")) &&
-	    (rc = parse_checks(c, f, v, "constraints", 0, &f->constraints,
-			       &f->nconstraints)))
-		return rc;
-	if ((v = jitk__ymap_get(root, "dims")) && (rc = parse_dim_names(c, f, v)))
-		return rc;
-	if ((rc = parse_args(c, f, jitk__ymap_get(root, "args"))))
-		return rc;
-	if ((v = jitk__ymap_get(root, "may_alias")) && (rc = parse_may_alias(c, f, v)))
-		return rc;
-	if ((rc = parse_launch(c, f, jitk__ymap_get(root, "launch"))))
-		return rc;
-	if ((v = jitk__ymap_get(root, "nvrtc_options"))) {
-		if (want_kind(c, v, "nvrtc_options", YN_SEQ, "a list of options"))
-			return JITK_ESPEC;
-		f->options = calloc(v->n ? v->n : 1, sizeof(*f->options));
-		if (!f->options)
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		for (i = 0; i < v->n; i++) {
-			if ((rc = get_string(c, v->kids[i], "nvrtc_options", &f->options[i])))
-				return rc;
-			f->noptions++;
-			if ((rc = check_option(c, v->kids[i])))
-				return rc;
-		}
-	}
-	syms = jitk__ymap_get(root, "symbols");
-	if (want_kind(c, syms, "symbols", YN_MAP, "a mapping of symbols"))
-		return JITK_ESPEC;
-	if (!syms->n)
-		return ERR(c, syms, "symbols", "a family needs at least one symbol");
-	for (i = 0; i < syms->n; i++) {
-		spec_symbol *s = NULL;
-
-		rc = parse_symbol(c, f, ymap_key(syms, i), ymap_val(syms, i), &s);
-		if (s && grow((void **)&set->syms, set->nsyms, sizeof(*set->syms))) {
-			symbol_free(s);
-			return JITK_ENOMEM;
-		}
-		if (s)
-			set->syms[set->nsyms++] = s;
-		if (rc)
-			return rc;
-		/* A symbol defined twice is found when the names are sorted. */
-	}
-	return 0;
+	f->file = (char *)c->file;
+	c->f = f;
+	return parse_fields(c, root, "", family_fields, f);
 }
 
 /* --------------------------------------------------------- instances */
@@ -1854,22 +1678,17 @@ static int expand_symbol(spec_set *set, spec_symbol *s)
 {
 	spec_family *f = s->fam;
 	size_t i, k;
-	void *p = realloc(set->insts, (set->ninsts + s->ninsts) * sizeof(*set->insts));
 
-	if (!p)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	set->insts = p;
 	s->first = set->ninsts;
 	for (k = 0; k < s->ninsts; k++) {
 		spec_instance *in = &set->insts[set->ninsts];
 		size_t rest = k, first = 1;
 		jbuf name;
 
-		memset(in, 0, sizeof(*in));
 		in->sym = s;
-		in->vals = calloc(f->nparams ? f->nparams : 1, sizeof(*in->vals));
+		in->vals = jitk__arena_array(set->arena, f->nparams, sizeof(*in->vals));
 		if (!in->vals)
-			return jitk__error(JITK_ENOMEM, "out of memory");
+			return JITK_ENOMEM;
 		set->ninsts++;
 		jitk__jbuf_init(&name);
 		jitk__jbuf_puts(&name, s->name);
@@ -1895,9 +1714,10 @@ static int expand_symbol(spec_set *set, spec_symbol *s)
 			}
 			jitk__jbuf_puts(&name, "]");
 		}
-		in->name = jitk__jbuf_detach(&name);
+		in->name = name.oom ? NULL : jitk__arena_strdup(set->arena, name.data);
+		jitk__jbuf_free(&name);
 		if (!in->name)
-			return jitk__error(JITK_ENOMEM, "out of memory");
+			return JITK_ENOMEM;
 	}
 	return 0;
 }
@@ -1918,9 +1738,9 @@ static int sort_names(spec_set *set, const texts_t *tx)
 	const spec_instance *first = NULL, *second = NULL;
 	size_t i;
 
-	set->by_name = calloc(set->ninsts ? set->ninsts : 1, sizeof(*set->by_name));
+	set->by_name = jitk__arena_array(set->arena, set->ninsts, sizeof(*set->by_name));
 	if (!set->by_name)
-		return jitk__error(JITK_ENOMEM, "out of memory");
+		return JITK_ENOMEM;
 	for (i = 0; i < set->ninsts; i++)
 		set->by_name[i] = i;
 	qsort_r(set->by_name, set->ninsts, sizeof(*set->by_name), inst_cmp, set);
@@ -1993,15 +1813,16 @@ static int convert_value(const spec_param *from, int64_t v, const spec_param *to
 static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
 {
 	const spec_family *f = s->fam;
+	jitk_arena *tmp = jitk__arena_new();
 	size_t j, jj, k, i;
-	int rc = 0;
+	int rc = tmp ? 0 : JITK_ENOMEM;
 
-	for (k = 0; k < s->ninsts; k++) {
+	for (k = 0; k < s->ninsts && !rc; k++) {
 		spec_instance *in = &set->insts[s->first + k];
 
-		in->fallback = calloc(s->nfallback, sizeof(*in->fallback));
+		in->fallback = jitk__arena_array(set->arena, s->nfallback, sizeof(*in->fallback));
 		if (!in->fallback)
-			return jitk__error(JITK_ENOMEM, "out of memory");
+			rc = JITK_ENOMEM;
 	}
 	for (j = 0; j < s->nfallback && !rc; j++) {
 		const spec_loc *l = &s->fallback[j].loc;
@@ -2011,20 +1832,23 @@ static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
 		long **conv;
 		int *src;
 
-		if (t0 < 0)
-			return link_error(tx, set, l,
-					  "fallback '%s' is not a symbol (at symbols.%s.fallback)",
-					  q(name), q(s->name));
+		if (t0 < 0) {
+			rc = link_error(tx, set, l,
+					"fallback '%s' is not a symbol (at symbols.%s.fallback)",
+					q(name), q(s->name));
+			break;
+		}
 		t = set->syms[t0];
-		if (t == s)
-			return link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
-					  q(s->name));
-		conv = calloc(t->fam->nparams ? t->fam->nparams : 1, sizeof(*conv));
-		src = calloc(t->fam->nparams ? t->fam->nparams : 1, sizeof(*src));
+		if (t == s) {
+			rc = link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
+					q(s->name));
+			break;
+		}
+		conv = jitk__arena_array(tmp, t->fam->nparams, sizeof(*conv));
+		src = jitk__arena_array(tmp, t->fam->nparams, sizeof(*src));
 		if (!conv || !src) {
-			free(conv);
-			free(src);
-			return jitk__error(JITK_ENOMEM, "out of memory");
+			rc = JITK_ENOMEM;
+			break;
 		}
 		for (jj = 0; jj < t->fam->nparams && !rc; jj++) {
 			int p = jitk__spec_param_index(f, t->fam->params[jj].name);
@@ -2032,9 +1856,9 @@ static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
 			src[jj] = p;
 			if (t->nvals[jj] < 2 || p < 0)
 				continue; /* one value, or any: the first */
-			conv[jj] = malloc(s->nvals[p] * sizeof(**conv));
+			conv[jj] = jitk__arena_array(tmp, s->nvals[p], sizeof(**conv));
 			if (!conv[jj]) {
-				rc = jitk__error(JITK_ENOMEM, "out of memory");
+				rc = JITK_ENOMEM;
 				break;
 			}
 			for (i = 0; i < s->nvals[p]; i++) {
@@ -2070,11 +1894,8 @@ static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
 			in->fallback[j] = t->first + target;
 			in->nfallback++;
 		}
-		for (jj = 0; jj < t->fam->nparams; jj++)
-			free(conv[jj]);
-		free(conv);
-		free(src);
 	}
+	jitk__arena_free(tmp);
 	return rc;
 }
 
@@ -2082,7 +1903,7 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 		      const char *fmt, ...)
 {
 	ytree t = { NULL, NULL, 0 };
-	sctx c = { l->file, NULL, NULL };
+	sctx c = { .file = l->file };
 	jbuf msg;
 	va_list ap;
 	size_t i;
@@ -2098,8 +1919,7 @@ static int link_error(const texts_t *tx, const spec_set *set, const spec_loc *l,
 			t.text_len = tx->lens[i];
 			c.t = &t;
 		}
-	rc = msg.oom ? jitk__error(JITK_ENOMEM, "out of memory")
-		     : err_at(&c, l->line, l->col, NULL, "%s", msg.data ? msg.data : "");
+	rc = msg.oom ? JITK_ENOMEM : err_at(&c, l->line, l->col, NULL, "%s", msg.data ? msg.data : "");
 	jitk__jbuf_free(&msg);
 	return rc;
 }
@@ -2162,22 +1982,25 @@ static int check_tuning_coverage(const spec_set *set, const spec_symbol *s,
 	arch_event *ev;
 	unsigned char *applies = NULL;
 	size_t *count = NULL;
+	jitk_arena *tmp;
 	int rc = 0;
 
 	if (!f->ntuning_keys)
 		return 0;
-	ev = calloc(2 * (f->ngates + s->ngates + f->ntuning) + 2, sizeof(*ev));
-	kv0 = calloc(f->ntuning + 1, sizeof(*kv0));
-	for (i = 0; i < f->ntuning; i++) {
+	if (!(tmp = jitk__arena_new()))
+		return JITK_ENOMEM;
+	ev = jitk__arena_array(tmp, 2 * (f->ngates + s->ngates + f->ntuning) + 2, sizeof(*ev));
+	kv0 = jitk__arena_array(tmp, f->ntuning + 1, sizeof(*kv0));
+	for (i = 0; kv0 && i < f->ntuning; i++) {
 		kv0[i] = nkv;
 		nkv += f->tuning[i].n;
 	}
-	keyof = calloc(nkv + 1, sizeof(*keyof));
-	applies = calloc(f->ngates + s->ngates + f->ntuning + 1, 1);
-	count = calloc(f->ntuning_keys, sizeof(*count));
+	keyof = jitk__arena_array(tmp, nkv + 1, sizeof(*keyof));
+	applies = jitk__arena_array(tmp, f->ngates + s->ngates + f->ntuning + 1, 1);
+	count = jitk__arena_array(tmp, f->ntuning_keys, sizeof(*count));
 	if (!ev || !kv0 || !keyof || !applies || !count) {
-		rc = jitk__error(JITK_ENOMEM, "out of memory");
-		goto done;
+		jitk__arena_free(tmp);
+		return JITK_ENOMEM;
 	}
 	for (i = 0; i < f->ntuning; i++)
 		for (j = 0; j < f->tuning[i].n; j++)
@@ -2254,12 +2077,7 @@ static int check_tuning_coverage(const spec_set *set, const spec_symbol *s,
 			}
 		}
 	}
-done:
-	free(ev);
-	free(kv0);
-	free(keyof);
-	free(applies);
-	free(count);
+	jitk__arena_free(tmp);
 	return rc;
 }
 
@@ -2304,6 +2122,9 @@ static int link_instances(spec_set *set, const texts_t *tx)
 	size_t i;
 	int rc = 0;
 
+	set->insts = jitk__arena_array(set->arena, set->nplanned, sizeof(*set->insts));
+	if (!set->insts)
+		return JITK_ENOMEM;
 	for (i = 0; i < set->nsyms && !rc; i++)
 		rc = expand_symbol(set, set->syms[i]);
 	if (!rc)
@@ -2486,46 +2307,50 @@ int jitk__spec_find(const spec_set *s, const char *sel, size_t *out)
 	return rc;
 }
 
+
 /* -------------------------------------------------------------- load */
 
-/* Parse text (owned by the caller until loading ends: kept in tx) as the
- * spec file path. */
+/* A new set for nfiles files, with the load's scratch memory. */
+static int load_begin(spec_set **set, texts_t *tx, size_t nfiles)
+{
+	jitk_arena *a = jitk__arena_new();
+
+	memset(tx, 0, sizeof(*tx));
+	if (!(*set = a ? jitk__arena_alloc(a, sizeof(**set)) : NULL)) {
+		jitk__arena_free(a);
+		return JITK_ENOMEM;
+	}
+	(*set)->arena = a;
+	(*set)->files = jitk__arena_array(a, nfiles, sizeof(*(*set)->files));
+	(*set)->fams = jitk__arena_array(a, nfiles, sizeof(*(*set)->fams));
+	if (!(tx->tmp = jitk__arena_new()))
+		return JITK_ENOMEM;
+	tx->texts = jitk__arena_array(tx->tmp, nfiles, sizeof(*tx->texts));
+	tx->lens = jitk__arena_array(tx->tmp, nfiles, sizeof(*tx->lens));
+	return (*set)->files && (*set)->fams && tx->texts && tx->lens ? 0 : JITK_ENOMEM;
+}
+
+/* Parse text (len bytes and a NUL, kept until loading ends) as the spec
+ * file path. */
 static int load_text(spec_set *set, const char *path, char *text, size_t len,
 		     texts_t *tx)
 {
-	sctx c;
-	ytree t;
+	sctx c = { .set = set, .a = set->arena };
+	ytree t = { NULL, text, len };
 	char msg[256];
 	int rc, line = 1, col = 1;
-	char **files, **tt;
-	size_t *ll;
 
-	files = realloc(set->files, (set->nfiles + 1) * sizeof(*files));
-	if (files)
-		set->files = files;
-	if (!files || !(set->files[set->nfiles] = jitk__strdup(path))) {
-		free(text);
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	}
+	if (!(set->files[set->nfiles] = jitk__arena_strdup(set->arena, path)) ||
+	    !(c.tmp = jitk__arena_new()))
+		return JITK_ENOMEM;
 	c.file = set->files[set->nfiles++];
-	c.set = set;
-	tt = realloc(tx->texts, (tx->n + 1) * sizeof(*tt));
-	if (tt)
-		tx->texts = tt;
-	ll = tt ? realloc(tx->lens, (tx->n + 1) * sizeof(*ll)) : NULL;
-	if (ll)
-		tx->lens = ll;
-	if (!tt || !ll) {
-		free(text);
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	}
 	tx->texts[tx->n] = text;
 	tx->lens[tx->n++] = len;
-	t.root = NULL;
-	t.text = text;
-	t.text_len = len;
 	c.t = &t;
-	if (jitk__ytree_parse(&t, text, len, msg, sizeof(msg), &line, &col)) {
+	rc = jitk__ytree_parse(&t, text, len, msg, sizeof(msg), &line, &col);
+	if (rc == -2) {
+		rc = JITK_ENOMEM;
+	} else if (rc) {
 		t.text = text;
 		t.text_len = len;
 		rc = err_at(&c, line, col, NULL, "%s", msg);
@@ -2533,12 +2358,14 @@ static int load_text(spec_set *set, const char *path, char *text, size_t len,
 		rc = parse_family(&c, t.root);
 	}
 	jitk__ytree_free(&t);
+	jitk__arena_free(c.tmp);
 	return rc;
 }
 
 static int load_file(spec_set *set, const char *path, texts_t *tx)
 {
 	char *text = NULL;
+	const char *why;
 	size_t len;
 	int rc;
 
@@ -2549,91 +2376,36 @@ static int load_file(spec_set *set, const char *path, texts_t *tx)
 					path, YT_MAX_FILE_BYTES);
 	if (rc == JITK_ENOMEM)
 		return rc;
-	if (rc) {
-		char *why = jitk__strdup(read_reason(path));
-
-		rc = jitk__spec_error(JITK_ESPEC, NULL, "%s:1:1: error: cannot read the spec file: %s",
-				      path, why ? why : "out of memory");
-		free(why);
-		return rc;
-	}
+	if (rc)
+		return (why = jitk__arena_strdup(tx->tmp, read_reason(path)))
+			       ? jitk__spec_error(JITK_ESPEC, NULL,
+						  "%s:1:1: error: cannot read the spec file: %s",
+						  path, why)
+			       : JITK_ENOMEM;
+	if (jitk__arena_defer(tx->tmp, free, text))
+		return JITK_ENOMEM;
 	return load_text(set, path, text, len, tx);
 }
 
-static int name_cmp(const void *a, const void *b)
+/* The one place where running out of memory is reported: every
+ * allocation that fails returns JITK_ENOMEM up to here. */
+static int reported(int rc)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int list_dir(const char *dir, char ***out, size_t *count)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **names = NULL;
-	size_t n = 0;
-
-	*out = NULL;
-	*count = 0;
-	if (!d)
-		return jitk__spec_error(JITK_ESPEC, NULL, "%s: cannot open spec directory: %s",
-					dir, strerror(errno));
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		char **p;
-
-		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") || e->d_name[0] == '.')
-			continue;
-		if (n >= SPEC_MAX_FILES) {
-			closedir(d);
-			while (n)
-				free(names[--n]);
-			free(names);
-			return jitk__spec_error(JITK_ESPEC, NULL, "%s: more than %d spec files",
-						dir, SPEC_MAX_FILES);
-		}
-		p = realloc(names, (n + 1) * sizeof(*p));
-		if (!p || !(p[n] = jitk__asprintf("%s/%s", dir, e->d_name))) {
-			closedir(d);
-			names = p ? p : names;
-			while (n)
-				free(names[--n]);
-			free(names);
-			return jitk__error(JITK_ENOMEM, "out of memory");
-		}
-		names = p;
-		n++;
-	}
-	closedir(d);
-	if (!n) {
-		free(names);
-		return jitk__spec_error(JITK_ESPEC, NULL, "%s: no *.yaml spec files", dir);
-	}
-	qsort(names, n, sizeof(*names), name_cmp);
-	*out = names;
-	*count = n;
-	return 0;
-}
-
-static void texts_free(texts_t *tx)
-{
-	size_t i;
-
-	for (i = 0; i < tx->n; i++)
-		free(tx->texts[i]);
-	free(tx->texts);
-	free(tx->lens);
+	return rc == JITK_ENOMEM ? jitk__error(JITK_ENOMEM, "out of memory") : rc;
 }
 
 /* After the files are parsed (rc so far): link the symbols, drop the
- * texts, hand the set over or free it. */
+ * scratch memory, hand the set over or free it. */
 static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
 {
 	if (!rc)
 		rc = link_instances(set, tx);
-	texts_free(tx);
+	if (!rc && jitk__arena_failed(set->arena))
+		rc = JITK_ENOMEM;
+	jitk__arena_free(tx->tmp);
 	if (rc) {
 		jitk__spec_set_free(set);
-		return rc;
+		return reported(rc);
 	}
 	*out = set;
 	return 0;
@@ -2641,14 +2413,13 @@ static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
 
 int jitk__spec_set_load_files(spec_set **out, const char *const *files, size_t n)
 {
-	spec_set *set = calloc(1, sizeof(*set));
-	texts_t tx = { NULL, NULL, 0 };
+	spec_set *set = NULL;
+	texts_t tx;
 	size_t i;
-	int rc = 0;
+	int rc;
 
 	*out = NULL;
-	if (!set)
-		return jitk__error(JITK_ENOMEM, "out of memory");
+	rc = load_begin(&set, &tx, n);
 	for (i = 0; i < n && !rc; i++)
 		rc = load_file(set, files[i], &tx);
 	return finish_load(out, set, &tx, rc);
@@ -2657,211 +2428,79 @@ int jitk__spec_set_load_files(spec_set **out, const char *const *files, size_t n
 int jitk__spec_set_load_buffer(spec_set **out, const char *name, const char *text,
 			 size_t len)
 {
-	spec_set *set = calloc(1, sizeof(*set));
-	texts_t tx = { NULL, NULL, 0 };
-	char *copy = malloc(len + 1);
+	spec_set *set = NULL;
+	texts_t tx;
+	char *copy;
 	int rc;
 
 	*out = NULL;
-	if (!set || !copy) {
-		free(set);
-		free(copy);
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	}
-	if (len)
-		memcpy(copy, text, len);
-	copy[len] = '\0';
-	if (len > YT_MAX_FILE_BYTES) {
-		free(copy);
+	rc = load_begin(&set, &tx, 1);
+	if (!rc && len > YT_MAX_FILE_BYTES)
 		rc = jitk__spec_error(JITK_ESPEC, NULL,
 				      "%s:1:1: error: file is larger than the %u-byte limit",
 				      name, YT_MAX_FILE_BYTES);
-	} else {
-		rc = load_text(set, name, copy, len, &tx); /* owns copy from here */
-	}
+	else if (!rc)
+		rc = (copy = jitk__arena_strndup(tx.tmp, text, len))
+			     ? load_text(set, name, copy, len, &tx) : JITK_ENOMEM;
 	return finish_load(out, set, &tx, rc);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.yaml files of dir, sorted, appended to *names (in a). */
+static int list_dir(jitk_arena *a, const char *dir, char ***names, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t first = *n, cap = *n;
+	int rc = 0;
+
+	if (!d)
+		return jitk__spec_error(JITK_ESPEC, NULL, "%s: cannot open spec directory: %s",
+					dir, strerror(errno));
+	while (!rc && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") || e->d_name[0] == '.')
+			continue;
+		if (*n - first >= SPEC_MAX_FILES)
+			rc = jitk__spec_error(JITK_ESPEC, NULL, "%s: more than %d spec files", dir,
+					      SPEC_MAX_FILES);
+		else if (*n == cap &&
+			 !(*names = jitk__arena_grow(a, *names, *n, cap = 2 * cap + 16, sizeof(char *))))
+			rc = JITK_ENOMEM;
+		else if (!((*names)[(*n)++] = jitk__arena_printf(a, "%s/%s", dir, e->d_name)))
+			rc = JITK_ENOMEM;
+	}
+	closedir(d);
+	if (!rc && *n == first)
+		rc = jitk__spec_error(JITK_ESPEC, NULL, "%s: no *.yaml spec files", dir);
+	if (!rc)
+		qsort(*names + first, *n - first, sizeof(char *), name_cmp);
+	return rc;
 }
 
 int jitk__spec_set_load_dirs(spec_set **out, const char *const *dirs, size_t n)
 {
+	jitk_arena *a = jitk__arena_new();
 	char **all = NULL;
-	size_t nall = 0, i, j;
-	int rc = 0;
+	size_t nall = 0, i;
+	int rc = a ? 0 : JITK_ENOMEM;
 
-	for (i = 0; i < n && !rc; i++) {
-		char **names;
-		size_t count;
-		char **p;
-
-		rc = list_dir(dirs[i], &names, &count);
-		if (rc)
-			break;
-		p = realloc(all, (nall + count) * sizeof(*p));
-		if (!p) {
-			for (j = 0; j < count; j++)
-				free(names[j]);
-			free(names);
-			rc = jitk__error(JITK_ENOMEM, "out of memory");
-			break;
-		}
-		all = p;
-		for (j = 0; j < count; j++)
-			all[nall++] = names[j];
-		free(names);
-	}
+	*out = NULL;
+	for (i = 0; i < n && !rc; i++)
+		rc = list_dir(a, dirs[i], &all, &nall);
 	if (!rc)
 		rc = jitk__spec_set_load_files(out, (const char *const *)all, nall);
-	for (i = 0; i < nall; i++)
-		free(all[i]);
-	free(all);
-	return rc;
-}
-
-/* -------------------------------------------------------------- free */
-
-static void cond_free(spec_cond *c)
-{
-	size_t i;
-
-	for (i = 0; i < c->n; i++)
-		free(c->terms[i].vals);
-	free(c->terms);
-}
-
-static void exprs_free(spec_expr *e, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(e[i].name);
-		free(e[i].text);
-		free(e[i].message);
-		jitk__expr_free(e[i].e);
-	}
-}
-
-static void gates_free(spec_gate *g, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		cond_free(&g[i].when);
-		free(g[i].reason);
-	}
-	free(g);
-}
-
-static void family_free(spec_family *f)
-{
-	size_t i, j;
-
-	if (!f)
-		return;
-	for (i = 0; i < f->nparams; i++) {
-		spec_param *p = &f->params[i];
-
-		free(p->name);
-		for (j = 0; j < p->nvalues; j++)
-			free(p->values[j]);
-		free(p->values);
-		free(p->allowed);
-		free(p->cpp);
-	}
-	free(f->params);
-	gates_free(f->gates, f->ngates);
-	for (i = 0; i < f->ntuning; i++) {
-		cond_free(&f->tuning[i].when);
-		for (j = 0; j < f->tuning[i].n; j++)
-			free(f->tuning[i].kv[j].key);
-		free(f->tuning[i].kv);
-	}
-	free(f->tuning);
-	for (i = 0; i < f->ntuning_keys; i++)
-		free(f->tuning_keys[i]);
-	free(f->tuning_keys);
-	exprs_free(f->derived, f->nderived);
-	free(f->derived);
-	exprs_free(f->constraints, f->nconstraints);
-	free(f->constraints);
-	for (i = 0; i < f->ndims; i++)
-		free(f->dims[i]);
-	free(f->dims);
-	free(f->may_alias);
-	for (i = 0; i < f->noptions; i++)
-		free(f->options[i]);
-	free(f->options);
-	for (i = 0; i < f->nargs; i++) {
-		free(f->args[i].name);
-		free(f->args[i].cpp);
-		exprs_free(&f->args[i].align, 1);
-		exprs_free(f->args[i].shape, f->args[i].ndim);
-		free(f->args[i].shape);
-		exprs_free(f->args[i].strides, f->args[i].strides ? f->args[i].ndim : 0);
-		free(f->args[i].strides);
-		cond_free(&f->args[i].when);
-	}
-	free(f->args);
-	exprs_free(&f->grid, 1);
-	exprs_free(&f->block, 1);
-	exprs_free(&f->smem, 1);
-	exprs_free(f->checks, f->nchecks);
-	free(f->checks);
-	free(f->name);
-	free(f->file);
-	free(f->template_path);
-	free(f->kernel);
-	free(f->description);
-	free(f);
-}
-
-static void symbol_free(spec_symbol *s)
-{
-	size_t i;
-
-	if (!s)
-		return;
-	for (i = 0; s->vals && i < s->fam->nparams; i++)
-		free(s->vals[i]);
-	free(s->vals);
-	free(s->nvals);
-	gates_free(s->gates, s->ngates);
-	for (i = 0; i < s->nfallback; i++) {
-		size_t m;
-
-		free(s->fallback[i].symbol);
-		for (m = 0; m < s->fallback[i].nmap; m++) {
-			free(s->fallback[i].map[m].callee);
-			free(s->fallback[i].map[m].caller);
-		}
-		free(s->fallback[i].map);
-	}
-	free(s->fallback);
-	free(s->description);
-	free(s->name);
-	free(s);
+	jitk__arena_free(a);
+	return reported(rc);
 }
 
 void jitk__spec_set_free(spec_set *s)
 {
-	size_t i;
-
-	if (!s)
-		return;
-	for (i = 0; i < s->ninsts; i++) {
-		free(s->insts[i].name);
-		free(s->insts[i].vals);
-		free(s->insts[i].fallback);
-	}
-	free(s->insts);
-	free(s->by_name);
-	for (i = 0; i < s->nsyms; i++)
-		symbol_free(s->syms[i]);
-	free(s->syms);
-	for (i = 0; i < s->nfams; i++)
-		family_free(s->fams[i]);
-	free(s->fams);
-	for (i = 0; i < s->nfiles; i++)
-		free(s->files[i]);
-	free(s->files);
-	free(s);
+	if (s)
+		jitk__arena_free(s->arena);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "jitk.h"
+#include "base/arena.h"
 #include "base/internal.h"
 #include "spec/expr.h"
 
@@ -201,6 +202,7 @@ typedef struct {
 	size_t ninsts;
 	size_t *by_name; /* instance ids sorted by name */
 	size_t nplanned; /* while loading: instances of the symbols parsed */
+	jitk_arena *arena; /* owns the set and everything it points to */
 } spec_set;
 
 /* Limits that keep a spec set small whatever the input: instances are

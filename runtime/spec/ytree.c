@@ -22,6 +22,7 @@ typedef struct {
 	ynode *stack[YT_MAX_DEPTH + 1];
 	int depth;
 	ynode *root;
+	int oom;
 } builder;
 
 static int fail_at(builder *b, int line, int col, const char *fmt, ...)
@@ -37,6 +38,12 @@ static int fail_at(builder *b, int line, int col, const char *fmt, ...)
 	*b->line = line;
 	*b->col = col;
 	return -1;
+}
+
+static int no_memory(builder *b, int line, int col)
+{
+	b->oom = 1;
+	return fail_at(b, line, col, "out of memory");
 }
 
 static void node_free(ynode *n)
@@ -107,7 +114,7 @@ static int attach(builder *b, ynode *n)
 		ynode **k = realloc(parent->kids, slots * sizeof(*k));
 
 		if (!k)
-			return fail_at(b, n->line, n->col, "out of memory");
+			return no_memory(b, n->line, n->col);
 		parent->kids = k;
 		parent->kids[used] = n;
 	}
@@ -155,7 +162,7 @@ static int check_duplicates(builder *b, ynode *map)
 		return 0;
 	keys = malloc(map->n * sizeof(*keys));
 	if (!keys)
-		return fail_at(b, map->line, map->col, "out of memory");
+		return no_memory(b, map->line, map->col);
 	for (i = 0; i < map->n; i++)
 		keys[i] = ymap_key(map, i);
 	qsort(keys, map->n, sizeof(*keys), keycmp);
@@ -260,7 +267,7 @@ static int parser_failure(builder *b, yaml_parser_t *p, const char *text,
 			       p->problem ? p->problem : "unreadable bytes");
 	}
 	if (p->error == YAML_MEMORY_ERROR)
-		return fail_at(b, 1, 1, "out of memory");
+		return no_memory(b, 1, 1);
 	line = mark_line(&p->problem_mark);
 	col = mark_col(&p->problem_mark);
 	if (p->context)
@@ -281,7 +288,7 @@ static int open_container(builder *b, const yaml_event_t *ev,
 			       "nesting deeper than %d levels", YT_MAX_DEPTH);
 	n = node_new(kind, &ev->start_mark);
 	if (!n)
-		return fail_at(b, 1, 1, "out of memory");
+		return no_memory(b, 1, 1);
 	if (attach(b, n)) {
 		if (b->root != n)
 			node_free(n);
@@ -302,12 +309,12 @@ static int add_scalar(builder *b, const yaml_event_t *ev)
 			       (size_t)ev->data.scalar.length, YT_MAX_SCALAR);
 	n = node_new(YN_SCALAR, &ev->start_mark);
 	if (!n)
-		return fail_at(b, 1, 1, "out of memory");
+		return no_memory(b, 1, 1);
 	n->len = ev->data.scalar.length;
 	n->str = malloc(n->len + 1);
 	if (!n->str) {
 		free(n);
-		return fail_at(b, 1, 1, "out of memory");
+		return no_memory(b, 1, 1);
 	}
 	memcpy(n->str, ev->data.scalar.value, n->len);
 	n->str[n->len] = '\0';
@@ -386,8 +393,10 @@ int jitk__ytree_parse(ytree *out, const char *text, size_t len, char *msg,
 		text += 3;
 		len -= 3;
 	}
-	if (!yaml_parser_initialize(&p))
-		return fail_at(&b, 1, 1, "out of memory");
+	if (!yaml_parser_initialize(&p)) {
+		no_memory(&b, 1, 1);
+		return -2;
+	}
 	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
 
@@ -443,7 +452,7 @@ int jitk__ytree_parse(ytree *out, const char *text, size_t len, char *msg,
 		rc = fail_at(&b, 1, 1, "empty file");
 	if (rc) {
 		node_free(b.root);
-		return -1;
+		return b.oom ? -2 : -1;
 	}
 	out->root = b.root;
 	out->text = text;

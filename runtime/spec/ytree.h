@@ -33,9 +33,9 @@ typedef struct {
 	size_t text_len;
 } ytree;
 
-/* Parse text (len bytes, UTF-8) into *out. On error returns -1 and writes
- * a one-line message ("message") and the 1-based position into the out
- * parameters; the tree is then empty. */
+/* Parse text (len bytes, UTF-8) into *out. On error returns -1 (-2 when
+ * out of memory) and writes a one-line message ("message") and the
+ * 1-based position into the out parameters; the tree is then empty. */
 int jitk__ytree_parse(ytree *out, const char *text, size_t len, char *msg,
 		size_t msg_size, int *line, int *col);
 void jitk__ytree_free(ytree *t);
