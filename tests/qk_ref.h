@@ -8,24 +8,11 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint16_t qk_bf16_rn(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
+#include "bf16.h"
 
 static inline double qk_bf16_f(uint16_t h)
 {
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return (double)f;
+	return (double)bf16_f(h);
 }
 
 /* What the kernel computes (the symbol's parameters and the call's

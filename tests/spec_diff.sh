@@ -25,6 +25,9 @@ python3 -c 'import yaml' 2>/dev/null || { echo "SKIP: python3 with PyYAML is nee
 cuda=$(sed -n 's/^cuda = //p' config.ninja)
 cudalib=$(sed -n 's/^cudalib = //p' config.ninja)
 san=$(sed -n 's/^san = //p' config.ninja)
+cfg() { sed -n "s/^$1 = //p" config.ninja; }
+flags="$(cfg yaml_cflags) $(cfg crypto_cflags) $(cfg curl_cflags) $(cfg hiredis_cflags) $(cfg xxhash_cflags) $(cfg hash_cflags) $(cfg nvtx_cflags)"
+libs="$(cfg yaml_libs) $(cfg crypto_libs) $(cfg curl_libs) $(cfg hiredis_libs)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/jitk-specdiff-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/old" "$work/new"
@@ -32,10 +35,10 @@ git archive "$rev" runtime | tar -x -C "$work/old" || exit 1
 cp -R runtime "$work/new/"
 
 build() { # tree output
-	cc -std=c11 -D_GNU_SOURCE -O1 -g $san -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" \
+	cc -std=c11 -D_GNU_SOURCE -O1 -g $san -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" $flags \
 		-I"$1/runtime/include" -I"$1/runtime" -I"$cuda/include" tests/spec_dump.c \
 		"$1"/runtime/base/*.c "$1"/runtime/spec/*.c "$1"/runtime/build/*.c -o "$2" \
-		-lyaml -lcrypto -L"$cudalib" -Wl,-rpath,"$cudalib" -lnvrtc -ldl -lpthread -lm \
+		$libs -L"$cudalib" -Wl,-rpath,"$cudalib" -lnvrtc -ldl -lpthread -lm \
 		2>"$2.log" || { cat "$2.log"; echo "spec_diff: cannot build $2"; exit 1; }
 }
 build "$work/old" "$work/old/dump" &

@@ -14,10 +14,14 @@ if grep -q '^san = -fsanitize' config.ninja 2>/dev/null; then
 fi
 cuda=$(sed -n 's/^cuda = //p' config.ninja)
 cudalib=$(sed -n 's/^cudalib = //p' config.ninja)
+# the library's own compile flags and libraries, as configure found them
+cfg() { sed -n "s/^$1 = //p" config.ninja; }
+flags="$(cfg yaml_cflags) $(cfg crypto_cflags) $(cfg curl_cflags) $(cfg hiredis_cflags) $(cfg xxhash_cflags) $(cfg hash_cflags) $(cfg nvtx_cflags)"
+libs="$(cfg yaml_libs) $(cfg crypto_libs) $(cfg curl_libs) $(cfg hiredis_libs)"
 mkdir -p "$b/tests"
-cc -std=c11 -D_GNU_SOURCE -O1 -g -DSPEC_DUMP_OOM -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" \
+cc -std=c11 -D_GNU_SOURCE -O1 -g -DSPEC_DUMP_OOM -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" $flags \
 	-Iruntime/include -Iruntime -I"$cuda/include" tests/spec_dump.c runtime/base/*.c \
-	runtime/spec/*.c runtime/build/*.c -o "$b/tests/spec_oom" -lyaml -lcrypto -L"$cudalib" \
+	runtime/spec/*.c runtime/build/*.c -o "$b/tests/spec_oom" $libs -L"$cudalib" \
 	-Wl,-rpath,"$cudalib" -lnvrtc -ldl -lpthread -lm || { echo "spec_oom: cannot build"; exit 1; }
 "$b/tests/spec_oom" --oom specs/*.yaml tests/families/specs/*.yaml tests/specs/good/*.yaml \
 	tests/specs/bad/*.yaml >"$b/tests/spec_oom.log"

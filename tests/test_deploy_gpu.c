@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "gpu_util.h"
 #include "gpu/device.h"
 #include "base/internal.h"
 
@@ -24,31 +25,11 @@
 #define ROWS 1000
 #define COLS 256
 
-static const jitk_cuda *cu;
-static const char *why_no_gpu = "";
 static char *tmpdir;
 static int gpu_cc;
 /* Held for the whole run: it keeps the device's primary context (where
  * the buffers live) retained and current. */
 static jitk_runtime *base_rt;
-
-#define CK(call)                                                              \
-	do {                                                                  \
-		CUresult r_ = (call);                                         \
-		if (r_ != CUDA_SUCCESS) {                                     \
-			const char *n_ = NULL;                                \
-			cu->cuGetErrorName(r_, &n_);                          \
-			fail_msg("%s: %s", #call, n_ ? n_ : "?");             \
-		}                                                             \
-	} while (0)
-
-#define NEED_GPU()                                                            \
-	do {                                                                  \
-		if (!cu) {                                                    \
-			printf("SKIP: no GPU: %s\n", why_no_gpu);             \
-			skip();                                               \
-		}                                                             \
-	} while (0)
 
 static jitk_runtime *runtime_over(const char *cache, int seal, const char *manifest)
 {

@@ -24,12 +24,11 @@
 #include <nvrtc.h>
 
 #include "common.h"
+#include "gpu_util.h"
 #include "gpu/device.h"
 #include "jitk/norm.h"
 #include "base/internal.h"
 
-static const jitk_cuda *cu;
-static const char *why_no_gpu = "";
 static jitk_runtime *rt;   /* repo specs */
 static jitk_runtime *rt90; /* test specs: fused fp8 allowed on sm_90; PDL */
 static jitk_runtime *rtbulk; /* rt90's specs, rows loaded by bulk copies */
@@ -38,37 +37,7 @@ static CUdeviceptr d_rcp_out;
 static CUfunction rcp_fn;
 static int quick;
 
-#define CK(call)                                                              \
-	do {                                                                  \
-		CUresult r_ = (call);                                         \
-		if (r_ != CUDA_SUCCESS) {                                     \
-			const char *n_ = NULL;                                \
-			cu->cuGetErrorName(r_, &n_);                          \
-			fail_msg("%s: %s", #call, n_ ? n_ : "?");             \
-		}                                                             \
-	} while (0)
-
 /* ------------------------------------------------------- host numerics */
-
-static uint16_t bf16_rn(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
-static float bf16_f(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
 
 /* e4m3fn, round to nearest even, saturating to 448 (the input is clamped
  * to [-448, 448] already, so it is finite). */
@@ -125,32 +94,6 @@ static void fill(uint16_t *p, size_t n, double mean, double sd)
 }
 
 /* ------------------------------------------------------------- device */
-
-static CUdeviceptr dalloc(size_t n)
-{
-	CUdeviceptr p = 0;
-
-	CK(cu->cuMemAlloc(&p, n ? n : 1));
-	return p;
-}
-
-static void upload(CUdeviceptr d, const void *h, size_t n)
-{
-	if (n)
-		CK(cu->cuMemcpyHtoD(d, h, n));
-}
-
-static void download(void *h, CUdeviceptr d, size_t n)
-{
-	if (n)
-		CK(cu->cuMemcpyDtoH(h, d, n));
-}
-
-static void poison(CUdeviceptr d, size_t n, unsigned char v)
-{
-	if (n)
-		CK(cu->cuMemsetD8Async(d, v, n, NULL));
-}
 
 /* The reciprocal the device computes with div.full.f32, from a kernel
  * compiled here with NVRTC alone (independent of jitk's templates). */
@@ -270,14 +213,6 @@ static int group_teardown(void **state)
 	}
 	return 0;
 }
-
-#define NEED_GPU()                                                            \
-	do {                                                                  \
-		if (!cu) {                                                    \
-			printf("SKIP: no GPU: %s\n", why_no_gpu);             \
-			skip();                                               \
-		}                                                             \
-	} while (0)
 
 /* ------------------------------------------------------ one test case */
 

@@ -31,36 +31,17 @@
 #include <nvrtc.h>
 
 #include "common.h"
+#include "gpu_util.h"
 #include "gpu/device.h"
 #include "build/compile.h"
 #include "jitk/norm.h"
 #include "base/internal.h"
 
-static const jitk_cuda *cu;
-static const char *why_no_gpu = "";
 static jitk_runtime *rt_fused; /* programmatic dependent launch */
 static jitk_runtime *rt_split; /* ordinary launches */
 static char *tmpdir;
 static int quick;
 static CUfunction rcp_fn;
-
-#define CK(call)                                                              \
-	do {                                                                  \
-		CUresult r_ = (call);                                         \
-		if (r_ != CUDA_SUCCESS) {                                     \
-			const char *n_ = NULL;                                \
-			cu->cuGetErrorName(r_, &n_);                          \
-			fail_msg("%s: %s", #call, n_ ? n_ : "?");             \
-		}                                                             \
-	} while (0)
-
-#define NEED_GPU()                                                            \
-	do {                                                                  \
-		if (!cu) {                                                    \
-			printf("SKIP: no GPU: %s\n", why_no_gpu);             \
-			skip();                                               \
-		}                                                             \
-	} while (0)
 
 static double now_s(void)
 {
@@ -71,26 +52,6 @@ static double now_s(void)
 }
 
 /* ------------------------------------------------------- host numerics */
-
-static uint16_t bf16_rn(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
-static float bf16_f(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
 
 /* e4m3fn of a finite v in [-448, 448], nearest even, from the bits: the
  * 23-bit mantissa rounded to 3 bits (normal), or v * 2^9 rounded to an
@@ -168,32 +129,6 @@ static void fill(uint16_t *p, size_t n, double mean, double sd)
 }
 
 /* ------------------------------------------------------------- device */
-
-static CUdeviceptr dalloc(size_t n)
-{
-	CUdeviceptr p = 0;
-
-	CK(cu->cuMemAlloc(&p, n ? n : 1));
-	return p;
-}
-
-static void upload(CUdeviceptr d, const void *h, size_t n)
-{
-	if (n)
-		CK(cu->cuMemcpyHtoD(d, h, n));
-}
-
-static void download(void *h, CUdeviceptr d, size_t n)
-{
-	if (n)
-		CK(cu->cuMemcpyDtoH(h, d, n));
-}
-
-static void poison(CUdeviceptr d, size_t n, unsigned char v)
-{
-	if (n)
-		CK(cu->cuMemsetD8Async(d, v, n, NULL));
-}
 
 /* The reciprocal the device computes with div.full.f32, from a kernel
  * compiled here with NVRTC alone (independent of jitk's templates). */

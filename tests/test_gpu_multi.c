@@ -16,23 +16,12 @@
 #include <dlpack/dlpack.h>
 
 #include "common.h"
+#include "gpu_util.h"
 #include "gpu/device.h"
 #include "base/internal.h"
 
 #define MAXDEV 16
 
-static const jitk_cuda *cu;
-static const char *why_no_gpu = "";
-
-#define CK(call)                                                              \
-	do {                                                                  \
-		CUresult r_ = (call);                                         \
-		if (r_ != CUDA_SUCCESS) {                                     \
-			const char *n_ = NULL;                                \
-			cu->cuGetErrorName(r_, &n_);                          \
-			fail_msg("%s: %s", #call, n_ ? n_ : "?");             \
-		}                                                             \
-	} while (0)
 
 static int group_setup(void **state)
 {

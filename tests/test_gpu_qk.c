@@ -35,35 +35,16 @@
 #include <string.h>
 
 #include "common.h"
+#include "gpu_util.h"
 #include "gpu/device.h"
 #include "base/internal.h"
 #include "qk_ref.h"
 
-static const jitk_cuda *cu;
-static const char *why_no_gpu = "";
 static jitk_runtime *rt;       /* repo specs */
 static jitk_runtime *rt_gated; /* the fused symbols gated away: AUTO runs the split path */
 static jitk_runtime *rt_pdl;   /* programmatic dependent launch */
 static char *tmpdir;
 static int quick;
-
-#define CK(call)                                                              \
-	do {                                                                  \
-		CUresult r_ = (call);                                         \
-		if (r_ != CUDA_SUCCESS) {                                     \
-			const char *n_ = NULL;                                \
-			cu->cuGetErrorName(r_, &n_);                          \
-			fail_msg("%s: %s", #call, n_ ? n_ : "?");             \
-		}                                                             \
-	} while (0)
-
-#define NEED_GPU()                                                            \
-	do {                                                                  \
-		if (!cu) {                                                    \
-			printf("SKIP: no GPU: %s\n", why_no_gpu);             \
-			skip();                                               \
-		}                                                             \
-	} while (0)
 
 /* ---------------------------------------------------------------- setup */
 
@@ -135,26 +116,6 @@ static int group_teardown(void **state)
 		free(tmpdir);
 	}
 	return 0;
-}
-
-static CUdeviceptr dalloc(size_t n)
-{
-	CUdeviceptr p = 0;
-
-	CK(cu->cuMemAlloc(&p, n ? n : 1));
-	return p;
-}
-
-static void upload(CUdeviceptr d, const void *h, size_t n)
-{
-	if (n)
-		CK(cu->cuMemcpyHtoD(d, h, n));
-}
-
-static void download(void *h, CUdeviceptr d, size_t n)
-{
-	if (n)
-		CK(cu->cuMemcpyDtoH(h, d, n));
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -242,7 +203,7 @@ static void problem_make(problem *p, const qk_math *m, int pos, int64_t n, int64
 
 		if (!ready) {
 			for (i = 0; i < 65536; i++)
-				table[i] = qk_bf16_rn((float)(3.0 * rnd_normal()));
+				table[i] = bf16_rn((float)(3.0 * rnd_normal()));
 			ready = 1;
 		}
 		for (i = 0; i < p->bytes / 2; i++)
@@ -253,9 +214,9 @@ static void problem_make(problem *p, const qk_math *m, int pos, int64_t n, int64
 	p->qw = malloc((size_t)(hq * d) * 2);
 	p->kw = malloc((size_t)(hk * d) * 2);
 	for (i = 0; i < (size_t)(hq * d); i++)
-		p->qw[i] = qk_bf16_rn((float)(1.0 + 0.2 * rnd_normal()));
+		p->qw[i] = bf16_rn((float)(1.0 + 0.2 * rnd_normal()));
 	for (i = 0; i < (size_t)(hk * d); i++)
-		p->kw[i] = qk_bf16_rn((float)(1.0 + 0.2 * rnd_normal()));
+		p->kw[i] = bf16_rn((float)(1.0 + 0.2 * rnd_normal()));
 	p->cs = malloc((size_t)(p->p * m->rotary) * 4 + 4);
 	for (t = 0; t < p->p; t++)
 		for (i = 0; i < (size_t)m->rotary / 2; i++) {

@@ -126,11 +126,11 @@ static int run_case(long long n, int hq, int hk, int r, long long p)
 	buf<int> p32(n + 1);
 	buf<long long> p64(n + 1);
 	for (size_t i = 0; i < total; i++)
-		x[i] = a[i] = b[i] = qk_bf16_rn((float)(3.0 * gauss()));
+		x[i] = a[i] = b[i] = bf16_rn((float)(3.0 * gauss()));
 	for (size_t i = 0; i < qw.n; i++)
-		qw[i] = qk_bf16_rn((float)(1.0 + 0.2 * gauss()));
+		qw[i] = bf16_rn((float)(1.0 + 0.2 * gauss()));
 	for (size_t i = 0; i < kw.n; i++)
-		kw[i] = qk_bf16_rn((float)(1.0 + 0.2 * gauss()));
+		kw[i] = bf16_rn((float)(1.0 + 0.2 * gauss()));
 	for (long long t = 0; t < p; t++)
 		for (int i = 0; i < r / 2; i++) {
 			double th = (double)t * pow(10000.0, -2.0 * i / r) + 0.1;
