@@ -14,8 +14,10 @@ for cmd in list explain source precompile "cache stats" "cache verify" "cache cl
 	"cache pack" "cache unpack" bench; do
 	echo "$page" | grep -q "^       $cmd" || { echo "man page lacks '$cmd'"; exit 1; }
 done
-for var in JITK_CACHE_DIR JITK_CACHE_PATH JITK_SPECS JITK_NO_COMPILE JITK_FORCE_COMPILE JITK_LOG JITK_DUMP_DIR JITK_CACHE_MAX_BYTES JITK_CACHE_READONLY \
-	JITK_REMOTE_CACHE JITK_REMOTE_READONLY JITK_REMOTE_LEASE; do
+# every variable the library or the CLI reads (from their sources)
+vars=$(grep -rhoE '"JITK_[A-Z_]+"' runtime cli | tr -d '"' | sort -u)
+[ -n "$vars" ] || { echo "man.sh: found no JITK_ variable in the sources"; exit 1; }
+for var in $vars; do
 	echo "$page" | grep -q "$var" || { echo "man page lacks $var"; exit 1; }
 done
 for cmd in list explain source precompile cache bench; do

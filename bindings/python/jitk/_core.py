@@ -367,7 +367,7 @@ class Compiler(_Handle):
         (a read-only layer) or 'memory' (compiled, no writable cache)."""
         origin = _c.c_int(-1)
         _check(_precompile(_c.byref(origin), self._h, _b(name, "name"), _b(arch, "arch")))
-        return {0: "compiled", 1: "cache", 2: "layer", 3: "memory"}.get(origin.value,
+        return {0: "compiled", 1: "cache", 2: "layer", 3: "memory", 4: "remote"}.get(origin.value,
                                                                         str(origin.value))
 
 
