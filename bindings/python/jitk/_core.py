@@ -364,11 +364,12 @@ class Compiler(_Handle):
 
     def precompile(self, name, arch):
         """Make sure name's cubin for arch is cached: 'compiled', 'cache', 'layer'
-        (a read-only layer) or 'memory' (compiled, no writable cache)."""
+        (a read-only layer), 'memory' (compiled, no writable cache) or 'remote'
+        (from the remote tier, now in the writable cache too)."""
         origin = _c.c_int(-1)
         _check(_precompile(_c.byref(origin), self._h, _b(name, "name"), _b(arch, "arch")))
-        return {0: "compiled", 1: "cache", 2: "layer", 3: "memory", 4: "remote"}.get(origin.value,
-                                                                        str(origin.value))
+        names = {0: "compiled", 1: "cache", 2: "layer", 3: "memory", 4: "remote"}
+        return names.get(origin.value, str(origin.value))
 
 
 # ----------------------------------------------------------------- runtime
