@@ -432,6 +432,32 @@ int jitk__expr_eval_args(const expr *e, const int64_t *args, int64_t *out)
 	return eval(&ev, e, out);
 }
 
+/* Replace a bound node whose value the constants decide by that constant
+ * (its children freed): an operator over constants, or && / || whose left
+ * side decides. A node that would fail (overflow, division by zero) stays,
+ * so that the call reports it as before. */
+static void fold(expr *e)
+{
+	evaluator ev;
+	char err[32];
+	int64_t v;
+
+	if (e->op == OP_NUM || e->op == OP_ARG || e->op == OP_NAME || !e->a || e->a->op != OP_NUM)
+		return;
+	if (e->b && e->b->op != OP_NUM &&
+	    !((e->op == OP_AND && !e->a->num) || (e->op == OP_OR && e->a->num)))
+		return;
+	ev = (evaluator){ NULL, NULL, NULL, err, sizeof(err) };
+	if (eval(&ev, e, &v))
+		return;
+	jitk__expr_free(e->a);
+	jitk__expr_free(e->b);
+	e->a = e->b = NULL;
+	e->op = OP_NUM;
+	e->num = v;
+	e->height = 1;
+}
+
 int jitk__expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ctx)
 {
 	expr *b;
@@ -460,8 +486,17 @@ int jitk__expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ct
 		jitk__expr_free(b);
 		return -1;
 	}
+	fold(b);
 	*out = b;
 	return 0;
+}
+
+int jitk__expr_constant(const expr *e, int64_t *value)
+{
+	if (!e || e->op != OP_NUM)
+		return 0;
+	*value = e->num;
+	return 1;
 }
 
 int jitk__expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,

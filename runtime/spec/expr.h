@@ -34,6 +34,9 @@ int jitk__expr_visit_names(const expr *e, int (*fn)(void *ctx, const char *name,
 typedef int (*expr_resolve_fn)(void *ctx, const char *name, int64_t *value,
 			       int *arg);
 int jitk__expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ctx);
+/* Binding folds what the constants decide: 1 and *value set when e is
+ * now a constant, else 0. */
+int jitk__expr_constant(const expr *e, int64_t *value);
 /* Evaluate a bound expression; no name lookups. -1 on overflow or
  * division by zero. */
 int jitk__expr_eval_args(const expr *e, const int64_t *args, int64_t *out);
