@@ -543,6 +543,126 @@ static void test_generic_call_checks(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* The call memo: a call repeated with the same names, shapes, strides and
+ * scalars skips what those decide, launches with this call's addresses,
+ * and still checks - and reports as the full path does - what the
+ * addresses decide: alignment, NULL, configured tensors, overlap. More
+ * keys than the memo holds, and a key in a second runtime, are right. */
+static void test_call_memo(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs), *rt2;
+	const jitk_dtype bf16 = JITK_DTYPE_BF16, fp8 = JITK_DTYPE_FP8_E4M3, f32 = JITK_DTYPE_F32;
+	const int64_t h = 3072, one = 1;
+	jitk_tensor y, q, x, sc, sh, s;
+	jitk_arg args[6];
+	jitk_call_info info;
+	jitk_op *op;
+	char want[200];
+	int i, round, n = 0;
+
+	fake.scale_value = 0.5f;
+	tensor2(&y, ADDR(1), bf16, 8, h);
+	tensor2(&q, ADDR(2), fp8, 8, h);
+	tensor2(&x, ADDR(3), bf16, 8, h);
+	assert_int_equal(jitk_tensor_contiguous(&sc, ADDR(4), bf16, 1, &h), 0);
+	assert_int_equal(jitk_tensor_contiguous(&sh, ADDR(5), bf16, 1, &h), 0);
+	assert_int_equal(jitk_tensor_contiguous(&s, ADDR(6), f32, 1, &one), 0);
+	args[0] = targ("y", &y);
+	args[1] = targ("q", &q);
+	args[2] = targ("x", &x);
+	args[3] = targ("scale", &sc);
+	args[4] = targ("shift", &sh);
+	args[5] = targ("input_scale", &s);
+	assert_int_equal(jitk_configure(rt, "fused_norm_scale_shift_fp8", "input_scale", &s), 0);
+	assert_int_equal(jitk_op_get(&op, rt, "fused_norm_scale_shift_fp8"), 0);
+	/* new addresses each time: each launch gets its own */
+	for (i = 0; i < 3; i++) {
+		x.data = ADDR(3) + 4096 * (jitk_devptr)i;
+		y.data = ADDR(1) + 8192 * (jitk_devptr)i;
+		assert_int_equal(jitk_op_call(&info, op, JITK_CALL_TRY, args, 6, NULL), 0);
+		assert_false(info.fallback);
+		assert_string_equal(info.instance, "fused_norm_scale_shift_fp8[hidden=3072]");
+		assert_int_equal(fake.nlaunches, ++n);
+		assert_int_equal(fake.launches[n - 1].values[P_X], x.data);
+		assert_int_equal(fake.launches[n - 1].values[P_Y], y.data);
+		assert_int_equal(fake.launches[n - 1].values[P_ROWS], 8);
+	}
+	/* what the addresses decide, after a remembered call */
+	x.data = ADDR(3) + 2;
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_TRY, args, 6, NULL), JITK_FALLBACK);
+	snprintf(want, sizeof(want), "x (0x%llx) is not 16-byte aligned", (unsigned long long)x.data);
+	assert_string_equal(info.reason, want);
+	x.data = 0;
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_TRY, args, 6, NULL), JITK_FALLBACK);
+	assert_string_equal(info.reason, "x is NULL");
+	x.data = ADDR(3);
+	y.data = ADDR(3) + 4096; /* inside x */
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_TRY, args, 6, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "fused_norm_scale_shift_fp8[hidden=3072]: y overlaps x in memory (nothing launched)");
+	y.data = ADDR(1);
+	fake.buffer_epoch++; /* input_scale's memory is another allocation now */
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_TRY, args, 6, NULL), JITK_FALLBACK);
+	assert_non_null(strstr(info.reason, "was not validated with jitk_configure"));
+	assert_int_equal(jitk_configure(rt, "fused_norm_scale_shift_fp8", "input_scale", &s), 0);
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_TRY, args, 6, NULL), 0);
+	assert_int_equal(jitk_unconfigure(rt, s.data), 0);
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_TRY, args, 6, NULL), JITK_FALLBACK);
+	assert_int_equal(jitk_configure(rt, "fused_norm_scale_shift_fp8", "input_scale", &s), 0);
+	assert_int_equal(fake.nlaunches, n += 1);
+	/* a scalar is part of the key */
+	{
+		jitk_arg eps[7];
+
+		memcpy(eps, args, sizeof(args));
+		eps[6].name = "eps";
+		eps[6].type = JITK_ARG_F32;
+		for (i = 0; i < 2; i++) {
+			float e;
+
+			eps[6].v.f32 = i ? 1e-5f : 1e-3f;
+			assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, eps, 7, NULL), 0);
+			memcpy(&e, &fake.launches[n++].values[P_EPS], sizeof(e));
+			assert_true(e == eps[6].v.f32);
+		}
+	}
+	/* more keys than the memo holds, twice round: each launch right */
+	fake.nlaunches = n = 0;
+	for (round = 0; round < 2; round++)
+		for (i = 1; i <= 40; i++) {
+			tensor2(&y, ADDR(1), bf16, i, h);
+			tensor2(&q, ADDR(2), fp8, i, h);
+			tensor2(&x, ADDR(3), bf16, i, h);
+			assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 6, NULL), 0);
+			assert_int_equal(fake.launches[n].values[P_ROWS], i);
+			assert_int_equal(fake.launches[n].grid[0],
+					 GRID(rt, "fused_norm_scale_shift_fp8[hidden=3072]", "rows", i));
+			if (++n == FAKE_MAX_LAUNCHES)
+				fake.nlaunches = n = 0;
+		}
+	/* a shape the memo has seen, then a wrong one: the full path's error */
+	tensor2(&x, ADDR(3), bf16, 41, h);
+	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 6, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "fused_norm_scale_shift_fp8[hidden=3072]: x: expected shape [40, 3072], got [41, 3072] (nothing launched)");
+	/* another runtime on the same thread: its own kernels */
+	{
+		fake_device fake2;
+
+		tensor2(&x, ADDR(3), bf16, 40, h);
+		rt2 = runtime(f, &fake2, 90, f->specs);
+		assert_int_equal(jitk_configure(rt2, "fused_norm_scale_shift_fp8", "input_scale", &s), 0);
+		assert_int_equal(jitk_op_get(&op, rt2, "fused_norm_scale_shift_fp8"), 0);
+		assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 6, NULL), 0);
+		assert_int_equal(fake2.nlaunches, 1);
+		assert_int_equal(fake2.launches[0].values[P_X], ADDR(3));
+		jitk_runtime_free(rt2);
+	}
+	jitk_runtime_free(rt);
+}
+
 /* A family that is only data (tests/families: one YAML file, one
  * template): listed, explained with shapes, called with its shapes
  * checked (a strided view included), and, where its gate fails, run
@@ -1111,6 +1231,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sm80, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_guards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_generic_call_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_call_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_only_family, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_capture, setup, teardown),

@@ -149,6 +149,10 @@ typedef struct {
 	int parent;
 	unsigned char want_set[MAX_MATCHED_PARAMS];
 	int64_t want[MAX_MATCHED_PARAMS];
+	/* once launched: what the call memo keeps */
+	jitk_kernel *k;
+	unsigned grid;
+	uint64_t params[JITK_MAX_SPEC_ARGS];
 } call;
 
 /* Instance i of the op's symbol is one the call may pick: the op selects
@@ -654,19 +658,18 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 	return 0;
 }
 
-int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
-		 jitk_stream stream, int dry)
+/* The launch checks and the grid for the call's slots: 0 and *grid set
+ * (0: an empty problem, nothing to launch), or the error. */
+static int launch_grid(const jitk_kernel *k, const int64_t *slots, unsigned *grid_out)
 {
 	const spec_family *f = k->fam;
-	jitk_runtime *rt = k->rt;
-	const char *name = rt->comp->specs->insts[k->inst].name;
-	void *ptrs[JITK_MAX_SPEC_ARGS];
+	const char *name = k->rt->comp->specs->insts[k->inst].name;
 	int64_t grid = 0, ok;
 	size_t i;
-	int r;
 
+	*grid_out = 0;
 	for (i = 0; i < k->nchecks; i++)
-		if (jitk__expr_eval_args(k->checks[i], slots, &ok) || !ok)
+		if (k->checks[i] && (jitk__expr_eval_args(k->checks[i], slots, &ok) || !ok))
 			return jitk__error(JITK_EINVAL, "%s: %s (%s; nothing launched)", name,
 					   f->checks[i].message, f->checks[i].text);
 	if (jitk__expr_eval_args(k->grid, slots, &grid))
@@ -677,28 +680,49 @@ int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
 	if (grid > 0x7fffffff)
 		return jitk__error(JITK_EINVAL, "%s: grid of %lld blocks is too large", name,
 				   (long long)grid);
-	if (dry)
-		return JITK_OK;
-	for (i = 0; i < f->nargs; i++)
-		ptrs[i] = (void *)&params[i];
-	{
-		const unsigned g[3] = { (unsigned)grid, 1, 1 }, bl[3] = { k->block, 1, 1 };
+	*grid_out = (unsigned)grid;
+	return JITK_OK;
+}
 
-		r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, ptrs, f->nargs,
-				    k->programmatic);
-	}
+/* Launch k on grid blocks (none for 0) with one parameter value per
+ * family argument. */
+static int launch_kernel(jitk_kernel *k, unsigned grid, const uint64_t *params,
+			 jitk_stream stream)
+{
+	jitk_runtime *rt = k->rt;
+	void *ptrs[JITK_MAX_SPEC_ARGS];
+	const unsigned g[3] = { grid, 1, 1 }, bl[3] = { k->block, 1, 1 };
+	size_t i;
+	int r;
+
+	if (!grid)
+		return JITK_OK;
+	for (i = 0; i < k->fam->nargs; i++)
+		ptrs[i] = (void *)&params[i];
+	r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, ptrs, k->fam->nargs,
+			    k->programmatic);
 	if (r)
-		return jitk__error(JITK_EDRIVER, "launching %s failed: %s", name,
+		return jitk__error(JITK_EDRIVER, "launching %s failed: %s",
+				   rt->comp->specs->insts[k->inst].name,
 				   rt->ops->error_name(rt->impl, r));
 	atomic_fetch_add_explicit(&rt->slots[k->inst].launches, 1, memory_order_relaxed);
 	return JITK_OK;
+}
+
+int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
+		 jitk_stream stream, int dry)
+{
+	unsigned grid;
+	int rc = launch_grid(k, slots, &grid);
+
+	return rc || dry ? rc : launch_kernel(k, grid, params, stream);
 }
 
 static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t nargs,
 		     jitk_stream stream)
 {
 	jitk_runtime *rt = c->op->rt;
-	uint64_t params[JITK_MAX_SPEC_ARGS];
+	uint64_t *params = c->params;
 	jitk_kernel *k;
 	size_t inst = 0, i;
 	int rc;
@@ -706,8 +730,9 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 	c->f = c->op->sym->fam;
 	c->name = c->op->sym->name;
 	c->inst = SIZE_MAX;
+	c->k = NULL;
 	memset(c->slot_set, 0, sizeof(c->slot_set));
-	memset(params, 0, sizeof(params));
+	memset(params, 0, sizeof(c->params));
 	if ((rc = match_args(c, args, nargs)) || (rc = pick_instance(c, &inst)))
 		return rc;
 	c->inst = inst;
@@ -723,12 +748,223 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 	for (i = 0; i < c->f->nargs; i++)
 		if (c->f->args[i].type == AT_TENSOR && c->given[i] && k->present[i])
 			bind_slots(c, k, i);
-	if ((rc = bind_scalars(c, k, params)) || (rc = check_tensors(c, k, params)))
+	if ((rc = bind_scalars(c, k, params)) || (rc = check_tensors(c, k, params)) ||
+	    (rc = launch_grid(k, c->slots, &c->grid)) || c->dry ||
+	    (rc = launch_kernel(k, c->grid, params, stream)))
 		return rc;
-	return jitk__launch(k, c->slots, params, c->dry ? NULL : stream, c->dry);
+	c->k = k;
+	return JITK_OK;
 }
 
-/* A contiguous tensor as 1-D (flat() in a fallback's argument map). */
+/* ------------------------------------------------------------ the memo */
+
+/* A call that launched its instance is remembered, per thread, under what
+ * decides everything but the addresses: the op, the mode and each
+ * argument's name (the pointer), type and value (for a tensor: dtype,
+ * shape and strides). A later call with the same key skips the instance
+ * pick, the binding and every shape, stride and expression check: it
+ * checks only what the addresses decide (NULL, alignment, configured
+ * tensors, overlap) and launches. Whatever it does not accept takes the
+ * full path, which reports it. */
+#define MEMO_ENTRIES 16
+#define MEMO_ARGS 16
+#define MEMO_KEY 96
+
+typedef struct {
+	unsigned char arg;      /* in the call's arguments */
+	unsigned char fam;      /* the family's argument */
+	unsigned char nullable; /* a NULL address is passed as it is */
+	unsigned char configured; /* enum spec_rule, 0: none */
+	uint32_t overlap;       /* bit j: must not overlap tensor j (it writes) */
+	uint64_t align_mask;
+	uint64_t span;          /* bytes from the address past the last element; 0: empty */
+} memo_tensor;
+
+typedef struct {
+	const jitk_op *op; /* NULL: an unused entry */
+	uint64_t rt_id;
+	size_t nkey;
+	int64_t key[MEMO_KEY];
+	jitk_kernel *k;
+	const char *instance;
+	unsigned grid;
+	size_t ntensors;
+	memo_tensor t[MEMO_ARGS];
+	uint64_t params[JITK_MAX_SPEC_ARGS]; /* the scalars; the addresses per call */
+} memo_entry;
+
+static _Thread_local memo_entry memo[MEMO_ENTRIES];
+static _Thread_local unsigned memo_next;
+static atomic_ullong runtime_ids;
+
+uint64_t jitk__runtime_id(void)
+{
+	return atomic_fetch_add(&runtime_ids, 1) + 1;
+}
+
+/* The key of a call into key (MEMO_KEY words): its length, or 0 when it
+ * has no key (too many arguments or dimensions, a DLPack argument). */
+static size_t memo_key(int64_t *key, jitk_call_mode mode, const jitk_arg *args, size_t nargs)
+{
+	size_t i, n = 0;
+	int32_t d;
+
+	if (nargs > MEMO_ARGS)
+		return 0;
+	key[n++] = mode;
+	for (i = 0; i < nargs; i++) {
+		const jitk_arg *g = &args[i];
+		const jitk_tensor *t = g->v.tensor;
+
+		if (n + 2 + 2 * JITK_MAX_DIMS > MEMO_KEY)
+			return 0;
+		key[n++] = (int64_t)(uintptr_t)g->name;
+		switch (g->type) {
+		case JITK_ARG_TENSOR:
+			if (!t || t->ndim < 0 || t->ndim > JITK_MAX_DIMS)
+				return 0;
+			key[n++] = (int64_t)g->type | (int64_t)t->dtype.code << 8 |
+				   (int64_t)t->dtype.bits << 16 | (int64_t)t->dtype.lanes << 24 |
+				   (int64_t)t->ndim << 40;
+			for (d = 0; d < t->ndim; d++) {
+				key[n++] = t->shape[d];
+				key[n++] = t->strides[d];
+			}
+			break;
+		case JITK_ARG_I32:
+			key[n++] = g->type;
+			key[n++] = g->v.i32;
+			break;
+		case JITK_ARG_I64:
+			key[n++] = g->type;
+			key[n++] = g->v.i64;
+			break;
+		case JITK_ARG_F32: {
+			uint32_t bits;
+
+			memcpy(&bits, &g->v.f32, sizeof(bits));
+			key[n++] = g->type;
+			key[n++] = bits;
+			break;
+		}
+		default:
+			return 0;
+		}
+	}
+	return n;
+}
+
+static memo_entry *memo_find(const jitk_op *op, const int64_t *key, size_t nkey)
+{
+	size_t i;
+
+	for (i = 0; i < MEMO_ENTRIES; i++) {
+		memo_entry *e = &memo[i];
+
+		if (e->op == op && e->rt_id == op->rt->id && e->nkey == nkey &&
+		    !memcmp(e->key, key, nkey * sizeof(*key)))
+			return e;
+	}
+	return NULL;
+}
+
+/* Remember call c, which launched (or found nothing to launch). */
+static void memo_store(const call *c, const int64_t *key, size_t nkey, const jitk_arg *args,
+		       size_t nargs)
+{
+	const spec_family *f = c->f;
+	const jitk_kernel *k = c->k;
+	memo_entry *e = memo_find(c->op, key, nkey);
+	size_t i, j, nt = 0;
+
+	if (!e) {
+		e = &memo[memo_next++ % MEMO_ENTRIES];
+		e->op = NULL;
+	}
+	for (i = 0; i < nargs; i++) {
+		const jitk_arg *g = &args[i];
+		const jitk_tensor *t;
+		memo_tensor *mt;
+		int a = -1;
+		uint64_t lo, hi;
+
+		for (j = 0; j < f->nargs && a < 0; j++)
+			if (c->given[j] == g)
+				a = (int)j;
+		if (a < 0 || g->type != JITK_ARG_TENSOR)
+			continue;
+		t = g->v.tensor;
+		mt = &e->t[nt++];
+		mt->arg = (unsigned char)i;
+		mt->fam = (unsigned char)a;
+		mt->nullable = f->args[a].nullable;
+		mt->configured = (unsigned char)f->args[a].configured;
+		mt->align_mask = (uint64_t)k->tensors[a].align - 1;
+		mt->overlap = 0;
+		mt->span = 0;
+		if (numel(t)) {
+			extent(t, &lo, &hi);
+			mt->span = hi - lo;
+		}
+	}
+	/* the pairs the overlap check looks at */
+	for (i = 0; i < nt; i++) {
+		if (!e->t[i].span || f->args[e->t[i].fam].io == IO_IN)
+			continue;
+		for (j = 0; j < nt; j++)
+			if (j != i && e->t[j].span && !may_alias(f, e->t[i].fam, e->t[j].fam))
+				e->t[i].overlap |= 1u << j;
+	}
+	memcpy(e->key, key, nkey * sizeof(*key));
+	e->nkey = nkey;
+	e->k = c->k;
+	e->instance = c->name;
+	e->grid = c->grid;
+	e->ntensors = nt;
+	memcpy(e->params, c->params, sizeof(e->params));
+	for (i = 0; i < nt; i++)
+		e->params[e->t[i].fam] = 0;
+	e->rt_id = c->op->rt->id;
+	e->op = c->op;
+}
+
+/* A call the memo holds: 1 when launched (or failed to launch: *rc),
+ * 0 when the full path must take it. */
+static int memo_call(int *rc, jitk_call_info *info, const memo_entry *e, const jitk_arg *args,
+		     jitk_stream stream)
+{
+	uint64_t params[JITK_MAX_SPEC_ARGS], lo[MEMO_ARGS], hi[MEMO_ARGS];
+	size_t i, j;
+
+	memcpy(params, e->params, sizeof(params));
+	for (i = 0; i < e->ntensors; i++) {
+		const memo_tensor *mt = &e->t[i];
+		uint64_t data = args[mt->arg].v.tensor->data;
+
+		params[mt->fam] = data;
+		lo[i] = data;
+		hi[i] = data + mt->span;
+		if (!mt->span)
+			continue;
+		if (!data) {
+			if (!mt->nullable)
+				return 0;
+			hi[i] = 0; /* passed as NULL, never overlaps */
+			continue;
+		}
+		if ((data & mt->align_mask) ||
+		    (mt->configured && !configured_ok(e->op->rt, data, mt->configured)))
+			return 0;
+	}
+	for (i = 0; i < e->ntensors; i++)
+		for (j = 0; e->t[i].overlap >> j; j++)
+			if ((e->t[i].overlap >> j & 1) && lo[i] < hi[j] && lo[j] < hi[i])
+				return 0;
+	info->instance = e->instance;
+	*rc = launch_kernel(e->k, e->grid, params, stream);
+	return 1;
+}
+
 static int flatten(jitk_tensor *out, const jitk_tensor *t, const char *name)
 {
 	int64_t stride = 1, n = numel(t);
@@ -844,6 +1080,9 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 		 size_t nargs, jitk_stream stream)
 {
 	jitk_call_info info = { 0, NULL, NULL };
+	int64_t key[MEMO_KEY];
+	memo_entry *e;
+	size_t nkey;
 	call c;
 	int rc;
 
@@ -856,6 +1095,14 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 				   op->sym->name, nargs);
 	if (mode != JITK_CALL_STRICT && mode != JITK_CALL_TRY && mode != JITK_CALL_AUTO)
 		return jitk__error(JITK_EINVAL, "jitk_op_call: unknown mode %d", (int)mode);
+	nkey = memo_key(key, mode, args, nargs);
+	if (nkey && (e = memo_find(op, key, nkey)) && memo_call(&rc, &info, e, args, stream)) {
+		if (!rc)
+			jitk__error_clear();
+		if (out)
+			*out = info;
+		return rc;
+	}
 	c.op = op;
 	c.mode = mode;
 	c.lenient = 0;
@@ -863,6 +1110,8 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 	c.reason[0] = '\0';
 	c.parent = 0;
 	rc = call_once(&c, &info, args, nargs, stream);
+	if (!rc && nkey && c.k)
+		memo_store(&c, key, nkey, args, nargs);
 	if (rc == JITK_FALLBACK) {
 		snprintf(last_reason, sizeof(last_reason), "%s", c.reason);
 		jitk__error_clear();

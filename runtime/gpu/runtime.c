@@ -192,6 +192,7 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	}
 	rt->ops = ops;
 	rt->impl = impl;
+	rt->id = jitk__runtime_id();
 	rt->device = o.device;
 	rt->capture = o.capture;
 	rt->programmatic = o.programmatic != 0;
@@ -456,6 +457,11 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 		if ((rc = bind_expr(&k->checks[i], &f->checks[i], &bc, "the launch check")))
 			return rc;
 		k->nchecks++;
+		/* one that this variant's constants pass is never evaluated */
+		if (jitk__expr_constant(k->checks[i], &v) && v) {
+			jitk__expr_free(k->checks[i]);
+			k->checks[i] = NULL;
+		}
 	}
 	return 0;
 }

@@ -83,6 +83,7 @@ typedef struct {
 } jitk_configured;
 
 struct jitk_runtime {
+	uint64_t id; /* never reused in a process (the call memo's key) */
 	jitk_compiler *comp;
 	const jitk_device_ops *ops;
 	void *impl;
@@ -123,6 +124,8 @@ const char *jitk__unavailable_reason(jitk_runtime *rt, size_t inst);
  * cuLaunchKernel (dry: everything but the launch). */
 int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
 		 jitk_stream stream, int dry);
+/* A fresh value for jitk_runtime.id. */
+uint64_t jitk__runtime_id(void);
 void jitk__ops_free(jitk_runtime *rt);
 
 #endif
