@@ -240,6 +240,18 @@ class FakeDtype:
     pass
 
 
+class FakeParameter(FakeTensor):
+    """Like torch.Tensor's own attributes: shape and dtype are descriptors of
+    the class (the plan looks them up once per class, then calls them with
+    the tensor), the methods are the class's."""
+
+    def __init__(self, ptr, shape, strides, dtype, device=0):
+        self.p, self._shape, self.s, self._dtype, self.d = ptr, shape, strides, dtype, device
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+
+
 @unittest.skipIf(fast() is None, "jitk._fast is not built (the installed package has it)")
 class PlanTests(unittest.TestCase):
     """The compiled plan, against a stand-in for jitk_op_call that records
@@ -254,7 +266,7 @@ class PlanTests(unittest.TestCase):
         self.bf16, self.f32 = FakeDtype(), FakeDtype()
         self.plan = fast().Plan(0x1234, ctypes.cast(self.cb, ctypes.c_void_p).value, 2, 0,
                                 ("y", "x", "w", "n", "eps"), "ttolf",
-                                ((self.bf16, 4, 16), (self.f32, 2, 32)), (FakeTensor, FakeTensor),
+                                ((self.bf16, 4, 16), (self.f32, 2, 32)), (FakeTensor, FakeParameter),
                                 jitk.ArgumentError, jitk.ArgumentTypeError)
 
     def record(self, info, op, mode, args, n, stream):
@@ -283,6 +295,13 @@ class PlanTests(unittest.TestCase):
         self.assertEqual(self.seen[-1][3][2], ("w", 0x3000, 2, 32, [3], [1]))
         self.assertEqual(self.plan(9, y, x, None, 5, 0.5), -3)  # the library's status
         self.assertEqual(self.plan(55, y, object(), None, 5, 0.5), -100)  # not a plain tensor
+        # the second plain type, whose shape and dtype are the class's descriptors
+        p = FakeParameter(0x4000, (4, 6), (6, 1), self.bf16)
+        self.assertEqual(self.plan(55, p, x, None, 5, 0.5), 0)
+        self.assertEqual(self.seen[-1][3][0], ("y", 0x4000, 4, 16, [4, 6], [6, 1]))
+        with self.assertRaises(ValueError) as e:
+            self.plan(55, FakeParameter(0x4000, (4, 6), (6, 1), self.bf16, device=2), x, None, 5, 0.5)
+        self.assertIn("y is on cuda:2, not cuda:0", str(e.exception))
 
     def test_refuses_before_the_call(self):
         y = FakeTensor(0x1000, (4, 6), (6, 1), self.bf16)

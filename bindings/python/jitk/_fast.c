@@ -22,6 +22,9 @@
 #define NOT_PLAIN (-100)
 #define MAX_DTYPES 16
 
+/* the tensor attributes a call reads */
+enum { A_GET_DEVICE, A_DTYPE, A_DATA_PTR, A_SHAPE, A_STRIDE, N_ATTRS };
+
 typedef int (*op_call_fn)(jitk_call_info *, jitk_op *, jitk_call_mode, const jitk_arg *, size_t,
 			  jitk_stream);
 
@@ -38,11 +41,18 @@ typedef struct {
 	jitk_dtype dt_code[MAX_DTYPES];
 	int ndt;
 	PyObject *plain[2];
+	/* per plain type, what a read looks up: the class's attribute for
+	 * each of get_device, dtype, data_ptr, shape, stride (looked up once,
+	 * then called with the tensor: no lookup along the type's MRO and no
+	 * bound method per call) */
+	PyObject *attr[2][N_ATTRS];
 	PyObject *arg_error, *type_error;
 	vectorcallfunc vectorcall;
 } Plan;
 
 static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_get_device;
+static PyObject **attr_names[N_ATTRS] = { &s_get_device, &s_dtype, &s_data_ptr, &s_shape,
+					  &s_stride };
 
 static void plan_dealloc(Plan *p)
 {
@@ -58,6 +68,8 @@ static void plan_dealloc(Plan *p)
 		Py_XDECREF(p->dt_obj[j]);
 	Py_XDECREF(p->plain[0]);
 	Py_XDECREF(p->plain[1]);
+	for (j = 0; j < 2 * N_ATTRS; j++)
+		Py_XDECREF(p->attr[j / N_ATTRS][j % N_ATTRS]);
 	Py_XDECREF(p->arg_error);
 	Py_XDECREF(p->type_error);
 	Py_TYPE(p)->tp_free((PyObject *)p);
@@ -100,16 +112,36 @@ static int read_ints(PyObject *tup, int64_t *out, int max)
 	return (int)n;
 }
 
+/* Attribute a of tensor v (of plain type ty): a descriptor's value (dtype,
+ * shape), a method's result (the others). New reference, NULL on error. */
+static PyObject *attr_of(Plan *p, int ty, int a, PyObject *v)
+{
+	PyObject *d = p->attr[ty][a];
+	descrgetfunc get;
+
+	if (!d) /* not an attribute of the class: of the instance */
+		return a == A_DTYPE || a == A_SHAPE ? PyObject_GetAttr(v, *attr_names[a])
+						    : PyObject_CallMethodNoArgs(v, *attr_names[a]);
+	if (a == A_DTYPE || a == A_SHAPE)
+		return (get = Py_TYPE(d)->tp_descr_get) ? get(d, v, (PyObject *)Py_TYPE(v))
+							: PyObject_GetAttr(v, *attr_names[a]);
+	return PyObject_Vectorcall(d, &v, 1, NULL);
+}
+
 /* 0 done, 1 not a plain tensor, -1 error raised. */
 static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 {
 	PyObject *r;
 	long dev;
-	int j, n, m;
+	int j, n, m, ty;
 
-	if ((PyObject *)Py_TYPE(v) != p->plain[0] && (PyObject *)Py_TYPE(v) != p->plain[1])
+	if ((PyObject *)Py_TYPE(v) == p->plain[0])
+		ty = 0;
+	else if ((PyObject *)Py_TYPE(v) == p->plain[1])
+		ty = 1;
+	else
 		return 1;
-	if (!(r = PyObject_CallMethodNoArgs(v, s_get_device)))
+	if (!(r = attr_of(p, ty, A_GET_DEVICE, v)))
 		return -1;
 	dev = PyLong_AsLong(r);
 	Py_DECREF(r);
@@ -117,7 +149,7 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 		return fail_arg(p, p->arg_error, "%s is on the CPU, not cuda:%d", name, p->device);
 	if (dev != p->device)
 		return fail_arg(p, p->arg_error, "%s is on cuda:%ld, not cuda:%d", name, dev, p->device);
-	if (!(r = PyObject_GetAttr(v, s_dtype)))
+	if (!(r = attr_of(p, ty, A_DTYPE, v)))
 		return -1;
 	for (j = 0; j < p->ndt && p->dt_obj[j] != r; j++)
 		;
@@ -133,13 +165,13 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 	Py_DECREF(r);
 	memset(t, 0, sizeof(*t));
 	t->dtype = p->dt_code[j];
-	if (!(r = PyObject_CallMethodNoArgs(v, s_data_ptr)))
+	if (!(r = attr_of(p, ty, A_DATA_PTR, v)))
 		return -1;
 	t->data = PyLong_AsUnsignedLongLong(r);
 	Py_DECREF(r);
 	if (PyErr_Occurred())
 		return -1;
-	if (!(r = PyObject_GetAttr(v, s_shape)))
+	if (!(r = attr_of(p, ty, A_SHAPE, v)))
 		return -1;
 	n = read_ints(r, t->shape, JITK_MAX_DIMS);
 	Py_DECREF(r);
@@ -147,7 +179,7 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 		return fail_arg(p, p->arg_error, "%s has more than %d dimensions", name, JITK_MAX_DIMS);
 	if (n < 0)
 		return n == -1 ? -1 : fail_arg(p, p->type_error, "%s: shape is not a tuple", name);
-	if (!(r = PyObject_CallMethodNoArgs(v, s_stride)))
+	if (!(r = attr_of(p, ty, A_STRIDE, v)))
 		return -1;
 	m = read_ints(r, t->strides, JITK_MAX_DIMS);
 	Py_DECREF(r);
@@ -304,6 +336,15 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	p->plain[1] = PyTuple_GET_ITEM(plain, 1);
 	Py_INCREF(p->plain[0]);
 	Py_INCREF(p->plain[1]);
+	for (i = 0; i < 2 * N_ATTRS; i++)
+		if (!(p->attr[i / N_ATTRS][i % N_ATTRS] =
+			      PyObject_GetAttr(p->plain[i / N_ATTRS], *attr_names[i % N_ATTRS]))) {
+			if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+				Py_DECREF(p);
+				return NULL;
+			}
+			PyErr_Clear(); /* an instance attribute, looked up per call */
+		}
 	p->arg_error = aerr;
 	p->type_error = terr;
 	Py_INCREF(aerr);
