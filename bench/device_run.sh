@@ -3,7 +3,7 @@
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
 # STEPS: any of tests multi axes qk famsan deploy fambench famtorch memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
-# sweep python pyops torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
+# sweep python pyops hot tune profile block torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
 # Every step runs even when an earlier one failed; the script exits 1 at the end, naming the
@@ -190,15 +190,20 @@ if has python; then
 	ran $? "python binding (torch)"
 	grep -E "^Ran|^OK|FAILED|Error" "$OUT/python.log"
 fi
-if has pyops; then
-	# the package from the source tree: its compiled call plan built for this
-	# machine's python, then the ops, DLPack and host-overhead tests
+# build_fast LOG: the package's compiled call plan, for this machine's
+# python, in the source tree (PYTHONPATH then finds the package there).
+build_fast() {
 	inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 	suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
-		-o "bindings/python/jitk/_fast$suf" >"$OUT/pyops.log" 2>&1
+		-o "bindings/python/jitk/_fast$suf" >"$1" 2>&1
 	ran $? "python _fast build"
 	export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+}
+if has pyops; then
+	# the package from the source tree, then the ops, DLPack and
+	# host-overhead tests
+	build_fast "$OUT/pyops.log"
 	JITK_SPECS=specs:tests/families/specs python3 -m unittest -v tests/python/test_ops.py >>"$OUT/pyops.log" 2>&1
 	ran $? "python ops"
 	JITK_SPECS=specs:tests/families/specs python3 -m unittest -v tests/python/test_dlpack_gpu.py >>"$OUT/pyops.log" 2>&1
@@ -207,6 +212,46 @@ if has pyops; then
 	python3 bench/py_overhead.py >"$OUT/py_overhead.log" 2>&1
 	ran $? "python overhead"
 	tail -20 "$OUT/py_overhead.log"
+fi
+if has hot; then
+	# the C hot path: a typed launch and jitk_op_call against a raw cuLaunchKernel
+	"$b/jitk" bench --rows 128 --hidden 3072 --reps 20 >"$OUT/hot.log" 2>&1
+	ran $? hot
+	grep -E "^hot path|^cold|^warm" "$OUT/hot.log"
+fi
+if has tune; then
+	# tuning variants (bench/tune.py): the q-only norm instances, QK
+	for set in q_only qk; do
+		python3 bench/tune.py $set "$b" >"$OUT/tune_$set.log" 2>&1
+		ran $? "tune $set"
+		cat "$OUT/tune_$set.log"
+	done
+fi
+if has profile; then
+	# Nsight Compute on the kernels whose bandwidth is short of the target
+	for c in qk norm_q norm_yq; do
+		timeout 200 ncu --clock-control none --launch-skip 3 --launch-count 1 \
+			--kernel-name regex:"qk_norm_rope|norm_scale_shift" --section SpeedOfLight \
+			--section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+			--section WarpStateStats python3 bench/ncu_cases.py $c >"$OUT/ncu_$c.log" 2>&1
+		ran $? "ncu $c"
+		grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Block Limit|Stall|Warp Cycles Per Issued" "$OUT/ncu_$c.log" | head -24
+	done
+fi
+if has block; then
+	# the Qwen-Image block (examples/qwen_image_block.py): byte identity, then
+	# the configurations from an empty cache and from the one it filled
+	[ -n "${PYTHONPATH:-}" ] || build_fast "$OUT/block_build.log"
+	python3 examples/qwen_image_block.py --check >"$OUT/block.log" 2>&1
+	ran $? "block check"
+	rm -rf "$tmp/bc"
+	JITK_CACHE_DIR=$tmp/bc timeout ${JITK_BLOCK_S:-400} python3 examples/qwen_image_block.py \
+		--only "${JITK_BLOCK_ONLY:-acd}" >>"$OUT/block.log" 2>&1
+	ran $? "block (empty cache)"
+	JITK_CACHE_DIR=$tmp/bc timeout 120 python3 examples/qwen_image_block.py --only cd \
+		>>"$OUT/block.log" 2>&1
+	ran $? "block (warm cache)"
+	grep -vE "Warning|warn" "$OUT/block.log" | tail -40
 fi
 if has torch; then
 	python3 bench/torch_baseline.py --rows 128,1024,4096,16384 --hidden 3072 >"$OUT/torch.log" 2>&1

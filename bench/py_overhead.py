@@ -82,6 +82,41 @@ def main():
     base, out_base = res[0][1], res[1][1]
     print(f"jitk.ops functional / torch.add: {res[2][1] / base:.2f}; "
           f"jitk.ops.out / torch.add(out=): {res[3][1] / out_base:.2f} (target <= 1.00)")
+    breakdown(a, sym, fn_out, dict(x=x, scale=scale, shift=shift, input_scale=s, y=y, q=q))
+
+
+def breakdown(a, sym, fn_out, vals):
+    """Where an eager out call's host time goes: its pieces timed alone."""
+    from jitk import _ops
+    spec = _ops.specs_registered[sym]
+    g = fn_out.__globals__
+    dev = vals["x"].get_device()
+    plan = g["_plans"].get(dev) or g["_plan"](dev)
+    stream = g["_stream"]
+    args = [vals.get(c["name"], c.get("default")) for c in spec.call_args]
+    x = vals["x"]
+    parts = [
+        ("the plan alone (C: read 6 tensors, jitk_op_call, launch)",
+         lambda: plan(stream(dev), *args)),
+        ("raw current stream", lambda: stream(dev)),
+        ("torch.compiler.is_compiling()", g["_compiling"]),
+        ("one tensor's reads in Python (device, dtype, data_ptr, shape, stride)",
+         lambda: (x.get_device(), x.dtype, x.data_ptr(), x.shape, x.stride())),
+        ("torch.empty of one [rows, hidden] bf16 output",
+         lambda: torch.empty((a.rows, a.hidden), dtype=torch.bfloat16, device=x.device)),
+        ("torch.empty_like(x)", lambda: torch.empty_like(x)),
+        ("x.new_empty((rows, hidden))", lambda: x.new_empty((a.rows, a.hidden))),
+        ("x.is_contiguous()", lambda: x.is_contiguous()),
+        ("x.stride()", lambda: x.stride()),
+        ("x.shape", lambda: x.shape),
+        ("x.data_ptr()", lambda: x.data_ptr()),
+        ("a Python call with 6 arguments (a no-op)", lambda: (lambda *v, **k: None)(x, x, x, x, y=x, q=x)),
+    ]
+    print("\nwhere the time goes (each piece alone, median us):")
+    for name, f in parts:
+        for _ in range(50):
+            f()
+        print(f"  {name:<72} {host_us(f, a.calls):8.2f}")
 
 
 def _has_fast():

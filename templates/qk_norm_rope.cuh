@@ -310,6 +310,9 @@ __device__ __forceinline__ void qk_token(const heads_view &Q, const heads_view &
 					store_vector(v_out + (first + i) * vostep, x[i]);
 		}
 	}
+	// a block that takes another token next writes head_sums again
+	if constexpr (C::norm && HEADS)
+		__syncthreads();
 }
 
 // ------------------------------------------------------- entry points
@@ -341,8 +344,11 @@ qk_norm_rope(bf16 *q, bf16 *k, const bf16 *__restrict__ q_weight,
 	wait_for_prior_kernels(); // before any global memory access
 	const heads_view Q = in_place(q, q_stride, q_head_stride);
 	const heads_view K = in_place(k, k_stride, k_head_stride);
-	qk_token<C, false>(Q, K, K, q_heads, k_heads, q_weight, k_weight, cos_sin, positions,
-		    positions_i64, blockIdx.x, rotary, table_rows, eps);
+	// the spec's grid may be smaller than tokens (a tuning cap): then
+	// each block takes every gridDim.x-th token
+	for (long long t = blockIdx.x; t < tokens; t += gridDim.x)
+		qk_token<C, false>(Q, K, K, q_heads, k_heads, q_weight, k_weight, cos_sin, positions,
+			    positions_i64, t, rotary, table_rows, eps);
 }
 
 // The fused kernel, out of place: reads q, k, v; writes q_out, k_out and
@@ -365,8 +371,11 @@ qk_norm_rope_out(bf16 *q_out, bf16 *k_out, bf16 *v_out, const bf16 *q, const bf1
 	const heads_view Q = { q, q_out, q_stride, q_head_stride, q_out_stride, q_out_head_stride };
 	const heads_view K = { k, k_out, k_stride, k_head_stride, k_out_stride, k_out_head_stride };
 	const heads_view V = { v, v_out, v_stride, v_head_stride, v_out_stride, v_out_head_stride };
-	qk_token<C, true>(Q, K, V, q_heads, k_heads, q_weight, k_weight, cos_sin, positions,
-		    positions_i64, blockIdx.x, rotary, table_rows, eps);
+	// the spec's grid may be smaller than tokens (a tuning cap): then
+	// each block takes every gridDim.x-th token
+	for (long long t = blockIdx.x; t < tokens; t += gridDim.x)
+		qk_token<C, true>(Q, K, V, q_heads, k_heads, q_weight, k_weight, cos_sin, positions,
+			    positions_i64, t, rotary, table_rows, eps);
 }
 
 // The split path, step 1: steps 1-3 of the contract (the norm), in place.
@@ -379,9 +388,12 @@ rms_norm_heads(bf16 *q, bf16 *k, const bf16 *__restrict__ q_weight,
 {
 	using C = plan_of<P, true, false, P::span, P::weight, RopeStyle::neox, RopePositions::none>;
 	wait_for_prior_kernels();
-	qk_token<C, false>(in_place(q, q_stride, q_head_stride), in_place(k, k_stride, k_head_stride),
-			   in_place(k, k_stride, k_head_stride), q_heads, k_heads, q_weight, k_weight, nullptr, nullptr, nullptr,
-		    blockIdx.x, 0, 1, eps);
+	// the spec's grid may be smaller than tokens (a tuning cap): then
+	// each block takes every gridDim.x-th token
+	for (long long t = blockIdx.x; t < tokens; t += gridDim.x)
+		qk_token<C, false>(in_place(q, q_stride, q_head_stride), in_place(k, k_stride, k_head_stride),
+				   in_place(k, k_stride, k_head_stride), q_heads, k_heads, q_weight, k_weight, nullptr, nullptr, nullptr,
+			    t, 0, 1, eps);
 }
 
 // The split path, step 2: step 4 (the rotation) on the stored bf16
@@ -395,9 +407,12 @@ rope(bf16 *q, bf16 *k, const float *__restrict__ cos_sin, const int *__restrict_
 {
 	using C = plan_of<P, false, true, NormSpan::head, false, P::style, P::positions>;
 	wait_for_prior_kernels();
-	qk_token<C, false>(in_place(q, q_stride, q_head_stride), in_place(k, k_stride, k_head_stride),
-			   in_place(k, k_stride, k_head_stride), q_heads, k_heads, nullptr, nullptr, cos_sin, positions,
-		    positions_i64, blockIdx.x, rotary, table_rows, 0.0f);
+	// the spec's grid may be smaller than tokens (a tuning cap): then
+	// each block takes every gridDim.x-th token
+	for (long long t = blockIdx.x; t < tokens; t += gridDim.x)
+		qk_token<C, false>(in_place(q, q_stride, q_head_stride), in_place(k, k_stride, k_head_stride),
+				   in_place(k, k_stride, k_head_stride), q_heads, k_heads, nullptr, nullptr, cos_sin, positions,
+			    positions_i64, t, rotary, table_rows, 0.0f);
 }
 
 // A strided copy of [tokens, heads, D] (the out-of-place fallback's first
@@ -411,8 +426,11 @@ copy_heads(bf16 *dst, const bf16 *src, long long tokens, int heads, long long ds
 			  RopePositions::none>;
 	wait_for_prior_kernels();
 	const heads_view X = { src, dst, src_stride, src_head_stride, dst_stride, dst_head_stride };
-	qk_token<C, false, false>(X, X, X, heads, 0, nullptr, nullptr, nullptr, nullptr, nullptr, blockIdx.x,
-		    0, 1, 0.0f);
+	// the spec's grid may be smaller than tokens (a tuning cap): then
+	// each block takes every gridDim.x-th token
+	for (long long t = blockIdx.x; t < tokens; t += gridDim.x)
+		qk_token<C, false, false>(X, X, X, heads, 0, nullptr, nullptr, nullptr, nullptr, nullptr, t,
+			    0, 1, 0.0f);
 }
 
 } // namespace jitk
