@@ -7,7 +7,7 @@ where the variant says, a line replaced (the launch grid). Tuning keys
 never change the bytes a kernel writes (the templates' reduction order
 does not depend on them; the GPU tests compare every instance with its
 split path), only its speed. For each variant the set's benchmark runs
-with --specs pointing at the variant's directory, and the lines it names
+with JITK_SPECS naming the variant's directory, and the lines it names
 are printed under the variant's label. The winner goes into specs/ by
 hand, with the table in docs/performance.md.
 
@@ -28,23 +28,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETS = {
     "q_only": {
         "spec": "norm_scale_shift.yaml",
-        "bench": ["bench", "--family", "axes", "--reps", "100"],
+        "bench": ["axes_bench", "--rows", "4096,16384", "--hidden", "3072", "--reps", "100"],
         "lines": r"q only|^shared fp8|outputs q vs",
         "variants": [
             ("shipped", None, []),
             ("q: min_blocks 8", "  - when: { outputs: q }\n    min_blocks: 8\n", []),
             ("q: min_blocks 10", "  - when: { outputs: q }\n    min_blocks: 10\n", []),
             ("q: walk 4", "  - when: { outputs: q }\n    walk: 4\n", []),
-            ("q: walk 1, no prefetch", "  - when: { outputs: q }\n    walk: 1\n    prefetch: 0\n", []),
-            ("q: blocks_per_sm 16", "  - when: { outputs: q }\n    blocks_per_sm: 16\n", []),
-            ("q: fill_per_sm 16, walk 4",
-             "  - when: { outputs: q }\n    fill_per_sm: 16\n    walk: 4\n", []),
             ("q: min_blocks 8, walk 4", "  - when: { outputs: q }\n    min_blocks: 8\n    walk: 4\n", []),
         ],
     },
     "qk": {
         "spec": "qk_norm_rope.yaml",
-        "bench": ["bench", "--family", "qk", "--reps", "100"],
+        "bench": ["qk_bench", "--reps", "100"],
         "lines": r"^N |^4096|^16384|^4096\+512|^4608",
         "variants": [
             ("shipped", None, []),
@@ -53,11 +49,6 @@ SETS = {
             ("threads 384, items 2, min_blocks 3", "  - threads: 384\n    items: 2\n    min_blocks: 3\n", []),
             ("threads 192, items 4, min_blocks 6", "  - threads: 192\n    items: 4\n    min_blocks: 6\n", []),
             ("threads 192, items 4, min_blocks 5", "  - threads: 192\n    items: 4\n    min_blocks: 5\n", []),
-            ("threads 384, items 2", "  - threads: 384\n    items: 2\n", []),
-            ("grid 4/SM", "  - blocks_per_sm: 4\n",
-             [("  grid: tokens", "  grid: min(tokens, sm_count * blocks_per_sm)")]),
-            ("grid 8/SM", "  - blocks_per_sm: 8\n",
-             [("  grid: tokens", "  grid: min(tokens, sm_count * blocks_per_sm)")]),
             ("grid 16/SM", "  - blocks_per_sm: 16\n",
              [("  grid: tokens", "  grid: min(tokens, sm_count * blocks_per_sm)")]),
             ("grid 8/SM, min_blocks 8", "  - blocks_per_sm: 8\n    min_blocks: 8\n",
@@ -102,8 +93,8 @@ def main():
         for label, entry, repl in s["variants"]:
             d = variant_dir(base, s["spec"], entry, repl)
             cache = tempfile.mkdtemp(prefix="cache-", dir=base)
-            env = dict(os.environ, JITK_CACHE_DIR=cache)
-            p = subprocess.run([os.path.join(build, "jitk")] + s["bench"] + ["--specs", d],
+            env = dict(os.environ, JITK_CACHE_DIR=cache, JITK_SPECS=d)
+            p = subprocess.run([os.path.join(build, s["bench"][0])] + s["bench"][1:],
                                capture_output=True, text=True, timeout=400, env=env)
             print(f"## {label}", flush=True)
             if p.returncode:

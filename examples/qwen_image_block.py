@@ -7,9 +7,13 @@ one block on the GPU):
       around attention;
   (b) torch.compile of (a): mode default, and max-autotune-no-cudagraphs;
   (c) eager with jitk ops: fused norm + modulation + fp8 at both norm sites
-      (the second with the gated residual), the attention output's static
-      quantizer, and the fused QK-RMSNorm + RoPE when the specs have it;
-  (d) torch.compile(fullgraph=True) of (c).
+      (the second with the gated residual), the fused QK-RMSNorm + RoPE
+      written into the attention layout, and jitk's static fp8 quantizer
+      for the attention output and the GELU output;
+  (d) torch.compile(fullgraph=True) of (c): mode default, and
+      max-autotune-no-cudagraphs (as (b)'s, with its GEMM autotuning);
+      the GELU output's quantization is left to Inductor there (it fuses
+      it with the GELU into one kernel).
 
 Shapes: dim 3072, 24 heads x 128, MLP 12288 with GELU-tanh, 4096 image +
 512 text tokens, batch 1; random weights; per-block modulation from a
@@ -19,12 +23,13 @@ joint attention with SDPA.
 
     python3 examples/qwen_image_block.py            # all four, a table
     python3 examples/qwen_image_block.py --check    # (c) fused == (c) split, bytes
-    python3 examples/qwen_image_block.py --only c   # one configuration
+    python3 examples/qwen_image_block.py --only cd  # some: a, b, B (b max-autotune), c, d, D
 
-The QK-norm + RoPE op: --qk-symbol NAME (default qk_norm_rope) names the
-jitk symbol; when torch.ops.jitk has no such op, (c) and (d) use the
-PyTorch code of (a) for that step and say so. jitk_qk_norm_rope() below
-is the one place that maps the block's tensors to the op's arguments.
+The QK-norm + RoPE op: qk_norm_rope_out, which writes q, k (and a copy of
+v) straight into the joint heads-first layout SDPA reads, so (c) and (d)
+have no concatenation or transpose before attention. --qk-symbol NAME
+names another symbol of that form; when torch.ops.jitk has no such op,
+(c) and (d) use the PyTorch code of (a) for that step and say so.
 
 Cold start: run once with JITK_CACHE_DIR pointing to an empty directory,
 and once more with the cache it filled (or one `jitk precompile` made); the
@@ -109,32 +114,59 @@ def modulation(st, temb):
 
 
 def qk_norm_rope_torch(q, k, wq, wk, cs):
-    """diffusers-style: RMSNorm over each head, then rotary (neox halves)."""
+    """diffusers-style: RMSNorm over each head (weight applied to the bf16
+    normalized values), then the rotary embedding on interleaved pairs
+    (2i, 2i + 1), as Qwen-Image's complex multiplication does."""
     def rms(t, w):
         tf = t.float()
         return (tf * torch.rsqrt(tf.pow(2).mean(-1, keepdim=True) + EPS)).to(BF16) * w
 
     def rot(t):
         c, s = cs[:, None, :HD // 2], cs[:, None, HD // 2:]
-        t1, t2 = t[..., :HD // 2].float(), t[..., HD // 2:].float()
-        return torch.cat([t1 * c - t2 * s, t2 * c + t1 * s], dim=-1).to(BF16)
+        a, b = t[..., 0::2].float(), t[..., 1::2].float()
+        return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(-2).to(BF16)
     return rot(rms(q, wq)), rot(rms(k, wk))
 
 
-QK_SYMBOL = "qk_norm_rope"
+QK_SYMBOL = "qk_norm_rope_out"
 
 
 def have_qk_op():
     return hasattr(torch.ops.jitk, QK_SYMBOL)
 
 
-def jitk_qk_norm_rope(q, k, wq, wk, cs):
-    """The fused QK-RMSNorm + RoPE through the jitk op (in place on the
-    packed QKV views, as the spec's inout q/k). The argument names follow
-    the family's spec (specs/qk_norm_rope.yaml); adjust here if they
-    differ."""
-    getattr(torch.ops.jitk, QK_SYMBOL).out(q_weight=wq, k_weight=wk, cos_sin=cs, q=q, k=k)
-    return q, k
+def joint_heads():
+    """q, k, v buffers in the layout attention reads: heads first,
+    [HEADS, TXT + IMG, HD], text tokens then image tokens."""
+    return [torch.empty(HEADS, TXT + IMG, HD, device="cuda", dtype=BF16) for _ in range(3)]
+
+
+def stream_view(buf, name):
+    """One stream's [tokens, HEADS, HD] view of a joint heads-first
+    buffer (strides [HD, (TXT + IMG) HD, 1])."""
+    lo, n = (0, TXT) if name == "txt" else (TXT, IMG)
+    return buf[:, lo:lo + n].transpose(0, 1)
+
+
+def jitk_qk_norm_rope(qkv, wq, wk, cs, outs, split=False):
+    """The fused QK-RMSNorm + RoPE out of place: from the packed QKV
+    projection's views into the joint attention layout (q, k normalized
+    and rotated, v copied): no concatenation or transpose after it.
+    split=True runs jitk's split path instead (copy_heads, then
+    rms_norm_heads and rope in place there): the same bytes."""
+    q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
+    qo, ko, vo = outs
+    if not split:
+        getattr(jitk.ops.out, QK_SYMBOL)(q=q, k=k, v=v, q_weight=wq, k_weight=wk, cos_sin=cs,
+                                         q_out=qo, k_out=ko, v_out=vo)
+        return
+    for dst, src in ((qo, q), (ko, k), (vo, v)):
+        jitk.ops.out.copy_heads(src=src, dst=dst)
+    rt = jitk.runtime()
+    rt.call("rms_norm_heads[span=head,weight=true]", "strict", q=qo, k=ko, q_weight=wq,
+            k_weight=wk, stream=torch.cuda.current_stream().cuda_stream)
+    rt.call("rope[style=interleaved,positions=none]", "strict", q=qo, k=ko, cos_sin=cs,
+            stream=torch.cuda.current_stream().cuda_stream)
 
 
 # ------------------------------------------------------------- blocks
@@ -172,10 +204,14 @@ def block_a(p, img, txt, temb):
     return outs["img"], outs["txt"]
 
 
-def make_block_c(fused=True, qk_op=True):
+def make_block_c(fused=True, qk_op=True, gelu_quant="jitk"):
     """(c): jitk ops at both norm sites and the attention output's
     quantizer; fused=False runs jitk's split path (norm, then quantizer)
-    for the byte-identity check."""
+    for the byte-identity check. gelu_quant: "jitk" quantizes the GELU
+    output with jitk's static quantizer (one kernel where PyTorch eager
+    runs four); "torch" keeps (a)'s PyTorch code there, for torch.compile,
+    which fuses the GELU and the quantization into one kernel (jitk has no
+    GELU family)."""
     ops = jitk.ops
 
     def norm1(x, sc, sh, s):
@@ -192,23 +228,32 @@ def make_block_c(fused=True, qk_op=True):
 
     def block_c(p, img, txt, temb):
         outs, heads, mods = {}, {}, {}
+        joint = joint_heads() if qk_op else None
         for name, x, st, cs in (("img", img, p.img, p.cs_img), ("txt", txt, p.txt, p.cs_txt)):
             sh1, sc1, g1, sh2, sc2, g2 = modulation(st, temb)
             mods[name] = (g1, sh2, sc2, g2)
             _, q8 = norm1(x, sc1, sh1, st.qkv.in_scale)
             qkv = st.qkv(q8).view(-1, 3, HEADS, HD)
             if qk_op:
-                q, k = jitk_qk_norm_rope(qkv[:, 0], qkv[:, 1], st.norm_q, st.norm_k, cs)
+                jitk_qk_norm_rope(qkv, st.norm_q, st.norm_k, cs,
+                                  [stream_view(b, name) for b in joint], split=not fused)
             else:
                 q, k = qk_norm_rope_torch(qkv[:, 0], qkv[:, 1], st.norm_q, st.norm_k, cs)
-            heads[name] = (q, k, qkv[:, 2])
-        a_img, a_txt = attention(*heads["img"], *heads["txt"])
+                heads[name] = (q, k, qkv[:, 2])
+        if qk_op:  # already in the layout attention reads
+            o = F.scaled_dot_product_attention(*(b[None] for b in joint))
+            o = o[0].transpose(0, 1).reshape(TXT + IMG, DIM)
+            a_img, a_txt = o[TXT:], o[:TXT]
+        else:
+            a_img, a_txt = attention(*heads["img"], *heads["txt"])
         for name, x, st, a in (("img", img, p.img, a_img), ("txt", txt, p.txt, a_txt)):
             g1, sh2, sc2, g2 = mods[name]
             o = st.out(ops.static_quant_fp8(a.contiguous().view(-1), st.out.in_scale).view(a.shape))
             _, q8, x = norm2(o, x, g1, sc2, sh2, st.fc1.in_scale)
             m = F.gelu(st.fc1(q8), approximate="tanh")
-            outs[name] = x + g2 * st.fc2(quant_torch(m, st.fc2.in_scale))
+            m8 = ops.static_quant_fp8(m.view(-1), st.fc2.in_scale).view(m.shape) \
+                if gelu_quant == "jitk" else quant_torch(m, st.fc2.in_scale)
+            outs[name] = x + g2 * st.fc2(m8)
         return outs["img"], outs["txt"]
     return block_c
 
@@ -263,10 +308,10 @@ def kernel_shares(g):
             continue
         t = getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
         n = e.key.lower()
-        if any(w in n for w in ("gemm", "xmma", "cutlass", "nvjet", "scaled_mm", "sm90_")):
-            k = "gemm"
-        elif any(w in n for w in ("flash", "fmha", "attention", "attn")):
+        if any(w in n for w in ("flash", "fmha", "attention", "attn", "sdpa")):
             k = "attention"
+        elif any(w in n for w in ("gemm", "xmma", "cutlass", "nvjet", "scaled_mm", "sm90_")):
+            k = "gemm"
         elif any(w in n for w in ("norm", "quant", "rope", "rotary", "rsqrt", "jitk")):
             k = "norm/quant/rope"
         else:
@@ -278,7 +323,8 @@ def kernel_shares(g):
 def main():
     global QK_SYMBOL
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="abcd")
+    ap.add_argument("--only", default="abBcdD",
+                    help="a, b, B (b with max-autotune-no-cudagraphs), c, d, D (d with it)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--qk-symbol", default=QK_SYMBOL)
     ap.add_argument("--no-autotune", action="store_true", help="skip (b) max-autotune")
@@ -305,14 +351,18 @@ def main():
         configs.append(("(a) eager PyTorch", lambda: block_a(*args), None))
     if "b" in a.only:
         configs.append(("(b) torch.compile default", None, ("default", block_a)))
-        if not a.no_autotune:
-            configs.append(("(b) torch.compile max-autotune-no-cudagraphs", None,
-                            ("max-autotune-no-cudagraphs", block_a)))
+    if "B" in a.only and not a.no_autotune:
+        configs.append(("(b) torch.compile max-autotune-no-cudagraphs", None,
+                        ("max-autotune-no-cudagraphs", block_a)))
     c = make_block_c(True, qk)
+    c_compiled = make_block_c(True, qk, gelu_quant="torch")
     if "c" in a.only:
         configs.append(("(c) eager with jitk ops", lambda: c(*args), None))
     if "d" in a.only:
-        configs.append(("(d) torch.compile(fullgraph=True) of (c)", None, ("fullgraph", c)))
+        configs.append(("(d) torch.compile(fullgraph=True) of (c)", None, ("default", c_compiled)))
+    if "D" in a.only and not a.no_autotune:
+        configs.append(("(d) torch.compile(fullgraph=True) of (c), max-autotune-no-cudagraphs", None,
+                        ("max-autotune-no-cudagraphs", c_compiled)))
     rows = []
     for name, fn, comp in configs:
         torch.cuda.synchronize()
@@ -320,8 +370,8 @@ def main():
         if comp:
             mode, base = comp
             torch._dynamo.reset()
-            cf = torch.compile(base, fullgraph=True) if mode == "fullgraph" else \
-                torch.compile(base, mode=mode)
+            # (d) must compile whole: fullgraph=True; (b) may break
+            cf = torch.compile(base, mode=mode, fullgraph=base is not block_a)
             fn = (lambda cf=cf: cf(*args))
         fn()
         torch.cuda.synchronize()
@@ -330,23 +380,24 @@ def main():
         sh = kernel_shares(g)
         rows.append((name, us, first, sh))
         print(f"{name}: {us:.0f} us per replay, first call {first:.2f} s", flush=True)
-    print(f"\n{'configuration':<46} {'us/block':>9} {'first call s':>12} "
+    print(f"\n{'configuration':<70} {'us/block':>9} {'first call s':>12} "
           f"{'gemm':>6} {'attn':>6} {'norm/q/rope':>11} {'other':>6}")
     for name, us, first, sh in rows:
         tot = sum(sh.values()) or 1.0
-        print(f"{name:<46} {us:9.0f} {first:12.2f} " +
+        print(f"{name:<70} {us:9.0f} {first:12.2f} " +
               " ".join(f"{100 * sh[k] / tot:5.1f}%".rjust(w) for k, w in
                        (("gemm", 6), ("attention", 6), ("norm/quant/rope", 11), ("other", 6))))
     st = jitk.runtime().stats()
     print(f"\njitk: {st['compiles']} compiles, {st['cache_hits']} cache hits "
           f"({st['compile_ms']:.0f} ms compiling, {st['load_ms']:.0f} ms resolving); "
           f"JITK_CACHE_DIR={os.environ.get('JITK_CACHE_DIR', '(default)')}")
-    by = {n[:3]: us for n, us, _, _ in rows}
-    best_b = min((us for n, us, _, _ in rows if n.startswith("(b)")), default=None)
-    if "(a)" in by and "(c)" in by:
-        print(f"(a)/(c) = {by['(a)'] / by['(c)']:.2f} (target >= 2)")
-    if best_b and "(d)" in by:
-        print(f"best (b)/(d) = {best_b / by['(d)']:.2f} (target >= 1.08)")
+    def best(tag):
+        return min((us for n, us, _, _ in rows if n.startswith(tag)), default=None)
+    if best("(a)") and best("(c)"):
+        print(f"(a)/(c) = {best('(a)') / best('(c)'):.2f} (target >= 2)")
+    for n, us, _, _ in rows:
+        if n.startswith("(d)") and best("(b)"):
+            print(f"best (b)/{n} = {best('(b)') / us:.2f} (target >= 1.08)")
 
 
 if __name__ == "__main__":
