@@ -1,6 +1,7 @@
 /* bench.c - jitk bench: kernel bandwidth and JIT latencies on the GPU.
  * The command (its options, which family runs) and the norm family's fp8
- * paths; what the families share is bench_util.c (bench.h).
+ * paths; the axes family is bench_axes.c, what they share is
+ * bench_util.c (bench.h).
  *
  * Kernels are event-timed one launch at a time (median) and as CUDA graph
  * replays (per launch), over input sets rotated so that together they are
@@ -31,7 +32,7 @@
 #include "jitk/norm.h"
 
 static const char usage[] =
-	"usage: jitk bench [--family norm|all] [--specs DIR] [--reps N]\n"
+	"usage: jitk bench [--family norm|axes|all] [--specs DIR] [--reps N]\n"
 	"                  [--rows LIST] [--hidden LIST]\n"
 	"                  [--skip-jit] [--fused-only] [--programmatic]\n"
 	"\n"
@@ -41,14 +42,19 @@ static const char usage[] =
 	"        sm_90), and the JIT latencies: cold compile vs NVRTC alone, first\n"
 	"        use from the disk cache, the host cost of a launch vs a raw\n"
 	"        cuLaunchKernel\n"
-	"  all   every family, one after the other\n"
+	"  axes  the norm family's axes: per_batch and indexed modulation, outputs\n"
+	"        q only, per-token fp8 (fused and split), next to the shared\n"
+	"        modulation kernels, launched back to back\n"
+	"  all   the two, one after the other\n"
 	"\n"
-	"--rows LIST (norm): up to 16 row counts, comma-separated (default\n"
-	"  128,1024,4096,16384)\n"
-	"--hidden LIST (norm): up to 8 hidden sizes (default 1536,3072,5120)\n"
-	"--reps N: 5 to 100000 (default 200)\n"
+	"--rows LIST (norm, axes): up to 16 row counts, comma-separated (default\n"
+	"  128,1024,4096,16384; axes: even, default 4096,16384)\n"
+	"--hidden LIST (norm, axes): up to 8 hidden sizes (default 1536,3072,5120;\n"
+	"  axes 3072)\n"
+	"--reps N: 5 to 100000 (default 200; axes 100)\n"
 	"--skip-jit, --fused-only (norm): leave out the JIT latencies, the split path\n"
-	"--programmatic (norm): launch with programmatic dependent launch (sm_90+)\n";
+	"--programmatic (norm): launch with programmatic dependent launch (sm_90+;\n"
+	"  axes always do)\n";
 
 /* ---------------------------------------------------------- kernels */
 
@@ -541,13 +547,14 @@ static int parse_list(int *out, int max, const char *opt, const char *s, long lo
 }
 
 /* The families, in the order --family all runs them. */
-enum { FAM_NORM = 1, FAM_ALL = 1 };
+enum { FAM_NORM = 1, FAM_AXES = 2, FAM_ALL = 3 };
 static const struct {
 	const char *name;
 	int mask;
 	int (*run)(const bench_options *o);
 } families[] = {
 	{ "norm", FAM_NORM, bench_norm },
+	{ "axes", FAM_AXES, bench_axes },
 };
 
 /* Every option, whether it takes a value, and the families it applies to
@@ -561,8 +568,8 @@ static const struct {
 	[OPT_FAMILY] = { "--family", 1, FAM_ALL },
 	[OPT_SPECS] = { "--specs", 1, FAM_ALL },
 	[OPT_REPS] = { "--reps", 1, FAM_ALL },
-	[OPT_ROWS] = { "--rows", 1, FAM_NORM },
-	[OPT_HIDDEN] = { "--hidden", 1, FAM_NORM },
+	[OPT_ROWS] = { "--rows", 1, FAM_NORM | FAM_AXES },
+	[OPT_HIDDEN] = { "--hidden", 1, FAM_NORM | FAM_AXES },
 	[OPT_SKIP_JIT] = { "--skip-jit", 0, FAM_NORM },
 	[OPT_FUSED_ONLY] = { "--fused-only", 0, FAM_NORM },
 	[OPT_PROGRAMMATIC] = { "--programmatic", 0, FAM_NORM },
@@ -577,7 +584,7 @@ static int parse_family(const char *s)
 	for (k = 0; k < CLI_ARRAY_SIZE(families); k++)
 		if (!strcmp(s, families[k].name))
 			return families[k].mask;
-	jitk_cli_usage_error(usage, "--family '%s' is not one of norm, all", s);
+	jitk_cli_usage_error(usage, "--family '%s' is not one of norm, axes, all", s);
 }
 
 int jitk_cli_bench(int argc, char **argv)
@@ -637,6 +644,11 @@ int jitk_cli_bench(int argc, char **argv)
 		if ((given & 1 << k) && !(options[k].families & fam))
 			jitk_cli_usage_error(usage, "option '%s' does not apply to --family %s",
 					     options[k].name, family);
+	/* the axes split the rows into two batches */
+	for (i = 0; (fam & FAM_AXES) && i < bo.nrows; i++)
+		if (bo.rows[i] % 2)
+			jitk_cli_usage_error(NULL, "--family %s needs even --rows (two batches), not %d",
+					     family, bo.rows[i]);
 	for (k = 0; !rc && k < CLI_ARRAY_SIZE(families); k++) {
 		if (!(families[k].mask & fam))
 			continue;

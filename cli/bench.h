@@ -1,7 +1,7 @@
 /* bench.h - what the families of jitk bench share (bench_util.c): the
  * checking macros, device memory, random bf16 data, the median, the copy
  * bandwidth, the L2 flush and the runtime they time on. Each family is one
- * file: bench.c (norm, and the command). */
+ * file: bench.c (norm, and the command), bench_axes.c. */
 #ifndef JITK_CLI_BENCH_H
 #define JITK_CLI_BENCH_H
 
@@ -54,6 +54,7 @@ typedef struct {
 /* The families: each prints its tables and returns the exit status (1
  * when there is no GPU; a failed call exits). */
 int bench_norm(const bench_options *o);
+int bench_axes(const bench_options *o);
 
 /* A runtime on BENCH_DEVICE over specs (NULL: the default), cudart made
  * current on the same device; without one, "jitk bench: needs a GPU: ..."
