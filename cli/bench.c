@@ -1,7 +1,7 @@
 /* bench.c - jitk bench: kernel bandwidth and JIT latencies on the GPU.
  * The command (its options, which family runs) and the norm family's fp8
- * paths; the axes family is bench_axes.c, what they share is
- * bench_util.c (bench.h).
+ * paths; the other families are bench_axes.c and bench_qk.c, what they
+ * share is bench_util.c (bench.h).
  *
  * Kernels are event-timed one launch at a time (median) and as CUDA graph
  * replays (per launch), over input sets rotated so that together they are
@@ -32,8 +32,8 @@
 #include "jitk/norm.h"
 
 static const char usage[] =
-	"usage: jitk bench [--family norm|axes|all] [--specs DIR] [--reps N]\n"
-	"                  [--rows LIST] [--hidden LIST]\n"
+	"usage: jitk bench [--family norm|axes|qk|all] [--specs DIR] [--reps N]\n"
+	"                  [--rows LIST] [--hidden LIST] [--heads HQ,HK]\n"
 	"                  [--skip-jit] [--fused-only] [--programmatic]\n"
 	"\n"
 	"Time a kernel family on this GPU, next to the device copy bandwidth:\n"
@@ -45,13 +45,16 @@ static const char usage[] =
 	"  axes  the norm family's axes: per_batch and indexed modulation, outputs\n"
 	"        q only, per-token fp8 (fused and split), next to the shared\n"
 	"        modulation kernels, launched back to back\n"
-	"  all   the two, one after the other\n"
+	"  qk    QK-RMSNorm + RoPE at Qwen-Image's shape: fused in place, split,\n"
+	"        out of place\n"
+	"  all   the three, one after the other\n"
 	"\n"
 	"--rows LIST (norm, axes): up to 16 row counts, comma-separated (default\n"
 	"  128,1024,4096,16384; axes: even, default 4096,16384)\n"
 	"--hidden LIST (norm, axes): up to 8 hidden sizes (default 1536,3072,5120;\n"
 	"  axes 3072)\n"
 	"--reps N: 5 to 100000 (default 200; axes 100)\n"
+	"--heads HQ,HK (qk): query and key heads of 128 (default 24,24)\n"
 	"--skip-jit, --fused-only (norm): leave out the JIT latencies, the split path\n"
 	"--programmatic (norm): launch with programmatic dependent launch (sm_90+;\n"
 	"  axes always do)\n";
@@ -547,7 +550,7 @@ static int parse_list(int *out, int max, const char *opt, const char *s, long lo
 }
 
 /* The families, in the order --family all runs them. */
-enum { FAM_NORM = 1, FAM_AXES = 2, FAM_ALL = 3 };
+enum { FAM_NORM = 1, FAM_AXES = 2, FAM_QK = 4, FAM_ALL = 7 };
 static const struct {
 	const char *name;
 	int mask;
@@ -555,12 +558,13 @@ static const struct {
 } families[] = {
 	{ "norm", FAM_NORM, bench_norm },
 	{ "axes", FAM_AXES, bench_axes },
+	{ "qk", FAM_QK, bench_qk },
 };
 
 /* Every option, whether it takes a value, and the families it applies to
  * (any other family refuses it). */
-enum { OPT_FAMILY, OPT_SPECS, OPT_REPS, OPT_ROWS, OPT_HIDDEN, OPT_SKIP_JIT, OPT_FUSED_ONLY,
-       OPT_PROGRAMMATIC };
+enum { OPT_FAMILY, OPT_SPECS, OPT_REPS, OPT_ROWS, OPT_HIDDEN, OPT_HEADS, OPT_SKIP_JIT,
+       OPT_FUSED_ONLY, OPT_PROGRAMMATIC };
 static const struct {
 	const char *name;
 	int takes_value, families;
@@ -570,6 +574,7 @@ static const struct {
 	[OPT_REPS] = { "--reps", 1, FAM_ALL },
 	[OPT_ROWS] = { "--rows", 1, FAM_NORM | FAM_AXES },
 	[OPT_HIDDEN] = { "--hidden", 1, FAM_NORM | FAM_AXES },
+	[OPT_HEADS] = { "--heads", 1, FAM_QK },
 	[OPT_SKIP_JIT] = { "--skip-jit", 0, FAM_NORM },
 	[OPT_FUSED_ONLY] = { "--fused-only", 0, FAM_NORM },
 	[OPT_PROGRAMMATIC] = { "--programmatic", 0, FAM_NORM },
@@ -584,7 +589,7 @@ static int parse_family(const char *s)
 	for (k = 0; k < CLI_ARRAY_SIZE(families); k++)
 		if (!strcmp(s, families[k].name))
 			return families[k].mask;
-	jitk_cli_usage_error(usage, "--family '%s' is not one of norm, axes, all", s);
+	jitk_cli_usage_error(usage, "--family '%s' is not one of norm, axes, qk, all", s);
 }
 
 int jitk_cli_bench(int argc, char **argv)
@@ -628,6 +633,11 @@ int jitk_cli_bench(int argc, char **argv)
 			break;
 		case OPT_HIDDEN:
 			bo.nhidden = parse_list(bo.hidden, BENCH_MAX_HIDDEN, a, v, 8, 65536);
+			break;
+		case OPT_HEADS:
+			bo.nheads = parse_list(bo.heads, 2, a, v, 1, 1024);
+			if (bo.nheads != 2)
+				jitk_cli_usage_error(NULL, "--heads '%s' is not HQ,HK (two numbers)", v);
 			break;
 		case OPT_SKIP_JIT:
 			bo.skip_jit = 1;

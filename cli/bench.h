@@ -1,7 +1,7 @@
 /* bench.h - what the families of jitk bench share (bench_util.c): the
  * checking macros, device memory, random bf16 data, the median, the copy
  * bandwidth, the L2 flush and the runtime they time on. Each family is one
- * file: bench.c (norm, and the command), bench_axes.c. */
+ * file: bench.c (norm, and the command), bench_axes.c, bench_qk.c. */
 #ifndef JITK_CLI_BENCH_H
 #define JITK_CLI_BENCH_H
 
@@ -47,6 +47,7 @@ typedef struct {
 	const char *specs;
 	int rows[BENCH_MAX_ROWS], nrows;
 	int hidden[BENCH_MAX_HIDDEN], nhidden;
+	int heads[2], nheads;
 	int reps;
 	int skip_jit, fused_only, programmatic;
 } bench_options;
@@ -55,6 +56,7 @@ typedef struct {
  * when there is no GPU; a failed call exits). */
 int bench_norm(const bench_options *o);
 int bench_axes(const bench_options *o);
+int bench_qk(const bench_options *o);
 
 /* A runtime on BENCH_DEVICE over specs (NULL: the default), cudart made
  * current on the same device; without one, "jitk bench: needs a GPU: ..."
