@@ -83,10 +83,10 @@ if has deploy; then
 	grep -vE "^\[ (RUN|     OK) " "$OUT/deploy.log" | tail -40
 fi
 if has fambench; then
-	"$b/axes_bench" --rows 4096,16384 --hidden 3072 >"$OUT/axes_bench.log" 2>&1
+	"$b/jitk" bench --family axes --rows 4096,16384 --hidden 3072 >"$OUT/axes_bench.log" 2>&1
 	ran $? axes_bench
 	cat "$OUT/axes_bench.log"
-	"$b/qk_bench" --reps 200 >"$OUT/qk_bench.log" 2>&1
+	"$b/jitk" bench --family qk --reps 200 >"$OUT/qk_bench.log" 2>&1
 	ran $? qk_bench
 	cat "$OUT/qk_bench.log"
 fi

@@ -2,7 +2,7 @@
 """qk_torch.py [--tokens LIST] [--heads H] [--reps N] [--lib PATH] - what a
 user would otherwise run for QK-RMSNorm + RoPE after the packed QKV
 projection of a Qwen-Image/FLUX attention block (24 heads of 128 by
-default), timed the way build/qk_bench times jitk, in one process:
+default), timed the way `jitk bench --family qk` times jitk, in one process:
 
   eager           diffusers' way: q, k = chunks of the packed [1, N, 3 H D]
                   projection, unflattened to [1, N, H, D]; the RMSNorm

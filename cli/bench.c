@@ -1,4 +1,7 @@
 /* bench.c - jitk bench: kernel bandwidth and JIT latencies on the GPU.
+ * The command (its options, which family runs) and the norm family's fp8
+ * paths; the other families are bench_axes.c and bench_qk.c, what they
+ * share is bench_util.c (bench.h).
  *
  * Kernels are event-timed one launch at a time (median) and as CUDA graph
  * replays (per launch), over input sets rotated so that together they are
@@ -23,147 +26,38 @@
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h> /* the type of cuLaunchKernel, fetched through cudart */
 
+#include "bench.h"
 #include "cli.h"
 #include "jitk.h"
 #include "jitk/norm.h"
 
-#define BENCH_DEVICE 0
-
-#define CK(call)                                                              \
-	do {                                                                  \
-		cudaError_t r_ = (call);                                      \
-		if (r_ != cudaSuccess) {                                      \
-			fprintf(stderr, "jitk bench: %s failed: %s (line %d)\n", #call, \
-				cudaGetErrorName(r_), __LINE__);              \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
-
-#define JK(call)                                                              \
-	do {                                                                  \
-		int r_ = (call);                                              \
-		if (r_ != JITK_OK) {                                          \
-			fprintf(stderr, "jitk bench: %s: %s\n", #call,        \
-				jitk_error_last()->message);                  \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
-
 static const char usage[] =
-	"usage: jitk bench [--specs DIR] [--rows LIST] [--hidden LIST] [--reps N]\n"
+	"usage: jitk bench [--family norm|axes|qk|all] [--specs DIR] [--reps N]\n"
+	"                  [--rows LIST] [--hidden LIST] [--heads HQ,HK]\n"
 	"                  [--skip-jit] [--fused-only] [--programmatic]\n"
 	"\n"
-	"Time the fused and split fp8 norm paths (the specs must allow the fused\n"
-	"symbols on this GPU: the shipped ones do from sm_90), the device copy\n"
-	"bandwidth, and the JIT latencies: cold compile vs NVRTC alone, first\n"
-	"use from the disk cache, and the host cost of a launch vs a raw\n"
-	"cuLaunchKernel. --programmatic launches the kernels with programmatic\n"
-	"dependent launch (sm_90+). --rows: up to 16 row counts, --hidden: up to\n"
-	"8 hidden sizes (comma-separated); --reps: 5 to 100000 (default 200).\n";
-
-static int cmp_float(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
-	return x < y ? -1 : x > y;
-}
-
-static float median(float *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_float);
-	return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-
-	if (!p) {
-		fprintf(stderr, "jitk bench: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint16_t rnd_bf16(double sd)
-{
-	/* sum of 4 uniforms: near-normal, cheap */
-	double s = 0;
-	int i;
-	float f;
-	uint32_t u;
-
-	for (i = 0; i < 4; i++) {
-		rng ^= rng << 13;
-		rng ^= rng >> 7;
-		rng ^= rng << 17;
-		s += (double)(rng >> 11) / 9007199254740992.0 - 0.5;
-	}
-	f = (float)(s * sd * 1.732);
-	memcpy(&u, &f, 4);
-	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-/* Device memory as jitk takes it (jitk_devptr), from cudaMalloc. */
-#define DPTR(d) ((void *)(uintptr_t)(d))
-
-static jitk_devptr dalloc(size_t n)
-{
-	void *d = NULL;
-
-	CK(cudaMalloc(&d, n));
-	return (jitk_devptr)(uintptr_t)d;
-}
-
-static void dfree(jitk_devptr d)
-{
-	CK(cudaFree(DPTR(d)));
-}
-
-static jitk_devptr alloc_random(size_t n_bf16, double sd)
-{
-	uint16_t *h = xcalloc(n_bf16, 2);
-	jitk_devptr d;
-	size_t i;
-
-	for (i = 0; i < n_bf16; i++)
-		h[i] = rnd_bf16(sd);
-	d = dalloc(n_bf16 * 2);
-	CK(cudaMemcpy(DPTR(d), h, n_bf16 * 2, cudaMemcpyHostToDevice));
-	free(h);
-	return d;
-}
-
-/* ------------------------------------------------------------- copy */
-
-static double copy_bandwidth(void)
-{
-	size_t n = (size_t)2 << 30;
-	jitk_devptr a, b;
-	cudaEvent_t e0, e1;
-	float t[20];
-	int i;
-
-	a = dalloc(n);
-	b = dalloc(n);
-	CK(cudaMemsetAsync(DPTR(a), 1, n, NULL));
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-	for (i = -3; i < 20; i++) {
-		CK(cudaEventRecord(e0, NULL));
-		CK(cudaMemcpyAsync(DPTR(b), DPTR(a), n, cudaMemcpyDeviceToDevice, NULL));
-		CK(cudaEventRecord(e1, NULL));
-		CK(cudaEventSynchronize(e1));
-		if (i >= 0)
-			CK(cudaEventElapsedTime(&t[i], e0, e1));
-	}
-	dfree(a);
-	dfree(b);
-	CK(cudaEventDestroy(e0));
-	CK(cudaEventDestroy(e1));
-	return 2.0 * (double)n / (median(t, 20) * 1e-3) / 1e9;
-}
+	"Time a kernel family on this GPU, next to the device copy bandwidth:\n"
+	"  norm  (the default) the fused and split fp8 norm paths (the specs must\n"
+	"        allow the fused symbols on this GPU: the shipped ones do from\n"
+	"        sm_90), and the JIT latencies: cold compile vs NVRTC alone, first\n"
+	"        use from the disk cache, the host cost of a launch vs a raw\n"
+	"        cuLaunchKernel\n"
+	"  axes  the norm family's axes: per_batch and indexed modulation, outputs\n"
+	"        q only, per-token fp8 (fused and split), next to the shared\n"
+	"        modulation kernels, launched back to back\n"
+	"  qk    QK-RMSNorm + RoPE at Qwen-Image's shape: fused in place, split,\n"
+	"        out of place\n"
+	"  all   the three, one after the other\n"
+	"\n"
+	"--rows LIST (norm, axes): up to 16 row counts, comma-separated (default\n"
+	"  128,1024,4096,16384; axes: even, default 4096,16384)\n"
+	"--hidden LIST (norm, axes): up to 8 hidden sizes (default 1536,3072,5120;\n"
+	"  axes 3072)\n"
+	"--reps N: 5 to 100000 (default 200; axes 100)\n"
+	"--heads HQ,HK (qk): query and key heads of 128 (default 24,24)\n"
+	"--skip-jit, --fused-only (norm): leave out the JIT latencies, the split path\n"
+	"--programmatic (norm): launch with programmatic dependent launch (sm_90+;\n"
+	"  axes always do)\n";
 
 /* ---------------------------------------------------------- kernels */
 
@@ -202,184 +96,31 @@ static void launch_path(jitk_runtime *rt, int residual, int path, const set_t *s
 typedef struct {
 	const char *kernel;
 	int hidden, rows;
-	double us_dirty, us_clean, us_idle, us_graph; /* after FLUSH_WRITE, FLUSH_READ, ... */
+	double us_dirty, us_clean, us_idle, us_graph; /* after a write, a read flush, ... */
 	double pct_dirty, pct_clean, gbps_clean;      /* of the copy bandwidth */
 	double copy_dirty, copy_clean; /* the same bytes copied (fused rows only) */
 } row_t;
 
-/* Before each timed launch, 256 MiB pass through the L2, on the same
- * stream, so that the kernel's inputs are not in the L2 and the GPU is busy
- * while the host enqueues the events and the launch (the interval is the
- * kernel, not the host's launch latency). Two ways:
- *   FLUSH_WRITE writes them (as Triton's do_bench does): the L2 is left
- *     full of dirty lines, whose write-back the timed kernel pays for as
- *     it allocates lines of its own;
- *   FLUSH_READ reads them with a kernel that writes nothing: the L2 is
- *     left holding clean lines, so the interval is the kernel's own traffic.
- * FLUSH_NONE times the launch on an idle GPU instead. */
-#define FLUSH_BYTES ((size_t)256 << 20)
-enum { FLUSH_NONE, FLUSH_WRITE, FLUSH_READ };
-static jitk_devptr flush_buf, flush_sink;
-static jitk_runtime *flush_rt;
-static jitk_op *flush_op;
-static jitk_tensor flush_tsink, flush_tsrc;
-static char flush_dir[] = "/tmp/jitk-bench-flush-XXXXXX";
-
-/* The read-only flush kernel is a family of its own, a spec and a
- * template written to a temporary directory, and runs through the
- * generic call like any other: what the public API offers suffices. */
-static const char flush_yaml[] =
-	"family: bench_l2_flush\n"
-	"description: read a buffer and write nothing (jitk bench's clean L2 flush)\n"
-	"template: l2_flush.cuh\n"
-	"kernel: jitk_bench::l2_read_flush\n"
-	"params: {}\n"
-	"tuning:\n"
-	"  - { threads: 512, blocks_per_sm: 4 }\n"
-	"args:\n"
-	"  sink:  { type: i32, shape: [1], io: out }\n"
-	"  src:   { type: const i32, shape: [n], align: 16 }\n"
-	"  n:     { type: i64 }\n"
-	"  magic: { type: i32 }\n"
-	"launch:\n"
-	"  grid: sm_count * blocks_per_sm\n"
-	"  block: threads\n"
-	"  checks:\n"
-	"    - check: n % 4 == 0\n"
-	"      message: src must be whole 16-byte words\n"
-	"symbols:\n"
-	"  l2_read_flush: { description: clean L2 flush, params: {} }\n";
-
-static const char flush_cuh[] =
-	"namespace jitk_bench {\n"
-	"// XOR of the n / 4 16-byte words of src; *sink is written only if it\n"
-	"// equals magic, which the caller makes impossible: the loads stay, the\n"
-	"// stores do not.\n"
-	"template <class P>\n"
-	"__global__ void __launch_bounds__(P::threads)\n"
-	"l2_read_flush(int *sink, const int *src, long long n, int magic)\n"
-	"{\n"
-	"\tconst uint4 *p = reinterpret_cast<const uint4 *>(src);\n"
-	"\tconst long long n16 = n / 4;\n"
-	"\tconst long long step = (long long)gridDim.x * P::threads;\n"
-	"\tunsigned acc = 0;\n"
-	"\tlong long i = (long long)blockIdx.x * P::threads + threadIdx.x;\n"
-	"\tfor (; i + 3 * step < n16; i += 4 * step) {\n"
-	"\t\tuint4 a = p[i], b = p[i + step], c = p[i + 2 * step], d = p[i + 3 * step];\n"
-	"\t\tacc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w;\n"
-	"\t\tacc ^= c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;\n"
-	"\t}\n"
-	"\tfor (; i < n16; i += step) {\n"
-	"\t\tuint4 a = p[i];\n"
-	"\t\tacc ^= a.x ^ a.y ^ a.z ^ a.w;\n"
-	"\t}\n"
-	"\tif (acc == (unsigned)magic)\n"
-	"\t\t*sink = (int)acc;\n"
-	"}\n"
-	"}\n";
-
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (!f || fputs(text, f) < 0 || fclose(f)) {
-		perror(path);
-		exit(1);
-	}
-}
-
-static void remove_dir(const char *dir)
-{
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "jitk bench: could not remove %s\n", dir);
-}
-
-static void flush_dir_remove(void)
-{
-	remove_dir(flush_dir);
-}
-
-/* The flush buffer, and the read flush's family (compiled in memory, now:
- * it never enters the user's cache). */
-static void flush_init(void)
-{
-	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
-	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
-	const jitk_dtype i32 = JITK_DTYPE_I32;
-	const int64_t nsrc = (int64_t)(FLUSH_BYTES / 4), one = 1;
-
-	flush_buf = dalloc(FLUSH_BYTES);
-	flush_sink = dalloc(16);
-	/* every byte 0x5a: the XOR of each 16-byte word is 0, never magic */
-	CK(cudaMemsetAsync(DPTR(flush_buf), 0x5a, FLUSH_BYTES, NULL));
-	if (!mkdtemp(flush_dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	atexit(flush_dir_remove); /* also when a failure exits */
-	write_file(flush_dir, "l2_flush.yaml", flush_yaml);
-	write_file(flush_dir, "l2_flush.cuh", flush_cuh);
-	co.specs = flush_dir;
-	co.cache_dir = "";
-	co.cache_path = "";
-	o.device = BENCH_DEVICE;
-	o.compiler = &co;
-	JK(jitk_runtime_new(&flush_rt, &o));
-	JK(jitk_preload(flush_rt, NULL, 0));
-	JK(jitk_op_get(&flush_op, flush_rt, "l2_read_flush"));
-	JK(jitk_tensor_contiguous(&flush_tsink, flush_sink, i32, 1, &one));
-	JK(jitk_tensor_contiguous(&flush_tsrc, flush_buf, i32, 1, &nsrc));
-}
-
-static void flush_free(void)
-{
-	jitk_runtime_free(flush_rt);
-	dfree(flush_buf);
-	dfree(flush_sink);
-}
-
-static void flush_l2(int how, int i, cudaStream_t s)
-{
-	if (how == FLUSH_WRITE) {
-		CK(cudaMemsetAsync(DPTR(flush_buf), (unsigned char)i, FLUSH_BYTES, s));
-	} else {
-		jitk_arg a[3] = {
-			{ "sink", JITK_ARG_TENSOR, { .tensor = &flush_tsink } },
-			{ "src", JITK_ARG_TENSOR, { .tensor = &flush_tsrc } },
-			{ "magic", JITK_ARG_I32, { .i32 = 1 } },
-		};
-
-		JK(jitk_op_call(NULL, flush_op, JITK_CALL_STRICT, a, 3, s));
-	}
-}
-
 /* Room for every case the option lists allow: hidden sizes x residual or
  * not x rows x fused and split. */
-#define BENCH_MAX_ROWS 16
-#define BENCH_MAX_HIDDEN 8
 static row_t results[BENCH_MAX_HIDDEN * 2 * BENCH_MAX_ROWS * 2];
 static int nresults;
 
 /* Median microseconds of one launch over reps launches, each between two
- * events: FLUSH_NONE waits for an idle GPU first (the interval then
- * includes the host's launch latency); FLUSH_WRITE and FLUSH_READ pass
- * FLUSH_BYTES through the L2 first on the same stream (see above). A write
- * flush after a read flush would leave the read's clean lines, so the
- * write flush writes the whole buffer: its lines are dirty either way. */
+ * events: BENCH_FLUSH_NONE waits for an idle GPU first (the interval then
+ * includes the host's launch latency); BENCH_FLUSH_WRITE and
+ * BENCH_FLUSH_READ pass 256 MiB through the L2 first on the same stream
+ * (bench.h). A write flush after a read flush would leave the read's clean
+ * lines, so the write flush writes the whole buffer: its lines are dirty
+ * either way. */
 static double time_single(jitk_runtime *rt, int residual, int path, set_t *sets, int nsets,
 			  int reps, cudaStream_t s, cudaEvent_t *ev, float *t, int flush)
 {
 	int i;
 
 	for (i = 0; i < reps; i++) {
-		if (flush != FLUSH_NONE)
-			flush_l2(flush, i, s);
+		if (flush != BENCH_FLUSH_NONE)
+			bench_flush_l2(flush, i, s);
 		else
 			CK(cudaStreamSynchronize(s));
 		CK(cudaEventRecord(ev[2 * i], s));
@@ -389,7 +130,7 @@ static double time_single(jitk_runtime *rt, int residual, int path, set_t *sets,
 	CK(cudaStreamSynchronize(s));
 	for (i = 0; i < reps; i++)
 		CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-	return median(t, reps) * 1e3;
+	return bench_median(t, reps) * 1e3;
 }
 
 static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int rows, int reps,
@@ -418,24 +159,24 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 		nsets = 2;
 	if (nsets > 64)
 		nsets = 64;
-	sets = xcalloc((size_t)nsets, sizeof(*sets));
-	scale = alloc_random((size_t)hidden, 0.2);
-	shift = alloc_random((size_t)hidden, 0.2);
-	gate = alloc_random((size_t)hidden, 0.5);
-	is = dalloc(4);
+	sets = bench_xcalloc((size_t)nsets, sizeof(*sets));
+	scale = bench_random_bf16((size_t)hidden, 0.0, 0.2);
+	shift = bench_random_bf16((size_t)hidden, 0.0, 0.2);
+	gate = bench_random_bf16((size_t)hidden, 0.0, 0.5);
+	is = bench_dalloc(4);
 	CK(cudaMemcpy(DPTR(is), &sc, 4, cudaMemcpyHostToDevice));
 	JK(jitk_configure_input_scale(rt, is));
 	for (k = 0; k < nsets; k++) {
 		set_t *st = &sets[k];
 
-		st->a.x = st->bufs[st->nbufs++] = alloc_random(n, 1.0);
-		st->a.y = dalloc(n * 2);
-		st->a.q = dalloc(n);
+		st->a.x = st->bufs[st->nbufs++] = bench_random_bf16(n, 0.0, 1.0);
+		st->a.y = bench_dalloc(n * 2);
+		st->a.q = bench_dalloc(n);
 		st->bufs[st->nbufs++] = st->a.y;
 		st->bufs[st->nbufs++] = st->a.q;
 		if (residual) {
-			st->a.residual = st->bufs[st->nbufs++] = alloc_random(n, 1.0);
-			st->a.residual_out = dalloc(n * 2);
+			st->a.residual = st->bufs[st->nbufs++] = bench_random_bf16(n, 0.0, 1.0);
+			st->a.residual_out = bench_dalloc(n * 2);
 			st->bufs[st->nbufs++] = st->a.residual_out;
 		}
 		st->a.gate = gate;
@@ -447,26 +188,26 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 		st->a.eps = 1e-6f;
 	}
 	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	ev = xcalloc((size_t)(2 * reps), sizeof(*ev));
-	t = xcalloc((size_t)(reps > 15 ? reps : 15), sizeof(*t)); /* the graph takes 15 */
+	ev = bench_xcalloc((size_t)(2 * reps), sizeof(*ev));
+	t = bench_xcalloc((size_t)(reps > 15 ? reps : 15), sizeof(*t)); /* the graph takes 15 */
 	for (i = 0; i < 2 * reps; i++)
 		CK(cudaEventCreate(&ev[i]));
 	for (i = 0; i < 10; i++) /* warm-up (and resolve) */
 		launch_path(rt, residual, path, &sets[i % nsets], s);
-	r->us_idle = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, FLUSH_NONE);
-	r->us_dirty = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, FLUSH_WRITE);
-	r->us_clean = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, FLUSH_READ);
+	r->us_idle = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, BENCH_FLUSH_NONE);
+	r->us_dirty = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, BENCH_FLUSH_WRITE);
+	r->us_clean = time_single(rt, residual, path, sets, nsets, reps, s, ev, t, BENCH_FLUSH_READ);
 	r->copy_dirty = r->copy_clean = 0.0;
 	if (path == PATH_FUSED) {
 		set_t c = { .copy_bytes = (size_t)(bytes_per * (double)n / 2) };
 
-		c.a.x = dalloc(c.copy_bytes);
-		c.a.y = dalloc(c.copy_bytes);
+		c.a.x = bench_dalloc(c.copy_bytes);
+		c.a.y = bench_dalloc(c.copy_bytes);
 		CK(cudaMemsetAsync(DPTR(c.a.x), 0x3c, c.copy_bytes, s));
-		r->copy_dirty = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, FLUSH_WRITE);
-		r->copy_clean = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, FLUSH_READ);
-		dfree(c.a.x);
-		dfree(c.a.y);
+		r->copy_dirty = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, BENCH_FLUSH_WRITE);
+		r->copy_clean = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, BENCH_FLUSH_READ);
+		bench_dfree(c.a.x);
+		bench_dfree(c.a.y);
 	}
 	/* graph of G launches over rotating sets, replayed */
 	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -482,7 +223,7 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 		CK(cudaStreamSynchronize(s));
 		CK(cudaEventElapsedTime(&t[i], ev[0], ev[1]));
 	}
-	tg = median(t, 15);
+	tg = bench_median(t, 15);
 	r->us_graph = tg * 1e3 / G;
 	r->kernel = path == PATH_FUSED ? (residual ? "fused residual fp8" : "fused fp8")
 				       : (residual ? "split residual fp8" : "split fp8");
@@ -505,12 +246,12 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 	CK(cudaStreamDestroy(s));
 	for (k = 0; k < nsets; k++)
 		for (i = 0; i < sets[k].nbufs; i++)
-			dfree(sets[k].bufs[i]);
+			bench_dfree(sets[k].bufs[i]);
 	JK(jitk_unconfigure(rt, is));
-	dfree(scale);
-	dfree(shift);
-	dfree(gate);
-	dfree(is);
+	bench_dfree(scale);
+	bench_dfree(shift);
+	bench_dfree(gate);
+	bench_dfree(is);
 	free(sets);
 	free(ev);
 	free(t);
@@ -563,7 +304,7 @@ static void bench_jit(const char *specs, const char *name)
 		       name, warm, rt_new);
 		jitk_runtime_free(rt);
 	}
-	remove_dir(dir);
+	bench_remove_dir(dir);
 }
 
 /* The raw launch below passes the norm kernel's parameters in the order
@@ -637,10 +378,10 @@ static void bench_hot(jitk_runtime *rt)
 	memset(&a, 0, sizeof(a));
 	a.hidden = 3072;
 	a.rows = 4;
-	a.x = dalloc(4 * 3072 * 2);
-	a.y = dalloc(4 * 3072 * 2);
-	a.scale = dalloc(3072 * 2);
-	a.shift = dalloc(3072 * 2);
+	a.x = bench_dalloc(4 * 3072 * 2);
+	a.y = bench_dalloc(4 * 3072 * 2);
+	a.scale = bench_dalloc(3072 * 2);
+	a.shift = bench_dalloc(3072 * 2);
 	CK(cudaMemset(DPTR(a.x), 0, 4 * 3072 * 2));
 	CK(cudaMemset(DPTR(a.scale), 0, 3072 * 2));
 	CK(cudaMemset(DPTR(a.shift), 0, 3072 * 2));
@@ -720,11 +461,67 @@ static void bench_hot(jitk_runtime *rt)
 	printf("hot path: jitk_op_call (op bound once) %.2f us per launch: jitk adds %.2f us\n",
 	       t_op, t_op - t_raw);
 	CK(cudaStreamDestroy(s));
-	dfree(a.x);
-	dfree(a.y);
-	dfree(a.scale);
-	dfree(a.shift);
+	bench_dfree(a.x);
+	bench_dfree(a.y);
+	bench_dfree(a.scale);
+	bench_dfree(a.shift);
 }
+
+int bench_norm(const bench_options *bo)
+{
+	static const int def_rows[] = { 128, 1024, 4096, 16384 }, def_hidden[] = { 1536, 3072, 5120 };
+	const int *rows = bo->nrows ? bo->rows : def_rows, *hidden = bo->nhidden ? bo->hidden : def_hidden;
+	const int nrows = bo->nrows ? bo->nrows : (int)CLI_ARRAY_SIZE(def_rows);
+	const int nhidden = bo->nhidden ? bo->nhidden : (int)CLI_ARRAY_SIZE(def_hidden);
+	const int reps = bo->reps ? bo->reps : 200;
+	jitk_runtime *rt;
+	struct cudaDeviceProp prop;
+	int i, h, r, residual;
+	double copy;
+
+	if (bench_runtime_new(&rt, bo->specs, bo->programmatic))
+		return 1;
+	CK(cudaGetDeviceProperties(&prop, BENCH_DEVICE));
+	printf("device: %s (%s, %d SMs), NVRTC via jitk %s%s\n", prop.name, jitk_runtime_arch(rt),
+	       prop.multiProcessorCount, jitk_version(),
+	       bo->programmatic ? ", programmatic dependent launch" : "");
+	copy = bench_copy_bandwidth(3, 20, 0) / 1e9;
+	printf("device-to-device copy: %.0f GB/s (bytes read + written)\n\n", copy);
+	bench_flush_init();
+	printf("%-18s %6s %6s %8s %8s %8s %8s %8s %8s %7s %8s %8s\n", "", "", "", "us", "us", "us",
+	       "us", "% copy", "% copy", "GB/s", "copy us", "copy us");
+	printf("%-18s %6s %6s %8s %8s %8s %8s %8s %8s %7s %8s %8s\n", "kernel", "hidden", "rows",
+	       "clean", "dirty", "idle", "graph", "clean", "dirty", "clean", "clean", "dirty");
+	nresults = 0;
+	for (h = 0; h < nhidden; h++)
+		for (residual = 0; residual < 2; residual++)
+			for (r = 0; r < nrows; r++) {
+				bench_case(rt, residual, PATH_FUSED, hidden[h], rows[r], reps, copy);
+				if (!bo->fused_only)
+					bench_case(rt, residual, PATH_SPLIT, hidden[h], rows[r], reps, copy);
+			}
+	printf("\nOne launch, event-timed, median of %d, after 256 MiB passed through the L2 on\n"
+	       "the same stream: clean = read by a kernel that writes nothing (the L2 holds\n"
+	       "clean lines), dirty = written (the L2 holds dirty lines, whose write-back the\n"
+	       "kernel pays for, as after Triton's do_bench flush); idle = on an idle GPU (adds\n"
+	       "the host's launch latency); graph = per launch in a replayed graph of 20.\n"
+	       "%% copy and GB/s: the contract's bytes over the copy bandwidth above; copy us: a\n"
+	       "device-to-device copy of the fused kernel's bytes, timed the same way.\n", reps);
+	printf("\nfused vs split (split = norm + quantizer), clean / dirty:\n");
+	for (i = 0; !bo->fused_only && i + 1 < nresults; i += 2)
+		printf("  %-18s H=%-5d rows=%-6d %.2fx / %.2fx\n", results[i].kernel,
+		       results[i].hidden, results[i].rows, results[i + 1].us_clean / results[i].us_clean,
+		       results[i + 1].us_dirty / results[i].us_dirty);
+	if (!bo->skip_jit) {
+		printf("\n");
+		bench_jit(bo->specs, "fused_norm_scale_shift_fp8[hidden=3072]");
+		bench_hot(rt);
+	}
+	jitk_runtime_free(rt);
+	return 0;
+}
+
+/* ---------------------------------------------------------- command */
 
 /* A comma-separated list of at most max numbers from lo to hi, else a
  * usage error naming the option. */
@@ -752,97 +549,124 @@ static int parse_list(int *out, int max, const char *opt, const char *s, long lo
 	}
 }
 
+/* The families, in the order --family all runs them. */
+enum { FAM_NORM = 1, FAM_AXES = 2, FAM_QK = 4, FAM_ALL = 7 };
+static const struct {
+	const char *name;
+	int mask;
+	int (*run)(const bench_options *o);
+} families[] = {
+	{ "norm", FAM_NORM, bench_norm },
+	{ "axes", FAM_AXES, bench_axes },
+	{ "qk", FAM_QK, bench_qk },
+};
+
+/* Every option, whether it takes a value, and the families it applies to
+ * (any other family refuses it). */
+enum { OPT_FAMILY, OPT_SPECS, OPT_REPS, OPT_ROWS, OPT_HIDDEN, OPT_HEADS, OPT_SKIP_JIT,
+       OPT_FUSED_ONLY, OPT_PROGRAMMATIC };
+static const struct {
+	const char *name;
+	int takes_value, families;
+} options[] = {
+	[OPT_FAMILY] = { "--family", 1, FAM_ALL },
+	[OPT_SPECS] = { "--specs", 1, FAM_ALL },
+	[OPT_REPS] = { "--reps", 1, FAM_ALL },
+	[OPT_ROWS] = { "--rows", 1, FAM_NORM | FAM_AXES },
+	[OPT_HIDDEN] = { "--hidden", 1, FAM_NORM | FAM_AXES },
+	[OPT_HEADS] = { "--heads", 1, FAM_QK },
+	[OPT_SKIP_JIT] = { "--skip-jit", 0, FAM_NORM },
+	[OPT_FUSED_ONLY] = { "--fused-only", 0, FAM_NORM },
+	[OPT_PROGRAMMATIC] = { "--programmatic", 0, FAM_NORM },
+};
+
+static int parse_family(const char *s)
+{
+	size_t k;
+
+	if (!strcmp(s, "all"))
+		return FAM_ALL;
+	for (k = 0; k < CLI_ARRAY_SIZE(families); k++)
+		if (!strcmp(s, families[k].name))
+			return families[k].mask;
+	jitk_cli_usage_error(usage, "--family '%s' is not one of norm, axes, qk, all", s);
+}
+
 int jitk_cli_bench(int argc, char **argv)
 {
-	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
-	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
-	jitk_runtime *rt;
-	struct cudaDeviceProp prop;
-	const char *specs = NULL;
-	int rows[BENCH_MAX_ROWS] = { 128, 1024, 4096, 16384 }, nrows = 4;
-	int hidden[BENCH_MAX_HIDDEN] = { 1536, 3072, 5120 }, nhidden = 3;
-	int reps = 200, skip_jit = 0, fused_only = 0, i, h, r, residual, rc;
-	double copy;
+	bench_options bo;
+	const char *family = "norm";
+	int fam = FAM_NORM, given = 0, i, rc = 0;
+	size_t k;
 
+	memset(&bo, 0, sizeof(bo));
 	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int takes_value = !strcmp(a, "--specs") || !strcmp(a, "--rows") ||
-				  !strcmp(a, "--hidden") || !strcmp(a, "--reps");
+		const char *a = argv[i], *v;
 
-		if (takes_value && i + 1 == argc)
-			jitk_cli_usage_error(usage, "option '%s' needs a value", a);
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			fputs(usage, stdout);
 			return 0;
-		} else if (!strcmp(a, "--specs")) {
-			specs = argv[++i];
-		} else if (!strcmp(a, "--rows")) {
-			nrows = parse_list(rows, (int)CLI_ARRAY_SIZE(rows), a, argv[++i], 1, 1L << 24);
-		} else if (!strcmp(a, "--hidden")) {
-			nhidden = parse_list(hidden, (int)CLI_ARRAY_SIZE(hidden), a, argv[++i], 8, 65536);
-		} else if (!strcmp(a, "--reps")) {
-			reps = (int)jitk_cli_number("--reps", argv[++i], 5, 100000);
-		} else if (!strcmp(a, "--skip-jit")) {
-			skip_jit = 1;
-		} else if (!strcmp(a, "--fused-only")) {
-			fused_only = 1;
-		} else if (!strcmp(a, "--programmatic")) {
-			o.programmatic = 1;
-		} else if (a[0] == '-') {
+		}
+		for (k = 0; k < CLI_ARRAY_SIZE(options) && strcmp(a, options[k].name); k++)
+			;
+		if (k == CLI_ARRAY_SIZE(options) && a[0] == '-')
 			jitk_cli_usage_error(usage, "unknown option '%s'", a);
-		} else {
+		if (k == CLI_ARRAY_SIZE(options))
 			jitk_cli_usage_error(usage, "unexpected argument '%s'", a);
+		if (options[k].takes_value && i + 1 == argc)
+			jitk_cli_usage_error(usage, "option '%s' needs a value", a);
+		v = options[k].takes_value ? argv[++i] : NULL;
+		given |= 1 << k;
+		switch (k) {
+		case OPT_FAMILY:
+			fam = parse_family(v);
+			family = v;
+			break;
+		case OPT_SPECS:
+			bo.specs = v;
+			break;
+		case OPT_REPS:
+			bo.reps = (int)jitk_cli_number("--reps", v, 5, 100000);
+			break;
+		case OPT_ROWS:
+			bo.nrows = parse_list(bo.rows, BENCH_MAX_ROWS, a, v, 1, 1L << 24);
+			break;
+		case OPT_HIDDEN:
+			bo.nhidden = parse_list(bo.hidden, BENCH_MAX_HIDDEN, a, v, 8, 65536);
+			break;
+		case OPT_HEADS:
+			bo.nheads = parse_list(bo.heads, 2, a, v, 1, 1024);
+			if (bo.nheads != 2)
+				jitk_cli_usage_error(NULL, "--heads '%s' is not HQ,HK (two numbers)", v);
+			break;
+		case OPT_SKIP_JIT:
+			bo.skip_jit = 1;
+			break;
+		case OPT_FUSED_ONLY:
+			bo.fused_only = 1;
+			break;
+		case OPT_PROGRAMMATIC:
+			bo.programmatic = 1;
+			break;
 		}
 	}
-	co.specs = specs;
-	o.device = BENCH_DEVICE;
-	o.compiler = &co;
-	/* jitk first: it opens the driver, and says clearly when there is none
-	 * (cudart is not touched then); it makes the primary context current,
-	 * which cudart then uses. */
-	rc = jitk_runtime_new(&rt, &o);
-	if (rc) {
-		fprintf(stderr, "jitk bench: %s%s\n", rc == JITK_ENODEV ? "needs a GPU: " : "",
-			jitk_error_last()->message);
-		return 1;
+	for (k = 0; k < CLI_ARRAY_SIZE(options); k++)
+		if ((given & 1 << k) && !(options[k].families & fam))
+			jitk_cli_usage_error(usage, "option '%s' does not apply to --family %s",
+					     options[k].name, family);
+	/* the axes split the rows into two batches */
+	for (i = 0; (fam & FAM_AXES) && i < bo.nrows; i++)
+		if (bo.rows[i] % 2)
+			jitk_cli_usage_error(NULL, "--family %s needs even --rows (two batches), not %d",
+					     family, bo.rows[i]);
+	for (k = 0; !rc && k < CLI_ARRAY_SIZE(families); k++) {
+		if (!(families[k].mask & fam))
+			continue;
+		if (k && fam == FAM_ALL)
+			printf("\n");
+		rc = families[k].run(&bo);
+		fflush(stdout);
 	}
-	CK(cudaSetDevice(BENCH_DEVICE));
-	CK(cudaGetDeviceProperties(&prop, BENCH_DEVICE));
-	printf("device: %s (%s, %d SMs), NVRTC via jitk %s%s\n", prop.name, jitk_runtime_arch(rt),
-	       prop.multiProcessorCount, jitk_version(),
-	       o.programmatic ? ", programmatic dependent launch" : "");
-	copy = copy_bandwidth();
-	printf("device-to-device copy: %.0f GB/s (bytes read + written)\n\n", copy);
-	flush_init();
-	printf("%-18s %6s %6s %8s %8s %8s %8s %8s %8s %7s %8s %8s\n", "", "", "", "us", "us", "us",
-	       "us", "% copy", "% copy", "GB/s", "copy us", "copy us");
-	printf("%-18s %6s %6s %8s %8s %8s %8s %8s %8s %7s %8s %8s\n", "kernel", "hidden", "rows",
-	       "clean", "dirty", "idle", "graph", "clean", "dirty", "clean", "clean", "dirty");
-	for (h = 0; h < nhidden; h++)
-		for (residual = 0; residual < 2; residual++)
-			for (r = 0; r < nrows; r++) {
-				bench_case(rt, residual, PATH_FUSED, hidden[h], rows[r], reps, copy);
-				if (!fused_only)
-					bench_case(rt, residual, PATH_SPLIT, hidden[h], rows[r], reps, copy);
-			}
-	printf("\nOne launch, event-timed, median of %d, after 256 MiB passed through the L2 on\n"
-	       "the same stream: clean = read by a kernel that writes nothing (the L2 holds\n"
-	       "clean lines), dirty = written (the L2 holds dirty lines, whose write-back the\n"
-	       "kernel pays for, as after Triton's do_bench flush); idle = on an idle GPU (adds\n"
-	       "the host's launch latency); graph = per launch in a replayed graph of 20.\n"
-	       "%% copy and GB/s: the contract's bytes over the copy bandwidth above; copy us: a\n"
-	       "device-to-device copy of the fused kernel's bytes, timed the same way.\n", reps);
-	printf("\nfused vs split (split = norm + quantizer), clean / dirty:\n");
-	for (i = 0; !fused_only && i + 1 < nresults; i += 2)
-		printf("  %-18s H=%-5d rows=%-6d %.2fx / %.2fx\n", results[i].kernel,
-		       results[i].hidden, results[i].rows, results[i + 1].us_clean / results[i].us_clean,
-		       results[i + 1].us_dirty / results[i].us_dirty);
-	if (!skip_jit) {
-		printf("\n");
-		bench_jit(specs, "fused_norm_scale_shift_fp8[hidden=3072]");
-		bench_hot(rt);
-	}
-	flush_free();
-	jitk_runtime_free(rt);
-	return 0;
+	bench_flush_free();
+	return rc;
 }

@@ -178,11 +178,41 @@ expect 2 "jitk: --reps '4' is not a number from 5 to 100000" bench --reps 4
 expect 2 "jitk: --reps '99999999999' is not a number from 5 to 100000" bench --reps 99999999999
 expect 2 "jitk: unknown option '--frob'" bench --frob
 expect 2 "jitk: unexpected argument 'x'" bench x
+usage_bench=$("$jitk" bench --help | head -n 1)
+expect 2 "jitk: --family 'nope' is not one of norm, axes, qk, all" bench --family nope
+[ "$(sed -n 2p "$tmp/err")" = "$usage_bench" ] ||
+	{ echo "FAIL: bench --family nope: no usage after the message"; fails=$((fails + 1)); }
+expect 2 "jitk: option '--family' needs a value" bench --family
+expect 2 "jitk: option '--heads' does not apply to --family norm" bench --heads 24,24
+expect 2 "jitk: option '--rows' does not apply to --family qk" bench --family qk --rows 128
+expect 2 "jitk: option '--programmatic' does not apply to --family axes" bench --family axes --programmatic
+expect 2 "jitk: --heads '24' is not HQ,HK (two numbers)" bench --family qk --heads 24
+expect 2 "jitk: --heads '24,24,8' has more than 2 numbers" bench --family qk --heads 24,24,8
+expect 2 "jitk: --family axes needs even --rows (two batches), not 4097" bench --family axes --rows 4096,4097
+expect 2 "jitk: --family all needs even --rows (two batches), not 1" bench --family all --rows 1
 n=$((n + 1))
 if "$jitk" bench --help | grep -q "bench/run"; then
 	echo "FAIL: jitk bench --help names bench/run, which does not exist"
 	fails=$((fails + 1))
 fi
+
+# bench where no GPU is visible: every family says it needs one, as the
+# norm's always did, exit 1, and prints nothing on stdout
+CUDA_VISIBLE_DEVICES=
+export CUDA_VISIBLE_DEVICES
+nogpu=$("$jitk" bench 2>&1 >/dev/null | head -n 1)
+n=$((n + 1))
+case $nogpu in
+"jitk bench: needs a GPU: "*) ;;
+*) echo "FAIL: jitk bench without a GPU said '$nogpu'"; fails=$((fails + 1)) ;;
+esac
+for f in norm axes qk all; do
+	expect 1 "$nogpu" bench --family $f --reps 5
+	[ -s "$tmp/out" ] && { echo "FAIL: jitk bench --family $f without a GPU printed on stdout"; fails=$((fails + 1)); }
+done
+expect 1 "$nogpu" bench --family qk --heads 12,4 --specs $specs
+expect 1 "$nogpu" bench --family axes --rows 128,4096 --hidden 3072
+unset CUDA_VISIBLE_DEVICES
 
 [ "$fails" = 0 ] || { echo "cli: $fails of $n invocations failed"; exit 1; }
 echo "cli: $n invocations: hostile ones refused with the right message and status, names as documented"

@@ -29,13 +29,13 @@ done
 "$b/jitk" bench --help | grep -q "bench/run" && fail "jitk bench --help names bench/run, which does not exist"
 
 # jitk bench's clean L2 flush is a spec family it writes to a temporary
-# directory: taken from cli/bench.c, it loads and compiles for sm_90 and
+# directory: taken from cli/bench_util.c, it loads and compiles for sm_90 and
 # sm_100 (the bench runs it through the generic call)
 if command -v python3 >/dev/null 2>&1; then
 	mkdir -p "$tmp/flush"
-	python3 - "$tmp/flush" <<'PY' || fail "cannot take the flush family out of cli/bench.c"
+	python3 - "$tmp/flush" <<'PY' || fail "cannot take the flush family out of cli/bench_util.c"
 import ast, re, sys
-src = open("cli/bench.c").read()
+src = open("cli/bench_util.c").read()
 for var, name in (("flush_yaml", "l2_flush.yaml"), ("flush_cuh", "l2_flush.cuh")):
     body = re.search(r"static const char %s\[\] =\n(.*?);\n" % var, src, re.S).group(1)
     text = "".join(ast.literal_eval('"%s"' % lit) for lit in re.findall(r'"((?:[^"\\]|\\.)*)"', body))

@@ -26,7 +26,7 @@ for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/build/*.[ch] runtime/gp
 	for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
 		case $inc in
 		jitk.h | jitk/*.h) continue ;;
-		cli.h) case $f in cli/*) continue ;; esac ;;
+		cli.h | bench.h) case $f in cli/*) continue ;; esac ;;
 		esac
 		layer=${inc%%/*}
 		[ "$layer" = "$inc" ] && { say "$f includes \"$inc\" (not a layer header)"; continue; }

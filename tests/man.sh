@@ -20,6 +20,16 @@ vars=$(grep -rhoE '"JITK_[A-Z_]+"' runtime cli | tr -d '"' | sort -u)
 for var in $vars; do
 	echo "$page" | grep -q "$var" || { echo "man page lacks $var"; exit 1; }
 done
+# every option of jitk bench's usage, and every one of its families
+usage=$("$b/jitk" bench --help | sed '/^$/q')
+for opt in $(echo "$usage" | grep -oE -- '--[a-z-]+' | sort -u); do
+	echo "$page" | grep -q -- "$opt" || { echo "man page lacks jitk bench $opt"; exit 1; }
+done
+families=$(echo "$usage" | sed -n 's/.*--family \([a-z|]*\).*/\1/p' | tr '|' ' ')
+[ -n "$families" ] || { echo "man.sh: jitk bench --help names no family"; exit 1; }
+for f in $families; do
+	echo "$page" | grep -qE -- "--family +$f" || { echo "man page lacks jitk bench --family $f"; exit 1; }
+done
 for cmd in list explain source precompile cache bench; do
 	"$b/jitk" "$cmd" --help >/dev/null || { echo "jitk $cmd --help failed"; exit 1; }
 done
