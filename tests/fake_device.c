@@ -37,10 +37,12 @@ static int fake_load(void *impl, const void *image, int is_ptx, void **lib)
 	return *lib ? 0 : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-static int fake_get_kernel(void *impl, void *lib, const char *name, void **kernel)
+static int fake_get_kernel(void *impl, void *lib, const char *name, void **kernel,
+			   void **primary)
 {
 	fake_device *f = impl;
 
+	*primary = NULL; /* launches take the kernel */
 	f->kernels_got++;
 	*kernel = name[0] == '_' ? lib : NULL; /* lowered names are mangled */
 	return *kernel ? 0 : CUDA_ERROR_NOT_FOUND;
@@ -54,7 +56,7 @@ static void fake_unload(void *impl, void *lib)
 	free(lib);
 }
 
-static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
+static int fake_launch_fn(void *impl, void *kernel, void *primary, const unsigned grid[3],
 			  const unsigned block[3], unsigned smem, void *stream,
 			  void **params, size_t nparams, int programmatic)
 {
@@ -62,6 +64,7 @@ static int fake_launch_fn(void *impl, void *kernel, const unsigned grid[3],
 	fake_launch *l;
 	size_t i;
 
+	(void)primary;
 	if (f->nlaunches == FAKE_MAX_LAUNCHES)
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 	if (nparams > FAKE_MAX_PARAMS)

@@ -699,7 +699,7 @@ static int launch_kernel(jitk_kernel *k, unsigned grid, const uint64_t *params,
 		return JITK_OK;
 	for (i = 0; i < k->fam->nargs; i++)
 		ptrs[i] = (void *)&params[i];
-	r = rt->ops->launch(rt->impl, k->fn, g, bl, k->smem, stream, ptrs, k->fam->nargs,
+	r = rt->ops->launch(rt->impl, k->fn, k->fn_primary, g, bl, k->smem, stream, ptrs, k->fam->nargs,
 			    k->programmatic);
 	if (r)
 		return jitk__error(JITK_EDRIVER, "launching %s failed: %s",

@@ -27,11 +27,14 @@ typedef struct {
 	int (*open)(void *impl, int ordinal, jitk_device_info *info);
 	/* cuLibraryLoadData: context-independent loading. */
 	int (*load)(void *impl, const void *image, int is_ptx, void **lib);
-	int (*get_kernel)(void *impl, void *lib, const char *name, void **kernel);
+	/* *kernel: the CUkernel (any context of the device); *primary: its
+	 * CUfunction in the device's primary context, or NULL (a launch
+	 * from that context takes it: no per-launch lookup in the driver). */
+	int (*get_kernel)(void *impl, void *lib, const char *name, void **kernel, void **primary);
 	void (*unload)(void *impl, void *lib);
 	/* programmatic: cuLaunchKernelEx with programmatic stream
 	 * serialization allowed (the kernel waits with griddepcontrol.wait). */
-	int (*launch)(void *impl, void *kernel, const unsigned grid[3],
+	int (*launch)(void *impl, void *kernel, void *primary, const unsigned grid[3],
 		      const unsigned block[3], unsigned smem, void *stream,
 		      void **params, size_t nparams, int programmatic);
 	int (*is_capturing)(void *impl, void *stream, int *capturing);

@@ -158,11 +158,30 @@ static int op_load(void *impl, const void *image, int is_ptx, void **lib)
 	return JITK_CU_TRY(d, cuLibraryLoadData, (CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
 }
 
-static int op_get_kernel(void *impl, void *lib, const char *name, void **kernel)
+static int op_get_kernel(void *impl, void *lib, const char *name, void **kernel, void **primary)
 {
 	cuda_device *d = impl;
+	const jitk_cuda *cu = d->cu;
+	CUcontext cur = NULL;
+	int r, pushed = 0;
 
-	return JITK_CU_TRY(d, cuLibraryGetKernel, (CUkernel *)kernel, (CUlibrary)lib, name);
+	*primary = NULL;
+	if ((r = JITK_CU_TRY(d, cuLibraryGetKernel, (CUkernel *)kernel, (CUlibrary)lib, name)))
+		return r;
+	/* its function in the primary context (loaded there now, as the
+	 * first launch would); without one, launches take the CUkernel */
+	if (cu->cuCtxGetCurrent(&cur))
+		return 0;
+	if (cur != d->primary) {
+		if (cu->cuCtxPushCurrent(d->primary))
+			return 0;
+		pushed = 1;
+	}
+	if (cu->cuKernelGetFunction((CUfunction *)primary, (CUkernel)*kernel))
+		*primary = NULL;
+	if (pushed)
+		cu->cuCtxPopCurrent(&cur);
+	return 0;
 }
 
 static void op_unload(void *impl, void *lib)
@@ -172,15 +191,20 @@ static void op_unload(void *impl, void *lib)
 	d->cu->cuLibraryUnload((CUlibrary)lib);
 }
 
-static int op_launch(void *impl, void *kernel, const unsigned grid[3],
+static int op_launch(void *impl, void *kernel, void *primary, const unsigned grid[3],
 		     const unsigned block[3], unsigned smem, void *stream,
 		     void **params, size_t nparams, int programmatic)
 {
 	cuda_device *d = impl;
+	CUcontext cur = NULL;
 
 	(void)nparams; /* the driver knows the kernel's parameters */
 	/* A CUkernel is accepted where a CUfunction is: it launches in the
-	 * calling thread's current context. */
+	 * calling thread's current context, which the driver looks up. In
+	 * the primary context (where PyTorch and the CUDA runtime run) the
+	 * kernel's CUfunction there saves that lookup. */
+	if (primary && !d->cu->cuCtxGetCurrent(&cur) && cur == d->primary)
+		kernel = primary;
 	if (programmatic) {
 		CUlaunchAttribute attr;
 		CUlaunchConfig cfg;

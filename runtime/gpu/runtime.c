@@ -467,7 +467,7 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 }
 
 static int load_build(jitk_runtime *rt, jitk_slot *s, jitk_build *b,
-		      void **lib, void **fn)
+		      void **lib, void **fn, void **fn_primary)
 {
 	int r;
 
@@ -479,7 +479,7 @@ static int load_build(jitk_runtime *rt, jitk_slot *s, jitk_build *b,
 			 b->entry.target);
 	r = rt->ops->load(rt->impl, b->entry.image, b->entry.is_ptx, lib);
 	if (!r) {
-		r = rt->ops->get_kernel(rt->impl, *lib, b->entry.names[0], fn);
+		r = rt->ops->get_kernel(rt->impl, *lib, b->entry.names[0], fn, fn_primary);
 		if (r) {
 			rt->ops->unload(rt->impl, *lib);
 			*lib = NULL;
@@ -590,7 +590,7 @@ static int resolve_build(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	k->inst = inst;
 	k->fam = rt->comp->specs->insts[inst].sym->fam;
 	k->variant = b.variant;
-	rc = load_build(rt, s, &b, &k->lib, &k->fn);
+	rc = load_build(rt, s, &b, &k->lib, &k->fn, &k->fn_primary);
 	if (rc && b.origin != JITK_ORIGIN_COMPILED) {
 		/* A cached image the driver refuses: evict it, compile once
 		 * more, and give up with a clear error if that fails too. */
@@ -601,7 +601,7 @@ static int resolve_build(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 		rc = find_or_build(&b, rt, inst, JITK_BUILD_FORCE);
 		if (!rc) {
 			count_build(s, &b);
-			rc = load_build(rt, s, &b, &k->lib, &k->fn);
+			rc = load_build(rt, s, &b, &k->lib, &k->fn, &k->fn_primary);
 		}
 	}
 	if (!rc)

@@ -35,7 +35,8 @@ struct jitk_kernel {
 	size_t inst;
 	const spec_family *fam;
 	void *lib;
-	void *fn;
+	void *fn;         /* the CUkernel */
+	void *fn_primary; /* its CUfunction in the primary context, or NULL */
 	jitk_variant variant;
 	/* Per family argument: taken by this instance, and its tensor rule. */
 	unsigned char present[JITK_MAX_SPEC_ARGS];
