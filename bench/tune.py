@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETS = {
     "q_only": {
         "spec": "norm_scale_shift.yaml",
-        "bench": ["axes_bench", "--rows", "4096,16384", "--hidden", "3072", "--reps", "100"],
+        "bench": ["jitk", "bench", "--family", "axes", "--rows", "4096,16384", "--reps", "100"],
         "lines": r"q only|^shared fp8|outputs q vs",
         "variants": [
             ("shipped", None, []),
@@ -40,7 +40,7 @@ SETS = {
     },
     "qk": {
         "spec": "qk_norm_rope.yaml",
-        "bench": ["qk_bench", "--reps", "100"],
+        "bench": ["jitk", "bench", "--family", "qk", "--reps", "100"],
         "lines": r"^N |^4096|^16384|^4096\+512|^4608",
         "variants": [
             ("shipped", None, []),
