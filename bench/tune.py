@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """tune.py SET [BUILD] - time tuning variants of one family on this GPU.
+tune.py --check [BUILD] - without a GPU: every variant's specs load and compile.
 
 Each variant is the shipped spec set with one spec changed: an entry
 appended to its tuning list (later entries override earlier ones) and,
@@ -28,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETS = {
     "q_only": {
         "spec": "norm_scale_shift.yaml",
+        "check": "fused_norm_scale_shift_fp8_q_only[hidden=3072]",
         "bench": ["jitk", "bench", "--family", "axes", "--rows", "4096,16384", "--reps", "100"],
         "lines": r"q only|^shared fp8|outputs q vs",
         "variants": [
@@ -40,6 +42,7 @@ SETS = {
     },
     "qk": {
         "spec": "qk_norm_rope.yaml",
+        "check": "qk_norm_rope",
         "bench": ["jitk", "bench", "--family", "qk", "--reps", "100"],
         "lines": r"^N |^4096|^16384|^4096\+512|^4608",
         "variants": [
@@ -82,7 +85,32 @@ def variant_dir(base, spec, entry, repl):
     return d
 
 
+def check(build):
+    """Every variant's spec set loads and compiles its changed spec's first
+    instance for sm_90 (no GPU needed): the rewrites still match the
+    shipped specs."""
+    base = tempfile.mkdtemp(prefix="jitk-tune-")
+    bad = 0
+    try:
+        for name, s in SETS.items():
+            for label, entry, repl in s["variants"]:
+                d = variant_dir(base, s["spec"], entry, repl)
+                p = subprocess.run([os.path.join(build, "jitk"), "precompile", s["check"],
+                                    "--specs", d, "--arch", "sm_90", "--cache",
+                                    os.path.join(d, "cache"), "-j", "1"],
+                                   capture_output=True, text=True, timeout=300)
+                if p.returncode:
+                    bad += 1
+                    print(f"tune.py: {name} / {label}: {(p.stderr or p.stdout).strip()[-300:]}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"tune.py --check: {sum(len(s['variants']) for s in SETS.values())} variants, {bad} failed")
+    return 1 if bad else 0
+
+
 def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "--check":
+        sys.exit(check(sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build")))
     if len(sys.argv) < 2 or sys.argv[1] not in SETS:
         raise SystemExit(__doc__)
     s = SETS[sys.argv[1]]

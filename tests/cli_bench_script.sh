@@ -49,6 +49,17 @@ PY
 		{ fail "the flush family does not compile"; cat "$tmp/flush.log"; }
 fi
 
+# the scripts the GPU machine runs parse, and bench/tune.py's spec rewrites
+# still match the shipped specs (every variant loads and compiles)
+if command -v python3 >/dev/null 2>&1; then
+	python3 -c 'import ast, sys
+for f in sys.argv[1:]:
+    ast.parse(open(f).read(), f)' bench/*.py examples/*.py tests/python/*.py 2>"$tmp/pyc.log" ||
+		{ fail "a Python script does not compile"; cat "$tmp/pyc.log"; }
+	python3 bench/tune.py --check "$b" >"$tmp/tune.log" 2>&1 ||
+		{ fail "bench/tune.py --check"; cat "$tmp/tune.log"; }
+fi
+
 # a failing step (a cache miss with compiling disabled), then one that passes
 JITK_NO_COMPILE=1 OUT=$tmp/out JITK_BUILD=$b sh bench/device_run.sh "precompile" >"$tmp/fail.log" 2>&1
 rc=$?
