@@ -5,7 +5,8 @@
  * AUTO runs the spec's fallback steps.
  *
  * A call never allocates: its state lives on the stack, the resolved
- * kernel holds the shapes and strides bound to the variant. */
+ * kernel holds the shapes and strides bound to the variant, and a
+ * per-thread memo (below) lets a repeated call skip what its key decides. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -699,23 +700,14 @@ static int launch_kernel(jitk_kernel *k, unsigned grid, const uint64_t *params,
 		return JITK_OK;
 	for (i = 0; i < k->fam->nargs; i++)
 		ptrs[i] = (void *)&params[i];
-	r = rt->ops->launch(rt->impl, k->fn, k->fn_primary, g, bl, k->smem, stream, ptrs, k->fam->nargs,
-			    k->programmatic);
+	r = rt->ops->launch(rt->impl, k->fn, k->fn_primary, g, bl, k->smem, stream, ptrs,
+			    k->fam->nargs, k->programmatic);
 	if (r)
 		return jitk__error(JITK_EDRIVER, "launching %s failed: %s",
 				   rt->comp->specs->insts[k->inst].name,
 				   rt->ops->error_name(rt->impl, r));
 	atomic_fetch_add_explicit(&rt->slots[k->inst].launches, 1, memory_order_relaxed);
 	return JITK_OK;
-}
-
-int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
-		 jitk_stream stream, int dry)
-{
-	unsigned grid;
-	int rc = launch_grid(k, slots, &grid);
-
-	return rc || dry ? rc : launch_kernel(k, grid, params, stream);
 }
 
 static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t nargs,

@@ -120,11 +120,6 @@ int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,
 		  int check_capture, jitk_stream stream);
 /* Why instance inst cannot run here (its slot's reason), or NULL. */
 const char *jitk__unavailable_reason(jitk_runtime *rt, size_t inst);
-/* Launch with the call's slots (integer environment) and one kernel
- * parameter value per family argument: launch checks, grid,
- * cuLaunchKernel (dry: everything but the launch). */
-int jitk__launch(jitk_kernel *k, const int64_t *slots, const uint64_t *params,
-		 jitk_stream stream, int dry);
 /* A fresh value for jitk_runtime.id. */
 uint64_t jitk__runtime_id(void);
 void jitk__ops_free(jitk_runtime *rt);
