@@ -7,22 +7,7 @@ b=${1:-build}
 jitk=$b/jitk
 w=$(mktemp -d "${TMPDIR:-/tmp}/jitk-cache-XXXXXX")
 trap 'rm -rf "$w"' EXIT
-fails=0 n=0
-
-# check NAME STATUS PATTERN CMD...: CMD exits with STATUS and its output
-# (stdout and stderr) matches the extended regular expression PATTERN.
-check() {
-	name=$1 want=$2 pat=$3
-	shift 3
-	n=$((n + 1))
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" != "$want" ] || ! printf '%s\n' "$out" | grep -Eq -- "$pat"; then
-		echo "FAIL: $name: exit $rc (want $want, output matching '$pat'):"
-		printf '%s\n' "$out" | sed 's/^/  /'
-		fails=$((fails + 1))
-	fi
-}
+. "$(dirname "$0")/shlib"
 
 # survives NAME FILE...: each FILE is still a regular file.
 survives() {

@@ -9,12 +9,7 @@ set -u
 b=${1:-build}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jitk-bench-script-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-
+. "$(dirname "$0")/shlib"
 sh -n bench/device_run.sh || fail "bench/device_run.sh does not parse"
 if grep -n 'sed .*specs/' bench/*.sh; then
 	fail "a bench script rewrites a spec with sed: benchmark the shipped specs (or check the pattern here)"

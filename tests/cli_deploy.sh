@@ -11,17 +11,7 @@ jitk=$(pwd)/$b/jitk
 specs=$(pwd)/tests/families/specs
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jitk-cli-deploy-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-
-# has FILE TEXT: FILE contains the fixed string TEXT.
-has() {
-	grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/  | /' "$1" | head -30; }
-}
+. "$(dirname "$0")/shlib"
 
 # run WANT_STATUS OUT_FILE ARGS...: jitk ARGS, stdout and stderr to OUT_FILE.
 run() {

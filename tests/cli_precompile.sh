@@ -10,17 +10,7 @@ b=${1:-build}
 jitk=$(pwd)/$b/jitk
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jitk-cli-pre-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-
-# has FILE TEXT: FILE contains the fixed string TEXT.
-has() {
-	grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/  | /' "$1" | head -30; }
-}
+. "$(dirname "$0")/shlib"
 
 mkdir -p "$tmp/specs"
 # A template the test can make slow: 2^D inlined copies of a small body

@@ -16,35 +16,13 @@ cleanup() {
 	rm -rf "$w"
 }
 trap cleanup EXIT
-fails=0 n=0
+. "$(dirname "$0")/shlib"
 
 nginx=$(command -v nginx || ls /usr/sbin/nginx /usr/local/sbin/nginx 2>/dev/null | head -n 1)
 if [ -z "$nginx" ]; then
 	echo "SKIP: remote: nginx not found (apt-get install nginx-light)"
 	exit 0
 fi
-
-# check NAME STATUS PATTERN CMD...: CMD exits with STATUS and its output
-# (stdout and stderr) matches the extended regular expression PATTERN.
-check() {
-	name=$1 want=$2 pat=$3
-	shift 3
-	n=$((n + 1))
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" != "$want" ] || ! printf '%s\n' "$out" | grep -Eq -- "$pat"; then
-		echo "FAIL: $name: exit $rc (want $want, output matching '$pat'):"
-		printf '%s\n' "$out" | sed 's/^/  /'
-		fails=$((fails + 1))
-	fi
-}
-
-# count NAME WANT PATTERN: the last output has WANT lines matching PATTERN.
-count() {
-	n=$((n + 1))
-	got=$(printf '%s\n' "$out" | grep -Ec -- "$3")
-	[ "$got" = "$2" ] || { echo "FAIL: $1: $got lines match '$3' (want $2)"; fails=$((fails + 1)); }
-}
 
 # nginx on a free port: try a few until one binds.
 mkdir -p "$w/store" "$w/body"
