@@ -266,6 +266,31 @@ int t_build(void *compiler, const char *name, const char *arch, int *origin)
 	return rc;
 }
 
+void t_key(void *compiler, const char *name, const char *arch, uint8_t *key)
+{
+	jitk_compiler *c = compiler;
+	jitk_tu tu;
+	jitk_variant v;
+	jitk_arch a;
+	size_t inst;
+
+	assert_int_equal(jitk__arch_parse(&a, arch), 0);
+	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
+	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
+	jitk__tu_free(&tu);
+}
+
+char *t_entry_path(const char *dir, const uint8_t *key)
+{
+	char hex[2 * JITK_HASH_SIZE + 1];
+	char *p;
+
+	jitk__hex(hex, key, JITK_HASH_SIZE);
+	p = jitk__asprintf("%s/v1/%.2s/%s.jitk", dir, hex, hex);
+	assert_non_null(p);
+	return p;
+}
+
 /* ------------------------------------------------------ per-test timeout */
 
 /* Each test runs under its own alarm: a test that hangs fails by name

@@ -21,22 +21,10 @@
 /* The path of SYM's sm_90 entry in cache. */
 static char *entry_of(jitk_compiler *c, const char *cache)
 {
-	jitk_tu tu;
-	jitk_variant v;
-	jitk_arch a;
 	uint8_t key[JITK_HASH_SIZE];
-	char hex[2 * JITK_HASH_SIZE + 1];
-	size_t inst;
-	char *p;
 
-	jitk__arch_parse(&a, "sm_90");
-	assert_int_equal(jitk__spec_find(c->specs, SYM, &inst), 0);
-	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
-	jitk__tu_free(&tu);
-	jitk__hex(hex, key, JITK_HASH_SIZE);
-	p = jitk__asprintf("%s/v1/%.2s/%s.jitk", cache, hex, hex);
-	assert_non_null(p);
-	return p;
+	t_key(c, SYM, "sm_90", key);
+	return t_entry_path(cache, key);
 }
 
 static void test_hit_after_miss(void **state)
@@ -164,21 +152,13 @@ static void test_wrong_entry_under_right_name(void **state)
 	int origin;
 	char *other = t_path(f->dir, "other.jitk");
 	char *entry = entry_of(c, f->cache), *e100;
-	jitk_tu tu;
-	jitk_variant v;
-	jitk_arch a;
 	uint8_t key[JITK_HASH_SIZE];
-	char hex[2 * JITK_HASH_SIZE + 1];
-	size_t inst, len;
+	size_t len;
 	char *data;
 
 	assert_int_equal(t_build(c, SYM, "sm_100", &origin), 0);
-	jitk__arch_parse(&a, "sm_100");
-	jitk__spec_find(c->specs, SYM, &inst);
-	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
-	jitk__tu_free(&tu);
-	jitk__hex(hex, key, JITK_HASH_SIZE);
-	e100 = jitk__asprintf("%s/v1/%.2s/%s.jitk", f->cache, hex, hex);
+	t_key(c, SYM, "sm_100", key);
+	e100 = t_entry_path(f->cache, key);
 	data = t_read(e100, &len);
 	t_write(other, data, len);
 	free(data);

@@ -176,15 +176,8 @@ static void key_hex(char out[2 * JITK_HASH_SIZE + 1], jitk_compiler *c, const ch
 		    const char *arch)
 {
 	uint8_t key[JITK_HASH_SIZE];
-	jitk_variant v;
-	jitk_tu tu;
-	jitk_arch a;
-	size_t inst;
 
-	assert_int_equal(jitk__arch_parse(&a, arch), 0);
-	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
-	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
-	jitk__tu_free(&tu);
+	t_key(c, name, arch, key);
 	jitk__hex(out, key, JITK_HASH_SIZE);
 }
 

@@ -508,29 +508,6 @@ static jitk_compiler *compiler(const fixture *f, const char *cache, const char *
 	return c;
 }
 
-/* The entry file of key in the cache at dir (malloc'd path). */
-static char *entry_path(const char *dir, const uint8_t key[JITK_HASH_SIZE])
-{
-	char hex[2 * JITK_HASH_SIZE + 1];
-
-	jitk__hex(hex, key, JITK_HASH_SIZE);
-	return jitk__asprintf("%s/v1/%.2s/%s.jitk", dir, hex, hex);
-}
-
-static void key_for(jitk_compiler *c, const char *name, const char *arch,
-		    uint8_t key[JITK_HASH_SIZE])
-{
-	jitk_tu tu;
-	jitk_variant v;
-	jitk_arch a;
-	size_t inst;
-
-	assert_int_equal(jitk__arch_parse(&a, arch), 0);
-	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
-	assert_int_equal(jitk__prepare(&tu, key, &v, c, inst, a), 0);
-	jitk__tu_free(&tu);
-}
-
 static int group_setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
@@ -566,12 +543,12 @@ static int group_setup(void **state)
 	t0 = jitk__now_ms();
 	assert_int_equal(jitk_precompile(NULL, c, SYM, ARCH), 0);
 	f->compile_ms = jitk__now_ms() - t0;
-	key_for(c, SYM, ARCH, f->key);
-	key_for(c, instance_of(c, SYM2), ARCH, key2);
-	p = entry_path(cache, f->key);
+	t_key(c, SYM, ARCH, f->key);
+	t_key(c, instance_of(c, SYM2), ARCH, key2);
+	p = t_entry_path(cache, f->key);
 	f->ref = (uint8_t *)t_read(p, &f->ref_len);
 	free(p);
-	p = entry_path(cache, key2);
+	p = t_entry_path(cache, key2);
 	f->ref2 = (uint8_t *)t_read(p, &f->ref2_len);
 	free(p);
 	jitk_compiler_free(c);
@@ -635,7 +612,7 @@ static int build_sym(jitk_compiler *c, const fixture *f, int *origin, double *ms
 static void holds_only_ref(const fixture *f, const char *dir)
 {
 	jitk_cache_summary s;
-	char *p = entry_path(dir, f->key), *data;
+	char *p = t_entry_path(dir, f->key), *data;
 	size_t len;
 
 	assert_int_equal(jitk__cache_scan(&s, dir, 1, NULL, NULL), 0);
@@ -794,7 +771,7 @@ typedef struct {
 static int same_entry(void *ctx, const char *path, const jitk_cache_entry *e)
 {
 	same_ctx *s = ctx;
-	char *mine = entry_path(s->other, e->key), *a, *b;
+	char *mine = t_entry_path(s->other, e->key), *a, *b;
 	size_t la, lb;
 
 	a = t_read(path, &la);
@@ -944,7 +921,7 @@ static void test_rendezvous_over_urls(void **state)
 		const char *u;
 
 		assert_int_equal(jitk_precompile(NULL, c, jitk_instance_name(c, i), ARCH), 0);
-		key_for(c, jitk_instance_name(c, i), ARCH, key);
+		t_key(c, jitk_instance_name(c, i), ARCH, key);
 		jitk__hex(hex, key, JITK_HASH_SIZE);
 		u = jitk__remote_url(c->remote, key);
 		on_x += !strcmp(u + strlen(u) - 2, "/x");
@@ -1281,7 +1258,7 @@ static void test_lease_wait_and_expiry(void **state)
 
 	/* A holder that never uploads: compile when the lease expires. */
 	c = compiler(f, c2, url, redis.url, 0, &log);
-	key_for(c, instance_of(c, SYM2), ARCH, key2);
+	t_key(c, instance_of(c, SYM2), ARCH, key2);
 	hex_of(hex, key2);
 	assert_int_equal(jitk__lease_take(other, hex, &left), JITK_LEASE_TAKEN);
 	ms = jitk__now_ms();
@@ -1304,7 +1281,7 @@ static void test_lease_wait_and_expiry(void **state)
 	jitk_compiler_free(c);
 	/* no lease is left on the sm_100 key */
 	c = compiler(f, NULL, NULL, NULL, 0, &log);
-	key_for(c, SYM, "sm_100", key2);
+	t_key(c, SYM, "sm_100", key2);
 	jitk_compiler_free(c);
 	hex_of(hex, key2);
 	assert_int_equal(jitk__lease_check(other, hex, &left), JITK_LEASE_FREE);
@@ -1673,7 +1650,7 @@ static void mmap_matches(const char *file, const char *cache, uint32_t want)
 	for (i = 0; i < count; i++) {
 		const uint8_t *r = m + index_at + (size_t)i * JITK_BUNDLE_RECORD;
 		uint64_t at = jitk__get64(r + 48), len = jitk__get64(r + 56);
-		char *p = entry_path(cache, r), *data;
+		char *p = t_entry_path(cache, r), *data;
 		size_t n;
 
 		assert_int_equal(at % JITK_BUNDLE_ALIGN, 0);
