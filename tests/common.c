@@ -217,14 +217,27 @@ void t_reset_hooks(void)
 	jitk__test_assume_uid = -1;
 }
 
+void t_scratch(char **dir, char **cache, char **specs)
+{
+	*dir = t_tmpdir();
+	*cache = t_path(*dir, "cache");
+	*specs = t_path(t_root(), "specs");
+}
+
+void t_scratch_free(char *dir, char *cache, char *specs)
+{
+	t_rmtree(dir);
+	free(dir);
+	free(cache);
+	free(specs);
+}
+
 int t_setup(void **state)
 {
 	t_fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->dir = t_tmpdir();
-	f->cache = t_path(f->dir, "cache");
-	f->specs = t_path(t_root(), "specs");
+	t_scratch(&f->dir, &f->cache, &f->specs);
 	*state = f;
 	return 0;
 }
@@ -237,10 +250,7 @@ int t_teardown(void **state)
 	/* what a failed test may have left set */
 	unsetenv("JITK_TEST_ASSUME_UID");
 	unsetenv("JITK_CACHE_MAX_BYTES");
-	t_rmtree(f->dir);
-	free(f->dir);
-	free(f->cache);
-	free(f->specs);
+	t_scratch_free(f->dir, f->cache, f->specs);
 	free(f);
 	return 0;
 }

@@ -52,8 +52,11 @@ void t_log_fn(void *payload, jitk_log_level level, const char *msg);
 jitk_compiler *t_compiler(const char *specs, const char *cache,
 			  const char *layers, t_log *log);
 
-/* A private directory with a cache path inside it and the repo's specs;
- * t_setup/t_teardown fit cmocka's setup and teardown slots. */
+/* A private directory with a cache path inside it and the repo's specs
+ * (t_scratch; t_scratch_free removes the directory and frees the three);
+ * t_setup/t_teardown fit cmocka's setup and teardown slots with them. */
+void t_scratch(char **dir, char **cache, char **specs);
+void t_scratch_free(char *dir, char *cache, char *specs);
 typedef struct {
 	char *dir, *cache, *specs;
 } t_fixture;

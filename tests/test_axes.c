@@ -193,9 +193,7 @@ static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
 
-	f->dir = t_tmpdir();
-	f->cache = t_path(f->dir, "cache");
-	f->specs = t_path(t_root(), "specs");
+	t_scratch(&f->dir, &f->cache, &f->specs);
 	f->fake.cc = 90;
 	f->fake.sm_count = 132;
 	f->fake.scale_value = 0.5f;
@@ -210,10 +208,7 @@ static int teardown(void **state)
 	fixture *f = *state;
 
 	jitk_runtime_free(f->rt);
-	t_rmtree(f->dir);
-	free(f->dir);
-	free(f->cache);
-	free(f->specs);
+	t_scratch_free(f->dir, f->cache, f->specs);
 	free(f);
 	return 0;
 }

@@ -24,9 +24,7 @@ static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
 
-	f->dir = t_tmpdir();
-	f->cache = t_path(f->dir, "cache");
-	f->specs = t_path(t_root(), "specs");
+	t_scratch(&f->dir, &f->cache, &f->specs);
 	/* the fused symbols gated away: their split paths run */
 	t_copy_tree(f->dir, NULL, NULL);
 	f->gated = t_path(f->dir, "specs");
@@ -51,10 +49,7 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 
-	t_rmtree(f->dir);
-	free(f->dir);
-	free(f->cache);
-	free(f->specs);
+	t_scratch_free(f->dir, f->cache, f->specs);
 	free(f->gated);
 	free(f);
 	return 0;

@@ -27,9 +27,7 @@ static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
 
-	f->dir = t_tmpdir();
-	f->cache = t_path(f->dir, "cache");
-	f->specs = t_path(t_root(), "specs");
+	t_scratch(&f->dir, &f->cache, &f->specs);
 	/* The reference's gate: fused fp8 symbols only from sm_100 (the repo's
 	 * specs enable them from sm_90). */
 	t_copy_tree(f->dir, "      - arch: { min: sm_90 }", "      - arch: { min: sm_100 }");
@@ -42,10 +40,7 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 
-	t_rmtree(f->dir);
-	free(f->dir);
-	free(f->cache);
-	free(f->specs);
+	t_scratch_free(f->dir, f->cache, f->specs);
 	free(f->specs_ref);
 	free(f);
 	return 0;
