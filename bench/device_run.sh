@@ -3,7 +3,7 @@
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
 # STEPS: any of tests multi axes qk famsan deploy fambench famtorch memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
-# sweep python pyops hot tune profile block torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
+# sweep python pyops hot tune profile autotune block torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
 # Every step runs even when an earlier one failed; the script exits 1 at the end, naming the
@@ -198,6 +198,11 @@ build_fast() {
 	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
 		-o "bindings/python/jitk/_fast$suf" >"$1" 2>&1
 	ran $? "python _fast build"
+	# the eager op call through libtorch, against this machine's PyTorch
+	python3 bindings/python/_build/backend.py torch-ext >>"$1" 2>&1
+	rc=$?
+	ran $rc "python _torch build"
+	[ $rc != 0 ] || export JITK_EXPECT_TORCH_PLAN=1
 	export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
 }
 if has pyops; then
@@ -209,9 +214,19 @@ if has pyops; then
 	JITK_SPECS=specs:tests/families/specs python3 -m unittest -v tests/python/test_dlpack_gpu.py >>"$OUT/pyops.log" 2>&1
 	ran $? "python dlpack"
 	grep -E "^Ran|^OK|FAILED|Error|opcheck" "$OUT/pyops.log" | tail -12
+	# the eager path through the C plan too (no jitk._torch)
+	JITK_TORCH_PLAN=0 JITK_SPECS=specs:tests/families/specs python3 -m unittest -v \
+		tests.python.test_ops.OpsTests.test_eager_outputs_streams_and_capture \
+		tests.python.test_ops.OpsTests.test_eager_errors \
+		tests.python.test_ops.OpsTests.test_eager_path_equals_dispatcher_and_out \
+		>>"$OUT/pyops.log" 2>&1
+	ran $? "python ops (C plan)"
 	python3 bench/py_overhead.py >"$OUT/py_overhead.log" 2>&1
 	ran $? "python overhead"
-	tail -20 "$OUT/py_overhead.log"
+	JITK_TORCH_PLAN=0 python3 bench/py_overhead.py >"$OUT/py_overhead_c.log" 2>&1
+	ran $? "python overhead (C plan)"
+	tail -24 "$OUT/py_overhead.log"
+	head -12 "$OUT/py_overhead_c.log"
 fi
 if has hot; then
 	# the C hot path: a typed launch and jitk_op_call against a raw cuLaunchKernel
@@ -237,6 +252,20 @@ if has profile; then
 		ran $? "ncu $c"
 		grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Block Limit|Stall|Warp Cycles Per Issued" "$OUT/ncu_$c.log" | head -24
 	done
+fi
+# Inductor's caches (FX graphs, GEMM autotuning) in an ignored folder of the
+# tree, which a warm device machine keeps between calls: the autotune step
+# pays the cold max-autotune compile once, the block step then measures
+# every configuration in one process
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.dev/inductor}
+if has autotune; then
+	[ -n "${PYTHONPATH:-}" ] || build_fast "$OUT/autotune_build.log"
+	mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
+	start=$(date +%s)
+	timeout ${JITK_AUTOTUNE_S:-540} python3 examples/qwen_image_block.py --only B \
+		>"$OUT/autotune.log" 2>&1
+	ran $? "block max-autotune (cold compile, $(($(date +%s) - start)) s)"
+	grep -vE "Warning|warn" "$OUT/autotune.log" | tail -12
 fi
 if has block; then
 	# the Qwen-Image block (examples/qwen_image_block.py): byte identity, then

@@ -1,6 +1,7 @@
 """Host time per eager call, median of 10,000 calls, in one run: jitk's
-fused norm + fp8 through jitk.ops (no dispatcher), torch.ops.jitk (the
-dispatcher), the functional and out variants and the generic ctypes call,
+fused norm + fp8 through jitk.ops (no dispatcher; through jitk._torch's
+libtorch plan where it is built, else jitk._fast's C plan; JITK_TORCH_PLAN=0
+takes the C plan), torch.ops.jitk (the dispatcher), the functional and out variants and the generic ctypes call,
 next to torch.add on the same tensors. Each call is timed alone with
 perf_counter_ns; the GPU is synchronized every 200 calls (not timed), so
 the launch queue never fills and blocks the host.
@@ -73,7 +74,8 @@ def main():
         for _ in range(50):
             f()
     res = [(name, host_us(f, a.calls)) for name, f in cases]
-    plan = "compiled (jitk._fast)" if _has_fast() else "ctypes (no jitk._fast: see docs/python.md)"
+    from jitk import _ops
+    plan = _ops.eager_plan + (f" ({_ops.eager_plan_note})" if _ops.eager_plan_note else "")
     print(f"host time per eager call, median of {a.calls}, rows={a.rows} hidden={a.hidden}, "
           f"{torch.cuda.get_device_name()}, torch {torch.__version__}, plan: {plan}")
     print(f"{'call':<58} {'us':>8}")
@@ -96,7 +98,7 @@ def breakdown(a, sym, fn_out, vals):
     args = [vals.get(c["name"], c.get("default")) for c in spec.call_args]
     x = vals["x"]
     parts = [
-        ("the plan alone (C: read 6 tensors, jitk_op_call, launch)",
+        ("the C plan alone (read 6 tensors, jitk_op_call, launch)",
          lambda: plan(stream(dev), *args)),
         ("raw current stream", lambda: stream(dev)),
         ("torch.compiler.is_compiling()", g["_compiling"]),
@@ -112,19 +114,19 @@ def breakdown(a, sym, fn_out, vals):
         ("x.data_ptr()", lambda: x.data_ptr()),
         ("a Python call with 6 arguments (a no-op)", lambda: (lambda *v, **k: None)(x, x, x, x, y=x, q=x)),
     ]
+    tp = g.get("_tp")
+    if tp is not None:
+        shapes = [tuple(vals[c["name"]].shape) if c["name"] in ("y", "q") else
+                  vals.get(c["name"], c.get("default")) for c in spec.call_args]
+        parts[:0] = [("the libtorch plan alone (read 6 tensors, jitk_op_call, launch)",
+                      lambda: tp(*args)),
+                     ("the libtorch plan, allocating y and q", lambda: tp(*shapes))]
     print("\nwhere the time goes (each piece alone, median us):")
     for name, f in parts:
         for _ in range(50):
             f()
         print(f"  {name:<72} {host_us(f, a.calls):8.2f}")
 
-
-def _has_fast():
-    try:
-        from jitk import _fast  # noqa: F401
-        return True
-    except ImportError:
-        return False
 
 
 if __name__ == "__main__":

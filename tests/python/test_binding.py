@@ -111,8 +111,8 @@ class OpSourceTests(unittest.TestCase):
                         seen_default = True
                     else:
                         self.assertFalse(seen_default, f"{sym['name']}{schema}: {p} after a default")
-            src = spec.source()
-            ast.parse(src, f"<jitk op {spec.name}>")  # raises SyntaxError
+            for tp in (False, True):
+                ast.parse(spec.source(tp), f"<jitk op {spec.name}>")  # raises SyntaxError
             n += 1
         self.assertGreater(n, 20)
 

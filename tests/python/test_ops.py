@@ -293,5 +293,64 @@ class OpsTests(unittest.TestCase):
         self.assertIn("shift is on the CPU", str(e.exception))
 
 
+    def test_eager_plan(self):
+        # bench/device_run.sh builds jitk._torch and says it expects it
+        if os.environ.get("JITK_EXPECT_TORCH_PLAN") == "1":
+            self.assertTrue(jitk._ops.eager_plan.startswith("libtorch"),
+                            (jitk._ops.eager_plan, jitk._ops.eager_plan_note))
+        print(f"\neager plan: {jitk._ops.eager_plan}")
+
+    def test_eager_outputs_streams_and_capture(self):
+        x, scale, shift, s, eps = self.norm_args("fused_norm_scale_shift_fp8", rows=333)
+        op = jitk.ops.fused_norm_scale_shift_fp8
+        want = torch.ops.jitk.fused_norm_scale_shift_fp8(x, scale, shift, s)
+        y, q = op(x, scale, shift, s)
+        for t, w in zip((y, q), want):
+            self.assertEqual((t.shape, t.dtype, t.device, t.is_contiguous()),
+                             (w.shape, w.dtype, w.device, True))
+            self.assertTrue(same(t, w))
+        with torch.inference_mode():
+            y2, q2 = op(x, scale, shift, s)
+        self.assertTrue(y2.is_inference() and same(y2, want[0]) and same(q2, want[1]))
+        # a side stream: the kernel runs on the current stream (a graph
+        # captured there holds it; a launch elsewhere would break capture)
+        side = torch.cuda.Stream()
+        yo, qo = torch.empty_like(y), torch.empty_like(q)
+        g = torch.cuda.CUDAGraph()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            with torch.cuda.graph(g, stream=side):
+                jitk.ops.out.fused_norm_scale_shift_fp8(x, scale, shift, s, y=yo, q=qo)
+                yc, qc = op(x, scale, shift, s)
+        torch.cuda.synchronize()
+        yo.zero_()
+        g.replay()
+        torch.cuda.synchronize()
+        for t, w in ((yo, want[0]), (qo, want[1]), (yc, want[0]), (qc, want[1])):
+            self.assertTrue(same(t, w))
+        # a subclass goes through the dispatcher: the same bytes
+        class Sub(torch.Tensor):
+            pass
+        ys, qs = op(x.as_subclass(Sub), scale, shift, s)
+        self.assertTrue(same(ys.as_subclass(torch.Tensor), want[0]))
+
+    def test_eager_errors(self):
+        x, scale, shift, s, eps = self.norm_args("fused_norm_scale_shift_fp8", rows=4)
+        op = jitk.ops.fused_norm_scale_shift_fp8
+        with self.assertRaisesRegex(jitk.ArgumentError, "shift is on the CPU, not cuda:0"):
+            op(x, scale, shift.cpu(), s)
+        with self.assertRaisesRegex(jitk.ArgumentTypeError,
+                                    "scale: dtype torch.float64 is not a kernel argument type"):
+            op(x, scale.double(), shift, s)
+        with self.assertRaisesRegex(jitk.ArgumentError, "scale"):  # the library's check
+            op(x, scale.float(), shift, s)
+        with self.assertRaisesRegex(jitk.ArgumentTypeError, "eps must be a float"):
+            op(x, scale, shift, s, "1e-6")
+        with self.assertRaisesRegex(jitk.ArgumentError, "q"):
+            jitk.ops.out.fused_norm_scale_shift_fp8(x, scale, shift, s, y=torch.empty_like(x),
+                                                    q=torch.empty(3, 3, device="cuda",
+                                                                  dtype=torch.float8_e4m3fn))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

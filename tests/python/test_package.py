@@ -79,9 +79,9 @@ class OpSpecTests(unittest.TestCase):
         self.assertEqual(o["fused_norm_scale_shift_fp8"].fallback,
                          ["fused_norm_scale_shift", "static_quant_fp8"])
         self.assertIsNone(o["static_quant_fp8"].no_functional)
-        self.assertEqual(o["static_quant_fp8"].allocs, [("q", ["x.shape[0]"], None, "fp8_e4m3")])
+        self.assertEqual(o["static_quant_fp8"].allocs, [("q", ["_sh_x[0]"], None, "fp8_e4m3")])
         self.assertEqual(o["fused_norm_scale_shift_fp8"].allocs[1],
-                         ("q", ["x.shape[0]", "x.shape[1]"], None, "fp8_e4m3"))
+                         ("q", ["_sh_x[0]", "_sh_x[1]"], None, "fp8_e4m3"))
 
     def test_data_only_family(self):
         # a family added as YAML only: ops with no Python change; an inout
@@ -144,8 +144,60 @@ class OpSpecTests(unittest.TestCase):
         sym["args"][0]["strides"] = ["sy", "1"]
         spec = _ops.OpSpec(sym)
         self.assertIsNone(spec.no_functional)
-        self.assertEqual(spec.allocs, [("y", ["x.shape[0]", "(2 * x.shape[0])"],
-                                        ["((2 * x.shape[0]))", "1"], "bf16")])
+        self.assertEqual(spec.allocs, [("y", ["_sh_x[0]", "(2 * _sh_x[0])"],
+                                        ["((2 * _sh_x[0]))", "1"], "bf16")])
+        self.assertEqual(spec.shape_lines, ["    _sh_x = x.shape"])
+
+    def test_torch_plan_kernels_with_stand_ins(self):
+        # the eager variants through jitk._torch's plan: each output's slot
+        # holds its shape (each input's shape read once), the plan's
+        # outputs are returned; NOT_PLAIN (an int) or compiling takes the
+        # dispatcher's op
+        spec = opspecs(SPECS)["fused_norm_scale_shift_fp8"]
+        calls, reads = [], []
+
+        class T:
+            def __init__(self, shape):
+                self._shape = shape
+
+            @property
+            def shape(self):
+                reads.append(self._shape)
+                return self._shape
+        answer = []
+
+        def tp(*values):
+            calls.append(values)
+            return answer[0]
+        compiling = [False]
+        env = dict(_shapes.HELPERS, _tp=tp, _compiling=lambda: compiling[0],
+                   _op=lambda **kw: ("op", sorted(kw)), _op_out=lambda **kw: ("op_out", sorted(kw)))
+        src = spec.source(torch_plan=True)
+        exec(compile(src, "<test>", "exec"), env)
+        x, sc, sh, s = T((7, 3072)), T((3072,)), T((3072,)), T((1,))
+        answer[:] = [("Y", "Q")]
+        self.assertEqual(env["_eager"](x, sc, sh, s), ("Y", "Q"))
+        names = [a["name"] for a in spec.call_args]
+        got = dict(zip(names, calls[-1]))
+        self.assertEqual((got["y"], got["q"], got["x"], got["eps"]),
+                         ((7, 3072), (7, 3072), x, 9.99999997e-07))
+        self.assertEqual(reads, [(7, 3072)])  # x.shape once, for both outputs
+        answer[:] = [_ops.NOT_PLAIN]
+        self.assertEqual(env["_eager"](x, sc, sh, s)[0], "op")
+        self.assertEqual(env["_eager_out"](x, sc, sh, s, y=1, q=2)[0], "op_out")
+        answer[:] = [None]
+        self.assertIsNone(env["_eager_out"](x, sc, sh, s, y=1, q=2))
+        self.assertEqual(dict(zip(names, calls[-1]))["q"], 2)
+        n = len(calls)
+        compiling[0] = True
+        self.assertEqual(env["_eager"](x, sc, sh, s)[0], "op")
+        self.assertEqual(env["_eager_out"](x, sc, sh, s, y=1, q=2)[0], "op_out")
+        self.assertEqual(len(calls), n)  # never the plan while compiling
+        # a family with an inout and no allocated output: the copy goes in
+        # and comes back
+        acc = opspecs(FAMILIES)["tadd_acc"].source(torch_plan=True)
+        self.assertIn("acc = acc.clone()", acc)
+        compile(acc, "<test>", "exec")
 
 
 def capsule(obj, name):

@@ -100,5 +100,55 @@ class TorchCpuTests(unittest.TestCase):
         self.assertTrue(torch.equal(cf(x, y, z), f(x, y, z)))
 
 
+def torch_plan():
+    return torch is not None and (jitk._ops.eager_plan or "").startswith("libtorch")
+
+
+@unittest.skipUnless(torch_plan(), "needs jitk._torch (built where PyTorch imports)")
+class TorchPlanCpuTests(unittest.TestCase):
+    """jitk._torch's plan, where no GPU runs it: what goes back to the
+    dispatcher, and what it refuses (the calls themselves: test_ops.py on
+    the GPU)."""
+
+    def plan(self):
+        return jitk.ops.tadd3.__globals__["_tp"]
+
+    def test_non_cuda_and_non_plain_go_to_the_dispatcher(self):
+        x = torch.zeros(4, 256, dtype=torch.int32)
+
+        class Sub(torch.Tensor):
+            pass
+        p = self.plan()
+        names = [a["name"] for a in jitk._ops.specs_registered["tadd3"].call_args]
+        for first in (x, x.as_subclass(Sub), torch.empty(4, 256, dtype=torch.int32,
+                                                         device="meta")):
+            vals = {"x": first, "y": x, "z": x, "out": x}
+            self.assertEqual(p(*[vals[n] for n in names]), jitk._ops.NOT_PLAIN)
+        with self.assertRaises(TypeError):
+            p(x)
+        with self.assertRaises(jitk.ArgumentTypeError):
+            p(*[None] * len(names))  # no tensor gives the device
+        # the subclass through jitk.ops: the dispatcher's CPU kernel
+        s = (x + 1).as_subclass(Sub)
+        self.assertTrue(torch.equal(jitk.ops.tadd3(s, x, x), x + 1))
+
+    def test_bad_tables_are_refused(self):
+        from jitk import _torch
+        ok = (0, 2, ("x",), "t", (), (None,), (torch.Tensor, torch.nn.Parameter), int, int,
+              jitk.ArgumentError, jitk.ArgumentTypeError)
+        _torch.Plan(*ok)
+        for i, bad in ((3, "tt"), (5, ()), (6, (torch.Tensor,)), (7, None),
+                       (5, (torch.float16,))):
+            args = list(ok)
+            args[i] = bad
+            with self.assertRaises((ValueError, TypeError), msg=(i, bad)):
+                _torch.Plan(*args)
+        # an output dtype that is not a kernel argument type
+        args = list(ok)
+        args[4], args[5] = ((torch.int32, 0, 32),), (torch.float16,)
+        with self.assertRaisesRegex(ValueError, "x: its output dtype"):
+            _torch.Plan(*args)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

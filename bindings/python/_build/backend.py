@@ -5,12 +5,17 @@ package's pyproject.toml) into a temporary directory, so that the user's
 config.ninja and build/ are never touched; run `sh configure
 --without-tests` and `ninja build/libjitk.so` there (configure finds the
 CUDA toolkit, installs missing Debian packages when it can, and fails with
-one line when it cannot); compile jitk/_fast.c against jitk.h; write the
-wheel with jitk/lib/libjitk.so.0, jitk/specs, jitk/templates and
+one line when it cannot); compile jitk/_fast.c against jitk.h, and
+jitk/_torch.cpp against libtorch where PyTorch imports (torch_extension);
+write the wheel with jitk/lib/libjitk.so.0, jitk/specs, jitk/templates and
 jitk/include inside.
 
 Environment: JITK_CONFIGURE_ARGS (more ./configure options, e.g.
---cuda=DIR), CC (the C compiler for the extension; default cc).
+--cuda=DIR), CC (the C compiler for _fast.c; default cc), CXX (the C++
+compiler for _torch.cpp; default c++), JITK_TORCH_EXT=0 (no _torch.cpp).
+
+`python3 bindings/python/_build/backend.py torch-ext` builds jitk/_torch
+in the source tree (PYTHONPATH=bindings/python then uses it).
 """
 import base64
 import hashlib
@@ -108,14 +113,69 @@ def _build_extension(src, out):
     return target
 
 
-def _files(src, ext):
+_TORCH_QUERY = """
+import json, torch, torch.utils.cpp_extension as e
+print(json.dumps(dict(version=torch.__version__, abi=int(torch._C._GLIBCXX_USE_CXX11_ABI),
+                      include=e.include_paths(), lib=e.library_paths(), cuda=e.CUDA_HOME)))
+"""
+
+
+def torch_extension(include, out, cuda=None):
+    """Compile jitk/_torch.cpp (the eager op call through libtorch) against
+    the PyTorch that this Python imports, into out, with _torch.version
+    (the PyTorch it was built for: the package uses the module only with
+    that one). Returns the files written; none, saying why, when PyTorch
+    does not import here (pip's build isolation: install with
+    --no-build-isolation to build it) or JITK_TORCH_EXT=0."""
+    import json
+    if os.environ.get("JITK_TORCH_EXT", "1") == "0":
+        print("jitk build: JITK_TORCH_EXT=0: no jitk._torch", flush=True)
+        return []
+    r = subprocess.run([sys.executable, "-c", _TORCH_QUERY], capture_output=True, text=True)
+    if r.returncode:
+        print("jitk build: PyTorch does not import here: no jitk._torch (the ops use "
+              "jitk._fast)", flush=True)
+        return []
+    t = json.loads(r.stdout.strip().splitlines()[-1])
+    cuda = cuda or t["cuda"] or "/usr/local/cuda"
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    target = os.path.join(out, "_torch" + suffix)
+    cxx = os.environ.get("CXX", "c++")
+    cmd = shlex.split(cxx) + ["-shared", "-fPIC", "-O2", "-std=c++17", "-Wall",
+                              f"-D_GLIBCXX_USE_CXX11_ABI={t['abi']}",
+                              f'-DJITK_TORCH_VERSION="{t["version"]}"',
+                              "-I" + sysconfig.get_paths()["include"], "-I" + include,
+                              "-I" + os.path.join(cuda, "include")]
+    cmd += ["-I" + d for d in t["include"]]
+    cmd += [os.path.join(HERE, "jitk", "_torch.cpp"), "-o", target]
+    cmd += ["-L" + d for d in t["lib"]]
+    cmd += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python"]
+    _run(cmd, out)
+    stamp = os.path.join(out, "_torch.version")
+    with open(stamp, "w") as f:
+        f.write(t["version"] + "\n")
+    return [target, stamp]
+
+
+def _cuda_of(src):
+    """The CUDA toolkit configure found (config.ninja's cuda), or None."""
+    try:
+        with open(os.path.join(src, "config.ninja")) as f:
+            m = re.search(r"^cuda = (.+)$", f.read(), re.M)
+        return m.group(1).strip() if m else None
+    except OSError:
+        return None
+
+
+def _files(src, exts):
     """(path in the wheel, file on disk) of everything the wheel holds."""
     pkg = os.path.join(HERE, NAME)
     out = []
     for n in sorted(os.listdir(pkg)):
         if n.endswith(".py"):
             out.append((f"{NAME}/{n}", os.path.join(pkg, n)))
-    out.append((f"{NAME}/{os.path.basename(ext)}", ext))
+    for ext in exts:
+        out.append((f"{NAME}/{os.path.basename(ext)}", ext))
     out.append((f"{NAME}/lib/libjitk.so.0", os.path.realpath(os.path.join(src, "build",
                                                                           "libjitk.so"))))
     for sub in ("specs", "templates", os.path.join("runtime", "include")):
@@ -137,13 +197,14 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     tmp = tempfile.mkdtemp(prefix="jitk-wheel-")
     try:
         src = _build_library(tmp)
-        ext = _build_extension(src, tmp)
+        exts = [_build_extension(src, tmp)]
+        exts += torch_extension(os.path.join(src, "runtime", "include"), tmp, _cuda_of(src))
         name = f"{NAME}-{_version()}-{_tag()}.whl"
         path = os.path.join(wheel_directory, name)
         info = _dist_info()
         record = []
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-            for arc, disk in _files(src, ext):
+            for arc, disk in _files(src, exts):
                 with open(disk, "rb") as f:
                     data = f.read()
                 zi = zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0))
@@ -166,3 +227,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         return name
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["torch-ext"]:
+    if not torch_extension(os.path.join(ROOT, "runtime", "include"), os.path.join(HERE, NAME),
+                           _cuda_of(ROOT)):
+        sys.exit(1)

@@ -27,6 +27,7 @@ its fallback steps on that device, so that CUDA graph capture
 (mode="reduce-overhead") never meets an unresolved kernel.
 """
 import keyword
+import re
 import threading
 import types
 
@@ -93,7 +94,7 @@ class OpSpec:
     # -- output shapes
     def _plan_shapes(self):
         known = {}  # name -> Python source
-        lines = []
+        reads = {}  # local -> the input's shape or strides it holds
         for a in self.inputs + self.inouts:
             if a["optional"]:
                 continue
@@ -101,11 +102,13 @@ class OpSpec:
             for i, e in enumerate(a.get("shape") or []):
                 if isinstance(e, str) and e.isidentifier() and e not in known and \
                         e not in self.consts and not self._is_scalar(e):
-                    known[e] = f"{n}.shape[{i}]"
+                    known[e] = f"_sh_{n}[{i}]"
+                    reads[f"_sh_{n}"] = f"{n}.shape"
             for i, e in enumerate(a.get("strides") or []):
                 if isinstance(e, str) and e.isidentifier() and e not in known and \
                         e not in self.consts and not self._is_scalar(e):
-                    known[e] = f"{n}.stride({i})"
+                    known[e] = f"_st_{n}[{i}]"
+                    reads[f"_st_{n}"] = f"{n}.stride()"
         for s in self.scalars:
             known[s["name"]] = s["name"]
 
@@ -133,7 +136,11 @@ class OpSpec:
                         strides.append(_shapes.to_python(_shapes.parse(e), name))
             allocs.append((a["name"], shape, strides, a["dtype"]))
         self.allocs = allocs
-        self.shape_lines = lines
+        # the reads the allocations use, each once (a Python attribute
+        # read makes a new object)
+        used = " ".join(s for _, sh, st, _ in allocs for s in sh + (st or []))
+        self.shape_lines = [f"    {v} = {src}" for v, src in reads.items()
+                            if re.search(r"\b" + v + r"\b", used)]
 
     def _is_scalar(self, n):
         return any(s["name"] == n for s in self.scalars)
@@ -184,9 +191,11 @@ class OpSpec:
         return schema[1:schema.index(") -> ")]
 
     # -- the generated kernels
-    def source(self):
+    def source(self, torch_plan=False):
         """Python source of: _fn (functional), _fake (its fake kernel),
-        _out (the out variant), _eager and _eager_out (jitk.ops)."""
+        _out (the out variant), _eager and _eager_out (jitk.ops). With
+        torch_plan, _eager and _eager_out call _tp, a jitk._torch.Plan (the
+        outputs allocated by it), else the plan of _fast.c / ctypes."""
         fparams = self._params(self.schema())
         oparams = self._params(self.out_schema())
 
@@ -222,7 +231,7 @@ class OpSpec:
             "        _fail(_rc)",
         ]
         if not self.no_functional:
-            body = [f"    _dev = {first}.device"]
+            body = [f"    _dev = {first}.device"] + self.shape_lines
             for name, shape, strides, dt in self.allocs:
                 shp = "(" + "".join(f"{s}, " for s in shape) + ")"
                 if strides is None:
@@ -238,6 +247,31 @@ class OpSpec:
                 f"    return ({', '.join(rets)})"
             src += [f"def _fake({fp}):"] + body + ["    _touch(_dev)", ret, ""]
             src += [f"def _fn({fp}):"] + body + launch + [ret, ""]
+            if torch_plan:
+                # the outputs' slots hold their shapes: _tp allocates them
+                shapes = []
+                for name, shape, strides, dt in self.allocs:
+                    shp = "(" + "".join(f"{s}, " for s in shape) + ")"
+                    if strides is not None:
+                        shp = "(" + shp + ", (" + "".join(f"{s}, " for s in strides) + "))"
+                    shapes.append(f"        {name} = {shp}")
+                outs = [name for name, _, _, _ in self.allocs]
+                if self.inouts or not outs:
+                    done = ([f"            {', '.join(outs)}, = _r"] if outs else []) + \
+                        ["            " + ret.strip()]
+                else:  # the plan's tuple is the return value
+                    done = ["            return _r" + ("[0]" if len(outs) == 1 else "")]
+                # (a value without a shape is the dispatcher's to name)
+                reads = ["        try:"] + ["        " + ln for ln in self.shape_lines] + \
+                    ["        except AttributeError:", f"            return _op({fcall})"] \
+                    if self.shape_lines else []
+                src += [f"def _eager({fp}):",
+                        "    if not _compiling():"] + reads + shapes + \
+                    [f"        {a['name']} = {a['name']}.clone()" for a in self.inouts] + [
+                    f"        _r = _tp({call})",
+                    "        if type(_r) is not int:"] + done + [
+                    f"    return _op({fcall})", ""]
+        if not self.no_functional and not torch_plan:
             src += [f"def _eager({fp}):",
                     f"    if _compiling() or type({first}) not in _plain or "
                     f"{first}.get_device() < 0:",
@@ -250,6 +284,11 @@ class OpSpec:
                     ret, ""]
         src += [f"def _out({op_}):", f"    _dev = {first}.device"] + launch + [""]
         src += [f"def _fake_out({op_}):", f"    _touch({first}.device)", ""]
+        if torch_plan:
+            src += [f"def _eager_out({op_}):",
+                    f"    if _compiling() or _tp({call}) is not None:",
+                    f"        return _op_out({ocall})", ""]
+            return "\n".join(src)
         src += [f"def _eager_out({op_}):",
                 f"    if _compiling() or type({first}) not in _plain or "
                 f"{first}.get_device() < 0:",
@@ -312,14 +351,16 @@ def _fail(rc):
     raise _core.Error(rc, "the call failed")
 
 
-def _plan_factory(spec, specs, torch):
-    """make(device) -> the call plan of spec on that device (preloaded)."""
+def _plan_factory(spec, specs, torch, tmod=None):
+    """(plans, make, tp): make(device) -> the call plan of spec on that
+    device (preloaded), kept in plans; tp: the jitk._torch.Plan of the
+    eager calls when tmod (jitk._torch) is given, else None."""
     names = tuple(a["name"] for a in spec.call_args)
     kinds = "".join(("o" if a["optional"] else "t") if a["kind"] == "tensor" else
                     {"i32": "i", "i64": "l", "f32": "f"}[a["kind"]] for a in spec.call_args)
     dtypes = tuple((dt, c, b) for dt, (c, b) in _core._dtype_codes(torch).items())
     plain = (torch.Tensor, torch.nn.Parameter)
-    plans = {}
+    plans, handles = {}, {}
 
     def make(device):
         with _lock:
@@ -332,8 +373,52 @@ def _plan_factory(spec, specs, torch):
         p = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain)
         with _lock:
             plans[device] = p
+            handles[device] = op.value
         return p
-    return plans, make
+
+    def resolve(device):
+        make(device)
+        return handles[device]
+    tp = None
+    if tmod is not None:
+        odt = tuple(getattr(torch, TORCH_DTYPES[a["dtype"]])
+                    if any(a is o for o in spec.outputs) else None for a in spec.call_args)
+        tp = tmod.Plan(_core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value,
+                       _MODE_AUTO, names, kinds, dtypes, odt, plain, resolve, _fail,
+                       _core.ArgumentError, _core.ArgumentTypeError)
+    return plans, make, tp
+
+
+def torch_module(torch):
+    """(jitk._torch, None) when it was built for this PyTorch, else (None,
+    why not). JITK_TORCH_PLAN=0 leaves it out."""
+    import os
+    if os.environ.get("JITK_TORCH_PLAN", "1") == "0":
+        return None, "JITK_TORCH_PLAN=0"
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                               "_torch.version")) as f:
+            built = f.read().strip()
+    except OSError:
+        return None, "jitk._torch is not built (the package builds it where PyTorch is " \
+            "importable at build time)"
+    if built != torch.__version__:
+        return None, f"jitk._torch was built for torch {built}, this is torch {torch.__version__}"
+    try:
+        from . import _torch
+    except ImportError as e:
+        return None, f"jitk._torch does not load: {e}"
+    if _torch.torch_version != torch.__version__:
+        return None, f"jitk._torch says torch {_torch.torch_version}, this is {torch.__version__}"
+    return _torch, None
+
+
+def _plan_kind():
+    try:
+        from . import _fast  # noqa: F401
+        return "C (jitk._fast)"
+    except ImportError:
+        return "ctypes"
 
 
 def make_plan(op, mode, device, names, kinds, dtypes, plain):
@@ -405,6 +490,8 @@ ops = types.ModuleType("jitk.ops", "jitk's ops for eager code (see jitk._ops)")
 ops.out = types.ModuleType("jitk.ops.out", "the out variants")
 _lib = None
 specs_registered = {}
+# what jitk.ops' eager calls go through, and why not libtorch when not
+eager_plan, eager_plan_note = None, None
 
 
 def _touch_factory(make, torch):
@@ -436,18 +523,22 @@ def register(describe=None):
             skipped[spec.name] = spec.reason
             continue
         specs[spec.name] = spec
+    global eager_plan, eager_plan_note
+    tmod, eager_plan_note = torch_module(torch)
+    eager_plan = "libtorch (jitk._torch)" if tmod else _plan_kind()
     _lib = torch.library.Library("jitk", "DEF")
     raw_stream = torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") \
         else (lambda d: torch.cuda.current_stream(d).cuda_stream)
     for spec in specs.values():
-        plans, make = _plan_factory(spec, specs, torch)
+        plans, make, tp = _plan_factory(spec, specs, torch, tmod)
         env = dict(_shapes.HELPERS, _empty=torch.empty, _empty_strided=torch.empty_strided,
-                   _plans=plans, _plan=make, _stream=raw_stream, _fail=_fail,
+                   _plans=plans, _plan=make, _tp=tp, _stream=raw_stream, _fail=_fail,
                    _touch=_touch_factory(make, torch), _compiling=torch.compiler.is_compiling,
                    _plain=(torch.Tensor, torch.nn.Parameter))
         for k, v in TORCH_DTYPES.items():
             env["_dt_" + k] = getattr(torch, v)
-        exec(compile(spec.source(), f"<jitk op {spec.name}>", "exec"), env)  # noqa: S102
+        exec(compile(spec.source(tp is not None), f"<jitk op {spec.name}>", "exec"),  # noqa: S102
+             env)
         name = spec.name
         if spec.no_functional:
             skipped[name] = "no functional variant: " + spec.no_functional
