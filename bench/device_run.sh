@@ -223,6 +223,11 @@ if has pyops; then
 	ran $? "python ops (C plan)"
 	python3 bench/py_overhead.py >"$OUT/py_overhead.log" 2>&1
 	ran $? "python overhead"
+	for i in 2 3; do # the spread between processes
+		python3 bench/py_overhead.py >"$OUT/py_overhead_$i.log" 2>&1
+		ran $? "python overhead ($i)"
+		sed -n '3,6p;10p' "$OUT/py_overhead_$i.log"
+	done
 	JITK_TORCH_PLAN=0 python3 bench/py_overhead.py >"$OUT/py_overhead_c.log" 2>&1
 	ran $? "python overhead (C plan)"
 	tail -24 "$OUT/py_overhead.log"

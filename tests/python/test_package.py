@@ -287,6 +287,9 @@ class FakeTensor:
     def stride(self):
         return self.s
 
+    def dim(self):
+        return len(self.shape)
+
 
 class FakeDtype:
     pass
@@ -354,6 +357,31 @@ class PlanTests(unittest.TestCase):
         with self.assertRaises(ValueError) as e:
             self.plan(55, FakeParameter(0x4000, (4, 6), (6, 1), self.bf16, device=2), x, None, 5, 0.5)
         self.assertIn("y is on cuda:2, not cuda:0", str(e.exception))
+
+    def test_subclasses_in_a_kernels_plan(self):
+        # an eager plan leaves a subclass to the dispatcher; a kernel's plan
+        # (under the dispatcher) reads it with the base class's attributes
+        class Sub(FakeTensor):
+            def data_ptr(self):  # a subclass's override is not what is read
+                return 0xBAD
+        x = FakeTensor(0x2000, (4, 6), (8, 1), self.bf16)
+        sub = Sub(0x5000, (4, 6), (6, 1), self.bf16)
+        self.assertEqual(self.plan(55, sub, x, None, 5, 0.5), -100)
+        kplan = fast().Plan(0x1234, ctypes.cast(self.cb, ctypes.c_void_p).value, 2, 0,
+                            ("y", "x", "w", "n", "eps"), "ttolf",
+                            ((self.bf16, 4, 16), (self.f32, 2, 32)), (FakeTensor, FakeParameter),
+                            jitk.ArgumentError, jitk.ArgumentTypeError, True)
+        self.assertEqual(kplan(55, sub, x, None, 5, 0.5), 0)
+        self.assertEqual(self.seen[-1][3][0], ("y", 0x5000, 4, 16, [4, 6], [6, 1]))
+        self.assertEqual(kplan(55, object(), x, None, 5, 0.5), -100)  # not a tensor at all
+        # the ctypes plan the same way
+        kinds = ((self.bf16, 4, 16),)
+        d = _ops._PyPlan(0x1234, 2, 0, ("x",), "t", kinds, (FakeTensor, FakeParameter),
+                         True)._tensor(sub, "x")
+        self.assertEqual((d.ndim, list(d.shape[:2]), list(d.strides[:2])), (2, [4, 6], [6, 1]))
+        self.assertRaises(_ops._NotPlain, _ops._PyPlan(0x1234, 2, 0, ("x",), "t", kinds,
+                                                       (FakeTensor, FakeParameter))._tensor,
+                          sub, "x")
 
     def test_refuses_before_the_call(self):
         y = FakeTensor(0x1000, (4, 6), (6, 1), self.bf16)

@@ -10,7 +10,9 @@
  * Returns: < 0 a jitk status (the caller reads jitk_error_last), 0 done,
  * 1 FALLBACK (TRY: nothing launched), 2 done through the fallback, -100 a
  * tensor that is not a plain torch.Tensor (the caller takes the
- * dispatcher's path). Bad values raise ArgumentError / ArgumentTypeError. */
+ * dispatcher's path; a kernel's plan, made with subclasses, reads a
+ * subclass's tensor as torch.Tensor's: under the dispatcher it is one).
+ * Bad values raise ArgumentError / ArgumentTypeError. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
@@ -41,6 +43,7 @@ typedef struct {
 	jitk_dtype dt_code[MAX_DTYPES];
 	int ndt;
 	PyObject *plain[2];
+	int subclasses; /* a subclass of plain[0] is read as plain[0] (a kernel's plan) */
 	/* per plain type, what a read looks up: the class's attribute for
 	 * each of get_device, dtype, data_ptr, shape, stride (looked up once,
 	 * then called with the tensor: no lookup along the type's MRO and no
@@ -139,6 +142,8 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 		ty = 0;
 	else if ((PyObject *)Py_TYPE(v) == p->plain[1])
 		ty = 1;
+	else if (p->subclasses && PyObject_TypeCheck(v, (PyTypeObject *)p->plain[0]))
+		ty = 0;
 	else
 		return 1;
 	if (!(r = attr_of(p, ty, A_GET_DEVICE, v)))
@@ -288,18 +293,24 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	Plan *p;
 	Py_ssize_t i;
 
-	if (!PyArg_ParseTuple(args, "KKiiO!sO!O!OO", &op, &fn, &mode, &device, &PyTuple_Type, &names,
-			      &kinds, &PyTuple_Type, &dtypes, &PyTuple_Type, &plain, &aerr, &terr))
+	int subclasses = 0;
+
+	if (!PyArg_ParseTuple(args, "KKiiO!sO!O!OO|p", &op, &fn, &mode, &device, &PyTuple_Type,
+			      &names, &kinds, &PyTuple_Type, &dtypes, &PyTuple_Type, &plain, &aerr,
+			      &terr, &subclasses))
 		return NULL;
 	if (PyTuple_GET_SIZE(names) != (Py_ssize_t)strlen(kinds) || PyTuple_GET_SIZE(names) > 32 ||
 	    PyTuple_GET_SIZE(plain) != 2 || PyTuple_GET_SIZE(dtypes) > MAX_DTYPES)
 		return PyErr_Format(PyExc_ValueError, "bad plan tables");
+	if (!PyType_Check(PyTuple_GET_ITEM(plain, 0)) || !PyType_Check(PyTuple_GET_ITEM(plain, 1)))
+		return PyErr_Format(PyExc_TypeError, "plain_types must be two types");
 	if (!(p = (Plan *)type->tp_alloc(type, 0)))
 		return NULL;
 	p->op = (jitk_op *)(uintptr_t)op;
 	p->call = (op_call_fn)(uintptr_t)fn;
 	p->mode = mode;
 	p->device = device;
+	p->subclasses = subclasses;
 	p->n = PyTuple_GET_SIZE(names);
 	p->names = PyMem_Calloc(p->n ? p->n : 1, sizeof(char *));
 	p->kinds = PyMem_Malloc(strlen(kinds) + 1);
@@ -362,7 +373,8 @@ static PyTypeObject PlanType = {
 	.tp_call = PyVectorcall_Call,
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
 	.tp_doc = "Plan(op, jitk_op_call, mode, device, names, kinds, dtypes, plain_types, "
-		  "ArgumentError, ArgumentTypeError): plan(stream, *values) -> status",
+		  "ArgumentError, ArgumentTypeError, subclasses=False): "
+		  "plan(stream, *values) -> status",
 	.tp_new = plan_new,
 };
 

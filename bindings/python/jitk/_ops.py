@@ -275,7 +275,11 @@ class OpSpec:
             src += [f"def _eager({fp}):",
                     f"    if _compiling() or type({first}) not in _plain or "
                     f"{first}.get_device() < 0:",
-                    f"        return _op({fcall})"] + body + launch[:4] + [
+                    f"        return _op({fcall})"] + body + [
+                    "    _d = _dev.index",
+                    "    _p = _eplans.get(_d)",
+                    "    if _p is None:",
+                    "        _p = _eplan(_d)",
                     f"    _rc = _p(_stream(_d), {call})",
                     "    if _rc < 0:",
                     f"        if _rc == {NOT_PLAIN}:",
@@ -294,9 +298,9 @@ class OpSpec:
                 f"{first}.get_device() < 0:",
                 f"        return _op_out({ocall})",
                 f"    _d = {first}.get_device()",
-                "    _p = _plans.get(_d)",
+                "    _p = _eplans.get(_d)",
                 "    if _p is None:",
-                "        _p = _plan(_d)",
+                "        _p = _eplan(_d)",
                 f"    _rc = _p(_stream(_d), {call})",
                 "    if _rc < 0:",
                 f"        if _rc == {NOT_PLAIN}:",
@@ -352,15 +356,18 @@ def _fail(rc):
 
 
 def _plan_factory(spec, specs, torch, tmod=None):
-    """(plans, make, tp): make(device) -> the call plan of spec on that
-    device (preloaded), kept in plans; tp: the jitk._torch.Plan of the
-    eager calls when tmod (jitk._torch) is given, else None."""
+    """The names the generated kernels call for spec's plans: _plan(device)
+    -> the kernels' plan on that device (preloaded; it reads a subclass of
+    torch.Tensor as a tensor: under the dispatcher it is one), kept in
+    _plans; _eplan / _eplans the same for the eager calls (which leave a
+    subclass to the dispatcher); _tp: the jitk._torch.Plan of the eager
+    calls when tmod (jitk._torch) is given, else None."""
     names = tuple(a["name"] for a in spec.call_args)
     kinds = "".join(("o" if a["optional"] else "t") if a["kind"] == "tensor" else
                     {"i32": "i", "i64": "l", "f32": "f"}[a["kind"]] for a in spec.call_args)
     dtypes = tuple((dt, c, b) for dt, (c, b) in _core._dtype_codes(torch).items())
     plain = (torch.Tensor, torch.nn.Parameter)
-    plans, handles = {}, {}
+    plans, eplans, handles = {}, {}, {}
 
     def make(device):
         with _lock:
@@ -370,11 +377,15 @@ def _plan_factory(spec, specs, torch, tmod=None):
         rt = runtime(device)
         op = rt._op(spec.name)
         _preload(rt, spec, specs)
-        p = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain)
+        p = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain, True)
+        e = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain, False)
         with _lock:
-            plans[device] = p
-            handles[device] = op.value
+            plans[device], eplans[device], handles[device] = p, e, op.value
         return p
+
+    def make_eager(device):
+        make(device)
+        return eplans[device]
 
     def resolve(device):
         make(device)
@@ -386,7 +397,7 @@ def _plan_factory(spec, specs, torch, tmod=None):
         tp = tmod.Plan(_core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value,
                        _MODE_AUTO, names, kinds, dtypes, odt, plain, resolve, _fail,
                        _core.ArgumentError, _core.ArgumentTypeError)
-    return plans, make, tp
+    return dict(_plans=plans, _plan=make, _eplans=eplans, _eplan=make_eager, _tp=tp)
 
 
 def torch_module(torch):
@@ -421,9 +432,11 @@ def _plan_kind():
         return "ctypes"
 
 
-def make_plan(op, mode, device, names, kinds, dtypes, plain):
+def make_plan(op, mode, device, names, kinds, dtypes, plain, subclasses=False):
     """A callable plan(stream, *values) -> status for one op handle: the
-    compiled extension's when it is built, else ctypes."""
+    compiled extension's when it is built, else ctypes. With subclasses, an
+    instance of a subclass of plain[0] is read as a plain[0]; else it is
+    NOT_PLAIN."""
     try:
         from . import _fast
     except ImportError:
@@ -431,22 +444,23 @@ def make_plan(op, mode, device, names, kinds, dtypes, plain):
     if _fast is not None:
         fn = _core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value
         return _fast.Plan(op, fn, mode, device, names, kinds, dtypes, plain,
-                          _core.ArgumentError, _core.ArgumentTypeError)
-    return _PyPlan(op, mode, device, names, kinds, dtypes, plain)
+                          _core.ArgumentError, _core.ArgumentTypeError, subclasses)
+    return _PyPlan(op, mode, device, names, kinds, dtypes, plain, subclasses)
 
 
 class _PyPlan:
     """The plan through ctypes (no compiled extension)."""
 
-    def __init__(self, op, mode, device, names, kinds, dtypes, plain):
+    def __init__(self, op, mode, device, names, kinds, dtypes, plain, subclasses=False):
         self.op, self.mode, self.device = _core._P(op), mode, device
+        self.subclasses = subclasses
         self.names, self.kinds, self.plain = names, kinds, plain
         self.codes = {dt: (c, b) for dt, c, b in dtypes}
         self.kmap = {n: ("tensor" if k in "to" else {"i": "i32", "l": "i64", "f": "f32"}[k])
                      for n, k in zip(names, kinds)}
 
     def _tensor(self, t, what):
-        if type(t) not in self.plain:
+        if type(t) not in self.plain and not (self.subclasses and isinstance(t, self.plain[0])):
             raise _NotPlain()
         dev = t.get_device()
         if dev != self.device:
@@ -530,10 +544,12 @@ def register(describe=None):
     raw_stream = torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") \
         else (lambda d: torch.cuda.current_stream(d).cuda_stream)
     for spec in specs.values():
-        plans, make, tp = _plan_factory(spec, specs, torch, tmod)
-        env = dict(_shapes.HELPERS, _empty=torch.empty, _empty_strided=torch.empty_strided,
-                   _plans=plans, _plan=make, _tp=tp, _stream=raw_stream, _fail=_fail,
-                   _touch=_touch_factory(make, torch), _compiling=torch.compiler.is_compiling,
+        plans = _plan_factory(spec, specs, torch, tmod)
+        tp = plans["_tp"]
+        env = dict(_shapes.HELPERS, **plans, _empty=torch.empty,
+                   _empty_strided=torch.empty_strided, _stream=raw_stream, _fail=_fail,
+                   _touch=_touch_factory(plans["_plan"], torch),
+                   _compiling=torch.compiler.is_compiling,
                    _plain=(torch.Tensor, torch.nn.Parameter))
         for k, v in TORCH_DTYPES.items():
             env["_dt_" + k] = getattr(torch, v)

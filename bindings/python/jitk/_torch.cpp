@@ -10,7 +10,7 @@
  *     at::Tensor (no Python attribute, no Python object made),
  *   - allocates an output whose slot holds a shape tuple (or a (shape,
  *     strides) pair) instead of a tensor, with the spec's dtype for it, on
- *     the call's device (at::empty: the caching allocator, PyTorch's rules),
+ *     the call's device (the CUDA caching allocator, as at::empty does),
  *   - takes PyTorch's current stream of that device,
  *   - calls jitk_op_call with the GIL released.
  * It returns None (out call) or the tuple of the outputs it allocated;
@@ -27,7 +27,9 @@
  * the library the package loaded. */
 #include <Python.h>
 
+#include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/cuda/CUDAStream.h>
@@ -155,11 +157,22 @@ PyObject *allocate(const Plan *p, Py_ssize_t i, PyObject *spec, int d)
 	if (st && m != n)
 		return raise(p->arg_error, "%s: %d strides for %d dimensions", p->names[i], m, n);
 	try {
-		auto opts = at::TensorOptions().dtype(p->st[p->out_type[i]]).device(at::kCUDA, d);
-		at::Tensor t = st ? at::empty_strided(c10::IntArrayRef(shape, n),
-						      c10::IntArrayRef(strides, n), opts)
-				  : at::empty(c10::IntArrayRef(shape, n), opts);
-		return THPVariable_Wrap(std::move(t));
+		c10::IntArrayRef size(shape, n), stride(strides, n);
+		c10::ScalarType dt = p->st[p->out_type[i]];
+		at::Device dev(at::kCUDA, (c10::DeviceIndex)d);
+		auto &ctx = at::globalContext();
+
+		if (ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory()) {
+			/* the dispatcher's empty fills new memory (NaN) in this mode */
+			auto opts = at::TensorOptions().dtype(dt).device(dev);
+			return THPVariable_Wrap(st ? at::empty_strided(size, stride, opts)
+						   : at::empty(size, opts));
+		}
+		/* the CUDA caching allocator directly: what the dispatcher's
+		 * empty.memory_format reaches on a CUDA device, without the
+		 * dispatch (the tensor's keys follow InferenceMode as there) */
+		return THPVariable_Wrap(st ? at::detail::empty_strided_cuda(size, stride, dt, dev)
+					   : at::detail::empty_cuda(size, dt, dev, std::nullopt));
 	} catch (const std::exception &e) {
 		/* c10::Error's message is the allocator's (out of memory, ...) */
 		return raise(PyExc_RuntimeError, "%s: %s", p->names[i], e.what());
