@@ -179,9 +179,19 @@ class OpSpecTests(unittest.TestCase):
         self.assertEqual(env["_eager"](x, sc, sh, s), ("Y", "Q"))
         names = [a["name"] for a in spec.call_args]
         got = dict(zip(names, calls[-1]))
+        ix = names.index("x")  # shaped like x: its index (its shape read by the plan)
         self.assertEqual((got["y"], got["q"], got["x"], got["eps"]),
-                         ((7, 3072), (7, 3072), x, 9.99999997e-07))
-        self.assertEqual(reads, [(7, 3072)])  # x.shape once, for both outputs
+                         (ix, ix, x, 9.99999997e-07))
+        self.assertEqual(reads, [])
+        # an output shaped otherwise: its shape, each input's shape read once
+        qk = opspecs(SPECS)["qk_norm_rope_out"]
+        env2 = dict(env)
+        exec(compile(qk.source(torch_plan=True), "<test>", "exec"), env2)
+        q, k = T((2, 24, 128)), T((2, 20, 128))
+        env2["_eager"](q, k, k, T((128,)), T((128,)), T((64, 128)))
+        got = dict(zip([a["name"] for a in qk.call_args], calls[-1]))
+        self.assertEqual(got["k_out"], ((2, 20, 128), (20 * 128, 128, 1)))
+        self.assertEqual(reads, [(2, 24, 128), (2, 20, 128)])
         answer[:] = [_ops.NOT_PLAIN]
         self.assertEqual(env["_eager"](x, sc, sh, s)[0], "op")
         self.assertEqual(env["_eager_out"](x, sc, sh, s, y=1, q=2)[0], "op_out")

@@ -142,6 +142,19 @@ class OpSpec:
         self.shape_lines = [f"    {v} = {src}" for v, src in reads.items()
                             if re.search(r"\b" + v + r"\b", used)]
 
+    def _shaped_like(self, shape):
+        """The index in the C call of the input whose whole shape shape is
+        (each of its dimensions, in order), or None."""
+        m = re.fullmatch(r"_sh_(\w+)\[0\]", shape[0]) if shape else None
+        if not m:
+            return None
+        n = m.group(1)
+        src = next((a for a in self.inputs + self.inouts if a["name"] == n), None)
+        if src is None or len(src.get("shape") or []) != len(shape) or \
+                shape != [f"_sh_{n}[{i}]" for i in range(len(shape))]:
+            return None
+        return next(i for i, a in enumerate(self.call_args) if a["name"] == n)
+
     def _is_scalar(self, n):
         return any(s["name"] == n for s in self.scalars)
 
@@ -248,13 +261,20 @@ class OpSpec:
             src += [f"def _fake({fp}):"] + body + ["    _touch(_dev)", ret, ""]
             src += [f"def _fn({fp}):"] + body + launch + [ret, ""]
             if torch_plan:
-                # the outputs' slots hold their shapes: _tp allocates them
-                shapes = []
+                # the outputs' slots hold their shapes: _tp allocates them;
+                # an output shaped like an input holds that input's index
+                # in the call (its shape read in C)
+                shapes, slots = [], []
                 for name, shape, strides, dt in self.allocs:
+                    like = self._shaped_like(shape) if strides is None else None
+                    if like is not None:
+                        shapes.append(f"        {name} = {like}")
+                        continue
                     shp = "(" + "".join(f"{s}, " for s in shape) + ")"
                     if strides is not None:
                         shp = "(" + shp + ", (" + "".join(f"{s}, " for s in strides) + "))"
                     shapes.append(f"        {name} = {shp}")
+                    slots.append(shp)
                 outs = [name for name, _, _, _ in self.allocs]
                 if self.inouts or not outs:
                     done = ([f"            {', '.join(outs)}, = _r"] if outs else []) + \
@@ -262,9 +282,11 @@ class OpSpec:
                 else:  # the plan's tuple is the return value
                     done = ["            return _r" + ("[0]" if len(outs) == 1 else "")]
                 # (a value without a shape is the dispatcher's to name)
-                reads = ["        try:"] + ["        " + ln for ln in self.shape_lines] + \
+                lines = [ln for ln in self.shape_lines
+                         if any(re.search(r"\b" + ln.split()[0] + r"\b", t) for t in slots)]
+                reads = ["        try:"] + ["        " + ln for ln in lines] + \
                     ["        except AttributeError:", f"            return _op({fcall})"] \
-                    if self.shape_lines else []
+                    if lines else []
                 src += [f"def _eager({fp}):",
                         "    if not _compiling():"] + reads + shapes + \
                     [f"        {a['name']} = {a['name']}.clone()" for a in self.inouts] + [

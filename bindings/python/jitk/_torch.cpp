@@ -9,7 +9,8 @@
  *   - reads every tensor's data pointer, dtype, shape and strides from its
  *     at::Tensor (no Python attribute, no Python object made),
  *   - allocates an output whose slot holds a shape tuple (or a (shape,
- *     strides) pair) instead of a tensor, with the spec's dtype for it, on
+ *     strides) pair, or the index of the argument whose shape it has)
+ *     instead of a tensor, with the spec's dtype for it, on
  *     the call's device (the CUDA caching allocator, as at::empty does),
  *   - takes PyTorch's current stream of that device,
  *   - calls jitk_op_call with the GIL released.
@@ -103,7 +104,8 @@ int call_device(const Plan *p, PyObject *const *args)
 	for (Py_ssize_t i = 0; i < p->n; i++) {
 		PyObject *v = args[i];
 
-		if ((p->kinds[i] != 't' && p->kinds[i] != 'o') || v == Py_None || PyTuple_Check(v))
+		if ((p->kinds[i] != 't' && p->kinds[i] != 'o') || v == Py_None || PyTuple_Check(v) ||
+		    PyLong_CheckExact(v))
 			continue;
 		if (!is_plain(p, v))
 			return -1;
@@ -137,25 +139,38 @@ int read_ints(const Plan *p, PyObject *tup, const char *name, int64_t *out)
 	return (int)n;
 }
 
-/* Allocate argument i's output from spec (a shape, or (shape, strides)) on
- * device d; its new Python tensor, nullptr on error. */
-PyObject *allocate(const Plan *p, Py_ssize_t i, PyObject *spec, int d)
+/* Allocate argument i's output from spec on device d: spec is a shape, a
+ * (shape, strides) pair, or the index of the argument whose shape it has
+ * (a plain CUDA tensor: checked by the caller). Its new Python tensor,
+ * nullptr on error. */
+PyObject *allocate(const Plan *p, Py_ssize_t i, PyObject *spec, int d, PyObject *const *args)
 {
 	int64_t shape[JITK_MAX_DIMS], strides[JITK_MAX_DIMS];
 	PyObject *s = spec, *st = nullptr;
-	int n, m = 0;
+	int n = 0, m = 0;
 
 	if (p->out_type[i] < 0)
 		return raise(p->type_error, "%s must be a torch.Tensor, not a shape", p->names[i]);
-	if (PyTuple_GET_SIZE(spec) == 2 && PyTuple_Check(PyTuple_GET_ITEM(spec, 0))) {
-		s = PyTuple_GET_ITEM(spec, 0);
-		st = PyTuple_GET_ITEM(spec, 1);
+	if (PyLong_CheckExact(spec)) {
+		auto sizes = THPVariable_Unpack(args[PyLong_AsSsize_t(spec)]).sizes();
+
+		if (sizes.size() > JITK_MAX_DIMS)
+			return raise(p->arg_error, "%s has more than %d dimensions", p->names[i],
+				     JITK_MAX_DIMS);
+		for (n = 0; n < (int)sizes.size(); n++)
+			shape[n] = sizes[n];
+	} else {
+		if (PyTuple_GET_SIZE(spec) == 2 && PyTuple_Check(PyTuple_GET_ITEM(spec, 0))) {
+			s = PyTuple_GET_ITEM(spec, 0);
+			st = PyTuple_GET_ITEM(spec, 1);
+		}
+		if ((n = read_ints(p, s, p->names[i], shape)) < 0 ||
+		    (st && (m = read_ints(p, st, p->names[i], strides)) < 0))
+			return nullptr;
+		if (st && m != n)
+			return raise(p->arg_error, "%s: %d strides for %d dimensions", p->names[i],
+				     m, n);
 	}
-	if ((n = read_ints(p, s, p->names[i], shape)) < 0 ||
-	    (st && (m = read_ints(p, st, p->names[i], strides)) < 0))
-		return nullptr;
-	if (st && m != n)
-		return raise(p->arg_error, "%s: %d strides for %d dimensions", p->names[i], m, n);
 	try {
 		c10::IntArrayRef size(shape, n), stride(strides, n);
 		c10::ScalarType dt = p->st[p->out_type[i]];
@@ -331,8 +346,22 @@ PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, 
 				raise(p->type_error, "%s must be a torch.Tensor, not None", p->names[i]);
 				goto out;
 			}
-			if (PyTuple_Check(v)) {
-				if (!(v = allocate(p, i, v, d)))
+			if (PyTuple_Check(v) || PyLong_CheckExact(v)) {
+				if (PyLong_CheckExact(v)) { /* shaped like argument j */
+					Py_ssize_t j = PyLong_AsSsize_t(v);
+
+					if (j < 0 || j >= p->n || (p->kinds[j] != 't' && p->kinds[j] != 'o')) {
+						raise(p->type_error, "%s: no tensor argument %zd to "
+						      "take a shape from", p->names[i], j);
+						goto out;
+					}
+					if (!is_plain(p, args[j]) ||
+					    !THPVariable_Unpack(args[j]).is_cuda()) {
+						ret = PyLong_FromLong(NOT_PLAIN);
+						goto out;
+					}
+				}
+				if (!(v = allocate(p, i, v, d, args)))
 					goto out;
 				outs[nouts++] = v;
 			}
