@@ -1,10 +1,14 @@
 """Host time per eager call, median of 10,000 calls, in one run: jitk's
 fused norm + fp8 through jitk.ops (no dispatcher; through jitk._torch's
 libtorch plan where it is built, else jitk._fast's C plan; JITK_TORCH_PLAN=0
-takes the C plan), torch.ops.jitk (the dispatcher), the functional and out variants and the generic ctypes call,
-next to torch.add on the same tensors. Each call is timed alone with
-perf_counter_ns; the GPU is synchronized every 200 calls (not timed), so
-the launch queue never fills and blocks the host.
+takes the C plan), torch.ops.jitk (the dispatcher), the functional and out
+variants and the generic ctypes call, next to torch.add on the same
+tensors. Each call is timed alone with
+perf_counter_ns, the cases taking turns (one call of each, then the next
+round), so that the machine's drift falls on all of them alike; the GPU is
+synchronized every 100 rounds (not timed), so the launch queue never fills
+and blocks the host. The breakdown times each piece alone, one after the
+other.
 
     python3 bench/py_overhead.py [--rows 4096] [--calls 10000]
 
@@ -37,6 +41,22 @@ def host_us(fn, calls):
         ts.append(time.perf_counter_ns() - t0)
     torch.cuda.synchronize()
     return statistics.median(ts) / 1000.0
+
+
+def interleaved_us(fns, calls):
+    """Median host us of each fn, the fns taking turns call by call (the
+    machine's drift is shared by all of them, not given to whichever ran
+    in a slow second)."""
+    ts = [[] for _ in fns]
+    for i in range(calls):
+        if i % 100 == 0:
+            torch.cuda.synchronize()
+        for f, t in zip(fns, ts):
+            t0 = time.perf_counter_ns()
+            f()
+            t.append(time.perf_counter_ns() - t0)
+    torch.cuda.synchronize()
+    return [statistics.median(t) / 1000.0 for t in ts]
 
 
 def main():
@@ -73,7 +93,7 @@ def main():
     for _, f in cases:  # warm up: resolve, allocator
         for _ in range(50):
             f()
-    res = [(name, host_us(f, a.calls)) for name, f in cases]
+    res = list(zip([n for n, _ in cases], interleaved_us([f for _, f in cases], a.calls)))
     from jitk import _ops
     plan = _ops.eager_plan + (f" ({_ops.eager_plan_note})" if _ops.eager_plan_note else "")
     print(f"host time per eager call, median of {a.calls}, rows={a.rows} hidden={a.hidden}, "
