@@ -4,13 +4,14 @@ libtorch plan where it is built, else jitk._fast's C plan; JITK_TORCH_PLAN=0
 takes the C plan), torch.ops.jitk (the dispatcher), the functional and out
 variants and the generic ctypes call, next to torch.add on the same
 tensors. Each call is timed alone with
-perf_counter_ns, the cases taking turns (one call of each, then the next
-round), so that the machine's drift falls on all of them alike; the GPU is
-synchronized every 100 rounds (not timed), so the launch queue never fills
-and blocks the host. The breakdown times each piece alone, one after the
-other.
+perf_counter_ns; each case runs its calls in a row (a hot loop), or with
+--interleaved the cases take turns (one call of each, then the next
+round: the machine's drift falls on all of them alike, and every call
+finds the caches as the others left them); the GPU is synchronized every
+100 to 200 calls (not timed), so the launch queue never fills and blocks
+the host. The breakdown times each piece alone, one after the other.
 
-    python3 bench/py_overhead.py [--rows 4096] [--calls 10000]
+    python3 bench/py_overhead.py [--rows 4096] [--calls 10000] [--interleaved]
 
 Prints one table (us per call) and the ratio of the jitk.ops call to
 torch.add; the issue's target is a ratio <= 1.0.
@@ -64,6 +65,8 @@ def main():
     p.add_argument("--rows", type=int, default=4096)
     p.add_argument("--hidden", type=int, default=3072)
     p.add_argument("--calls", type=int, default=10000)
+    p.add_argument("--interleaved", action="store_true",
+                   help="the cases take turns call by call (else each runs its calls in a row)")
     a = p.parse_args()
     if jitk.ops_error:
         raise SystemExit(f"jitk ops: {jitk.ops_error}")
@@ -93,10 +96,15 @@ def main():
     for _, f in cases:  # warm up: resolve, allocator
         for _ in range(50):
             f()
-    res = list(zip([n for n, _ in cases], interleaved_us([f for _, f in cases], a.calls)))
+    if a.interleaved:
+        res = list(zip([n for n, _ in cases], interleaved_us([f for _, f in cases], a.calls)))
+    else:
+        res = [(name, host_us(f, a.calls)) for name, f in cases]
     from jitk import _ops
     plan = _ops.eager_plan + (f" ({_ops.eager_plan_note})" if _ops.eager_plan_note else "")
-    print(f"host time per eager call, median of {a.calls}, rows={a.rows} hidden={a.hidden}, "
+    print(f"host time per eager call, median of {a.calls}"
+          f"{' (cases in turns)' if a.interleaved else ' (each case in a row)'}, "
+          f"rows={a.rows} hidden={a.hidden}, "
           f"{torch.cuda.get_device_name()}, torch {torch.__version__}, plan: {plan}")
     print(f"{'call':<58} {'us':>8}")
     for name, us in res:
