@@ -148,6 +148,25 @@ class OpSpecTests(unittest.TestCase):
                                         ["((2 * _sh_x[0]))", "1"], "bf16")])
         self.assertEqual(spec.shape_lines, ["    _sh_x = x.shape"])
 
+    def test_torch_plan_only_with_its_torch(self):
+        # jitk._torch is used only with the PyTorch it was built for
+        import types
+        other = types.SimpleNamespace(__version__="0.0.0+other")
+        mod, why = _ops.torch_module(other)
+        self.assertIsNone(mod)
+        stamp = os.path.join(os.path.dirname(_ops.__file__), "_torch.version")
+        if os.path.exists(stamp):
+            with open(stamp) as f:
+                self.assertIn(f"built for torch {f.read().strip()}, this is torch 0.0.0+other",
+                              why)
+        else:
+            self.assertIn("jitk._torch is not built", why)
+        os.environ["JITK_TORCH_PLAN"] = "0"
+        try:
+            self.assertEqual(_ops.torch_module(other), (None, "JITK_TORCH_PLAN=0"))
+        finally:
+            del os.environ["JITK_TORCH_PLAN"]
+
     def test_torch_plan_kernels_with_stand_ins(self):
         # the eager variants through jitk._torch's plan: each output's slot
         # holds its shape (each input's shape read once), the plan's

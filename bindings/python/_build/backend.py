@@ -198,7 +198,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     try:
         src = _build_library(tmp)
         exts = [_build_extension(src, tmp)]
-        exts += torch_extension(os.path.join(src, "runtime", "include"), tmp, _cuda_of(src))
+        try:
+            exts += torch_extension(os.path.join(src, "runtime", "include"), tmp,
+                                    _cuda_of(src))
+        except RuntimeError as e:  # the package works without it (jitk._fast)
+            print(f"jitk build: no jitk._torch: {e}", flush=True)
         name = f"{NAME}-{_version()}-{_tag()}.whl"
         path = os.path.join(wheel_directory, name)
         info = _dist_info()
