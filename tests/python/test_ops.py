@@ -352,5 +352,32 @@ class OpsTests(unittest.TestCase):
                                                                   dtype=torch.float8_e4m3fn))
 
 
+    @unittest.skipUnless((jitk._ops.eager_plan or "").startswith("libtorch"),
+                         "the libtorch plan's own checks")
+    def test_eager_modes_and_misuse(self):
+        x, scale, shift, s, eps = self.norm_args("fused_norm_scale_shift_fp8", rows=8)
+        want = torch.ops.jitk.fused_norm_scale_shift_fp8(x, scale, shift, s)
+        seen = []
+
+        class Log(torch.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append(str(func))
+                return func(*args, **(kwargs or {}))
+        with Log():  # an active mode sees the call (the dispatcher's path)
+            y, q = jitk.ops.fused_norm_scale_shift_fp8(x, scale, shift, s)
+        self.assertTrue(any("fused_norm_scale_shift_fp8" in f for f in seen), seen)
+        self.assertTrue(same(y, want[0]) and same(q, want[1]))
+        # a shape where .out wants a tensor: refused before any launch
+        q2 = torch.zeros_like(q)
+        with self.assertRaisesRegex(jitk.ArgumentTypeError, "y must be a torch.Tensor, not tuple"):
+            jitk.ops.out.fused_norm_scale_shift_fp8(x, scale, shift, s, y=tuple(x.shape), q=q2)
+        torch.cuda.synchronize()
+        self.assertEqual(int(q2.view(torch.uint8).count_nonzero()), 0)
+        # a sparse tensor goes to the dispatcher (which names what it lacks)
+        with self.assertRaises(Exception) as e:
+            jitk.ops.fused_norm_scale_shift_fp8(x.to_sparse(), scale, shift, s)
+        self.assertNotIsInstance(e.exception, SystemError)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

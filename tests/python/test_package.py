@@ -189,7 +189,7 @@ class OpSpecTests(unittest.TestCase):
             calls.append(values)
             return answer[0]
         compiling = [False]
-        env = dict(_shapes.HELPERS, _tp=tp, _compiling=lambda: compiling[0],
+        env = dict(_shapes.HELPERS, _tp=tp, _tpo=tp, _compiling=lambda: compiling[0],
                    _op=lambda **kw: ("op", sorted(kw)), _op_out=lambda **kw: ("op_out", sorted(kw)))
         src = spec.source(torch_plan=True)
         exec(compile(src, "<test>", "exec"), env)

@@ -207,8 +207,8 @@ class OpSpec:
     def source(self, torch_plan=False):
         """Python source of: _fn (functional), _fake (its fake kernel),
         _out (the out variant), _eager and _eager_out (jitk.ops). With
-        torch_plan, _eager and _eager_out call _tp, a jitk._torch.Plan (the
-        outputs allocated by it), else the plan of _fast.c / ctypes."""
+        torch_plan, _eager and _eager_out call _tp and _tpo, jitk._torch.Plans
+        (the outputs allocated by _tp), else the plan of _fast.c / ctypes."""
         fparams = self._params(self.schema())
         oparams = self._params(self.out_schema())
 
@@ -312,7 +312,7 @@ class OpSpec:
         src += [f"def _fake_out({op_}):", f"    _touch({first}.device)", ""]
         if torch_plan:
             src += [f"def _eager_out({op_}):",
-                    f"    if _compiling() or _tp({call}) is not None:",
+                    f"    if _compiling() or _tpo({call}) is not None:",
                     f"        return _op_out({ocall})", ""]
             return "\n".join(src)
         src += [f"def _eager_out({op_}):",
@@ -412,14 +412,18 @@ def _plan_factory(spec, specs, torch, tmod=None):
     def resolve(device):
         make(device)
         return handles[device]
-    tp = None
+    tp = tpo = None
     if tmod is not None:
-        odt = tuple(getattr(torch, TORCH_DTYPES[a["dtype"]])
-                    if any(a is o for o in spec.outputs) else None for a in spec.call_args)
-        tp = tmod.Plan(_core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value,
-                       _MODE_AUTO, names, kinds, dtypes, odt, plain, resolve, _fail,
-                       _core.ArgumentError, _core.ArgumentTypeError)
-    return dict(_plans=plans, _plan=make, _eplans=eplans, _eplan=make_eager, _tp=tp)
+        def tplan(odt):
+            return tmod.Plan(_core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value,
+                             _MODE_AUTO, names, kinds, dtypes, odt, plain, resolve, _fail,
+                             _core.ArgumentError, _core.ArgumentTypeError)
+        # the functional variant's plan allocates the outputs; the out
+        # variant's allocates nothing (a shape given for an output is an error)
+        tp = tplan(tuple(getattr(torch, TORCH_DTYPES[a["dtype"]])
+                         if any(a is o for o in spec.outputs) else None for a in spec.call_args))
+        tpo = tplan((None,) * len(spec.call_args))
+    return dict(_plans=plans, _plan=make, _eplans=eplans, _eplan=make_eager, _tp=tp, _tpo=tpo)
 
 
 def torch_module(torch):

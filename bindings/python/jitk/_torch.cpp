@@ -15,11 +15,14 @@
  *   - takes PyTorch's current stream of that device,
  *   - calls jitk_op_call with the GIL released.
  * It returns None (out call) or the tuple of the outputs it allocated;
- * NOT_PLAIN (an int) when the first tensor is not a plain torch.Tensor /
- * Parameter on a CUDA device, so that the caller takes the dispatcher's
- * path (subclasses, modes, the CPU, meta); on an error it raises
+ * NOT_PLAIN (an int) when a tensor is not a plain torch.Tensor /
+ * Parameter on a CUDA device with strided storage of its own (a subclass;
+ * the CPU, meta; sparse, nested; functorch's and functionalization's
+ * wrappers) or a torch function or dispatch mode is active, so that the
+ * caller takes the dispatcher's path; on an error it raises
  * (ArgumentError / ArgumentTypeError for bad values, the library's status
- * through the `fail` callable).
+ * through the `fail` callable, PyTorch's own exceptions, such as
+ * torch.OutOfMemoryError, for what PyTorch raises).
  *
  * The op handle of a device is asked for once, from `resolve(device)`
  * (which makes the runtime and preloads the symbol's instances), and kept.
@@ -29,12 +32,15 @@
 #include <Python.h>
 
 #include <ATen/Context.h>
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/Dtype.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <cmath>
@@ -96,6 +102,21 @@ bool is_plain(const Plan *p, PyObject *v)
 	return Py_TYPE(v) == p->plain[0] || Py_TYPE(v) == p->plain[1];
 }
 
+/* The keys of tensors whose data is not simply theirs to read: functorch's
+ * and functionalization's wrappers, Python (a subclass's tensor), the
+ * lazy conjugate and negative bits. */
+const c10::DispatchKeySet WRAPPED({c10::DispatchKey::FuncTorchBatched,
+				   c10::DispatchKey::FuncTorchGradWrapper,
+				   c10::DispatchKey::Functionalize, c10::DispatchKey::Python,
+				   c10::DispatchKey::Conjugate, c10::DispatchKey::Negative});
+
+/* A tensor the plan reads as it is: dense, strided, with storage. */
+bool is_direct(const at::Tensor &t)
+{
+	return t.layout() == at::kStrided && !t.is_nested() && t.has_storage() &&
+	       !t.key_set().has_any(WRAPPED);
+}
+
 /* The device index of the call: the first tensor's; -1 when that one is
  * not a plain tensor on a CUDA device (the dispatcher's path), -2 when no
  * tensor is given. */
@@ -110,7 +131,7 @@ int call_device(const Plan *p, PyObject *const *args)
 		if (!is_plain(p, v))
 			return -1;
 		const at::Tensor &t = THPVariable_Unpack(v);
-		if (!t.is_cuda())
+		if (!t.is_cuda() || !is_direct(t))
 			return -1;
 		return t.get_device();
 	}
@@ -130,9 +151,15 @@ int read_ints(const Plan *p, PyObject *tup, const char *name, int64_t *out)
 		return -1;
 	}
 	for (Py_ssize_t i = 0; i < n; i++) {
-		long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(tup, i));
+		PyObject *e = PyTuple_GET_ITEM(tup, i);
+		long long v;
 
-		if (v == -1 && PyErr_Occurred())
+		if (!PyLong_Check(e)) {
+			raise(p->type_error, "%s: a shape or strides holds ints, not %s", name,
+			      Py_TYPE(e)->tp_name);
+			return -1;
+		}
+		if ((v = PyLong_AsLongLong(e)) == -1 && PyErr_Occurred())
 			return -1;
 		out[i] = v;
 	}
@@ -149,13 +176,12 @@ PyObject *allocate(const Plan *p, Py_ssize_t i, PyObject *spec, int d, PyObject 
 	PyObject *s = spec, *st = nullptr;
 	int n = 0, m = 0;
 
-	if (p->out_type[i] < 0)
-		return raise(p->type_error, "%s must be a torch.Tensor, not a shape", p->names[i]);
 	if (PyLong_CheckExact(spec)) {
-		auto sizes = THPVariable_Unpack(args[PyLong_AsSsize_t(spec)]).sizes();
+		Py_ssize_t j = PyLong_AsSsize_t(spec); /* checked by the caller */
+		auto sizes = THPVariable_Unpack(args[j]).sizes();
 
 		if (sizes.size() > JITK_MAX_DIMS)
-			return raise(p->arg_error, "%s has more than %d dimensions", p->names[i],
+			return raise(p->arg_error, "%s has more than %d dimensions", p->names[j],
 				     JITK_MAX_DIMS);
 		for (n = 0; n < (int)sizes.size(); n++)
 			shape[n] = sizes[n];
@@ -171,27 +197,24 @@ PyObject *allocate(const Plan *p, Py_ssize_t i, PyObject *spec, int d, PyObject 
 			return raise(p->arg_error, "%s: %d strides for %d dimensions", p->names[i],
 				     m, n);
 	}
-	try {
-		c10::IntArrayRef size(shape, n), stride(strides, n);
-		c10::ScalarType dt = p->st[p->out_type[i]];
-		at::Device dev(at::kCUDA, (c10::DeviceIndex)d);
-		auto &ctx = at::globalContext();
+	/* (what PyTorch throws here, out of memory, a negative size, reaches
+	 * Python as PyTorch's exception: plan_vectorcall's handler) */
+	c10::IntArrayRef size(shape, n), stride(strides, n);
+	c10::ScalarType dt = p->st[p->out_type[i]];
+	at::Device dev(at::kCUDA, (c10::DeviceIndex)d);
+	auto &ctx = at::globalContext();
 
-		if (ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory()) {
-			/* the dispatcher's empty fills new memory (NaN) in this mode */
-			auto opts = at::TensorOptions().dtype(dt).device(dev);
-			return THPVariable_Wrap(st ? at::empty_strided(size, stride, opts)
-						   : at::empty(size, opts));
-		}
-		/* the CUDA caching allocator directly: what the dispatcher's
-		 * empty.memory_format reaches on a CUDA device, without the
-		 * dispatch (the tensor's keys follow InferenceMode as there) */
-		return THPVariable_Wrap(st ? at::detail::empty_strided_cuda(size, stride, dt, dev)
-					   : at::detail::empty_cuda(size, dt, dev, std::nullopt));
-	} catch (const std::exception &e) {
-		/* c10::Error's message is the allocator's (out of memory, ...) */
-		return raise(PyExc_RuntimeError, "%s: %s", p->names[i], e.what());
+	if (ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory()) {
+		/* the dispatcher's empty fills new memory (NaN) in this mode */
+		auto opts = at::TensorOptions().dtype(dt).device(dev);
+		return THPVariable_Wrap(st ? at::empty_strided(size, stride, opts)
+					   : at::empty(size, opts));
 	}
+	/* the CUDA caching allocator directly: what the dispatcher's
+	 * empty.memory_format reaches on a CUDA device, without the dispatch
+	 * (the tensor's keys follow InferenceMode as there) */
+	return THPVariable_Wrap(st ? at::detail::empty_strided_cuda(size, stride, dt, dev)
+				   : at::detail::empty_cuda(size, dt, dev, std::nullopt));
 }
 
 /* 0 done, -1 error raised, 1 not a plain tensor (the dispatcher's path). */
@@ -200,6 +223,8 @@ int read_tensor(const Plan *p, PyObject *v, const char *name, int d, jitk_tensor
 	if (!is_plain(p, v))
 		return 1;
 	const at::Tensor &x = THPVariable_Unpack(v);
+	if (x.is_cuda() && !is_direct(x))
+		return 1;
 	if (!x.is_cuda()) {
 		if (x.is_cpu())
 			raise(p->arg_error, "%s is on the CPU, not cuda:%d", name, d);
@@ -309,25 +334,21 @@ jitk_op *op_of(Plan *p, int d)
 	return p->ops[d];
 }
 
-PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* The call; the outputs it allocates go to outs (the caller releases them
+ * when this throws). */
+PyObject *plan_call(Plan *p, PyObject *const *args, PyObject **outs, Py_ssize_t &nouts)
 {
-	Plan *p = (Plan *)self;
-	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	jitk_arg a[MAX_ARGS];
 	jitk_tensor t[MAX_ARGS];
-	PyObject *outs[MAX_ARGS];
-	Py_ssize_t nouts = 0;
 	PyObject *ret = nullptr;
 	jitk_call_info info;
 	size_t n = 0;
 	jitk_op *op;
 	int d, rc;
 
-	if (kwnames && PyTuple_GET_SIZE(kwnames))
-		return PyErr_Format(PyExc_TypeError, "a plan takes positional arguments only");
-	if (nargs != p->n)
-		return PyErr_Format(PyExc_TypeError, "a plan takes %zd values, not %zd", p->n,
-				    nargs);
+	if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
+	    at::impl::torch_function_mode_enabled())
+		return PyLong_FromLong(NOT_PLAIN); /* the modes see the call */
 	if ((d = call_device(p, args)) < 0) {
 		if (d == -2)
 			return raise(p->type_error, "the call has no tensor to take a device from");
@@ -347,16 +368,24 @@ PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, 
 				goto out;
 			}
 			if (PyTuple_Check(v) || PyLong_CheckExact(v)) {
+				if (p->out_type[i] < 0) {
+					raise(p->type_error, "%s must be a torch.Tensor, not %s",
+					      p->names[i], Py_TYPE(v)->tp_name);
+					goto out;
+				}
 				if (PyLong_CheckExact(v)) { /* shaped like argument j */
 					Py_ssize_t j = PyLong_AsSsize_t(v);
 
+					if (j == -1 && PyErr_Occurred())
+						goto out;
 					if (j < 0 || j >= p->n || (p->kinds[j] != 't' && p->kinds[j] != 'o')) {
 						raise(p->type_error, "%s: no tensor argument %zd to "
 						      "take a shape from", p->names[i], j);
 						goto out;
 					}
 					if (!is_plain(p, args[j]) ||
-					    !THPVariable_Unpack(args[j]).is_cuda()) {
+					    !THPVariable_Unpack(args[j]).is_cuda() ||
+					    !is_direct(THPVariable_Unpack(args[j]))) {
 						ret = PyLong_FromLong(NOT_PLAIN);
 						goto out;
 					}
@@ -399,13 +428,36 @@ PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, 
 		Py_INCREF(Py_None);
 		return Py_None;
 	}
-	if ((ret = PyTuple_New(nouts)))
+	if ((ret = PyTuple_New(nouts))) {
 		for (Py_ssize_t i = 0; i < nouts; i++)
 			PyTuple_SET_ITEM(ret, i, outs[i]); /* steals */
-	if (ret)
-		return ret;
+		nouts = 0;
+	}
+	return ret;
 out:
-	for (Py_ssize_t i = 0; i < nouts; i++)
+	return ret;
+}
+
+PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	Plan *p = (Plan *)self;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nouts = 0;
+	PyObject *outs[MAX_ARGS], *ret = nullptr;
+
+	if (kwnames && PyTuple_GET_SIZE(kwnames))
+		return PyErr_Format(PyExc_TypeError, "a plan takes positional arguments only");
+	if (nargs != p->n)
+		return PyErr_Format(PyExc_TypeError, "a plan takes %zd values, not %zd", p->n,
+				    nargs);
+	try {
+		ret = plan_call(p, args, outs, nouts);
+	} catch (...) {
+		/* a c10::Error (out of memory, a tensor PyTorch refuses to
+		 * describe) as PyTorch raises it; never through C */
+		ret = nullptr;
+		torch::translate_exception_to_python(std::current_exception());
+	}
+	for (Py_ssize_t i = 0; i < nouts; i++) /* not returned: released */
 		Py_DECREF(outs[i]);
 	return ret;
 }
