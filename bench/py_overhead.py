@@ -3,15 +3,16 @@ fused norm + fp8 through jitk.ops (no dispatcher; through jitk._torch's
 libtorch plan where it is built, else jitk._fast's C plan; JITK_TORCH_PLAN=0
 takes the C plan), torch.ops.jitk (the dispatcher), the functional and out
 variants and the generic ctypes call, next to torch.add on the same
-tensors. Each call is timed alone with
-perf_counter_ns; each case runs its calls in a row (a hot loop), or with
---interleaved the cases take turns (one call of each, then the next
-round: the machine's drift falls on all of them alike, and every call
-finds the caches as the others left them); the GPU is synchronized every
-100 to 200 calls (not timed), so the launch queue never fills and blocks
-the host. The breakdown times each piece alone, one after the other.
+tensors. Each call is timed alone with perf_counter_ns. By default each
+case runs its calls in a row (a hot loop), in 10 blocks of 1,000 with the
+cases taking turns block by block, so that a slow stretch of the machine
+falls on all of them (--blocks 1: each case's calls all at once); with
+--interleaved the cases take turns call by call (every call finds the
+caches as the others left them). The GPU is synchronized every 100 to 200
+calls (not timed), so the launch queue never fills and blocks the host.
+The breakdown times each piece alone, one after the other.
 
-    python3 bench/py_overhead.py [--rows 4096] [--calls 10000] [--interleaved]
+    python3 bench/py_overhead.py [--rows 4096] [--calls 10000] [--blocks 10] [--interleaved]
 
 Prints one table (us per call) and the ratio of the jitk.ops call to
 torch.add; the issue's target is a ratio <= 1.0.
@@ -44,6 +45,24 @@ def host_us(fn, calls):
     return statistics.median(ts) / 1000.0
 
 
+def blocked_us(fns, calls, blocks):
+    """Median host us of each fn over calls calls, run in a row in blocks
+    of calls / blocks, the fns taking turns block by block (a hot loop
+    each, and a slow stretch of the machine shared by all)."""
+    ts = [[] for _ in fns]
+    per = max(1, calls // blocks)
+    for _ in range(blocks):
+        for f, t in zip(fns, ts):
+            for i in range(per):
+                if i % 200 == 0:
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter_ns()
+                f()
+                t.append(time.perf_counter_ns() - t0)
+            torch.cuda.synchronize()
+    return [statistics.median(t) / 1000.0 for t in ts]
+
+
 def interleaved_us(fns, calls):
     """Median host us of each fn, the fns taking turns call by call (the
     machine's drift is shared by all of them, not given to whichever ran
@@ -67,6 +86,9 @@ def main():
     p.add_argument("--calls", type=int, default=10000)
     p.add_argument("--interleaved", action="store_true",
                    help="the cases take turns call by call (else each runs its calls in a row)")
+    p.add_argument("--blocks", type=int, default=10,
+                   help="in a row: the calls in this many blocks, the cases taking turns "
+                        "block by block (1: each case's calls all at once)")
     a = p.parse_args()
     if jitk.ops_error:
         raise SystemExit(f"jitk ops: {jitk.ops_error}")
@@ -96,14 +118,15 @@ def main():
     for _, f in cases:  # warm up: resolve, allocator
         for _ in range(50):
             f()
+    fns = [f for _, f in cases]
     if a.interleaved:
-        res = list(zip([n for n, _ in cases], interleaved_us([f for _, f in cases], a.calls)))
+        res = list(zip([n for n, _ in cases], interleaved_us(fns, a.calls)))
     else:
-        res = [(name, host_us(f, a.calls)) for name, f in cases]
+        res = list(zip([n for n, _ in cases], blocked_us(fns, a.calls, a.blocks)))
     from jitk import _ops
     plan = _ops.eager_plan + (f" ({_ops.eager_plan_note})" if _ops.eager_plan_note else "")
     print(f"host time per eager call, median of {a.calls}"
-          f"{' (cases in turns)' if a.interleaved else ' (each case in a row)'}, "
+          f"{' (cases in turns)' if a.interleaved else f' (each case in a row, {a.blocks} blocks)'}, "
           f"rows={a.rows} hidden={a.hidden}, "
           f"{torch.cuda.get_device_name()}, torch {torch.__version__}, plan: {plan}")
     print(f"{'call':<58} {'us':>8}")
