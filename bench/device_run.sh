@@ -218,6 +218,7 @@ if has pyops; then
 	JITK_TORCH_PLAN=0 JITK_SPECS=specs:tests/families/specs python3 -m unittest -v \
 		tests.python.test_ops.OpsTests.test_eager_outputs_streams_and_capture \
 		tests.python.test_ops.OpsTests.test_eager_errors \
+		tests.python.test_ops.OpsTests.test_eager_modes_and_misuse \
 		tests.python.test_ops.OpsTests.test_eager_path_equals_dispatcher_and_out \
 		>>"$OUT/pyops.log" 2>&1
 	ran $? "python ops (C plan)"

@@ -295,7 +295,7 @@ class OpSpec:
                     f"    return _op({fcall})", ""]
         if not self.no_functional and not torch_plan:
             src += [f"def _eager({fp}):",
-                    f"    if _compiling() or type({first}) not in _plain or "
+                    f"    if _compiling() or _modes() or type({first}) not in _plain or "
                     f"{first}.get_device() < 0:",
                     f"        return _op({fcall})"] + body + [
                     "    _d = _dev.index",
@@ -316,7 +316,7 @@ class OpSpec:
                     f"        return _op_out({ocall})", ""]
             return "\n".join(src)
         src += [f"def _eager_out({op_}):",
-                f"    if _compiling() or type({first}) not in _plain or "
+                f"    if _compiling() or _modes() or type({first}) not in _plain or "
                 f"{first}.get_device() < 0:",
                 f"        return _op_out({ocall})",
                 f"    _d = {first}.get_device()",
@@ -534,6 +534,18 @@ specs_registered = {}
 eager_plan, eager_plan_note = None, None
 
 
+def _modes_factory(torch):
+    """modes() -> whether a torch function or dispatch mode is active (the
+    C plan's eager calls then take the dispatcher's path, so the modes see
+    them; the libtorch plan asks the same in C++)."""
+    tfm = torch._C._is_torch_function_mode_enabled
+    tdm = torch._C._len_torch_dispatch_stack
+
+    def modes():
+        return tfm() or tdm() > 0
+    return modes
+
+
 def _touch_factory(make, torch):
     def touch(dev):
         # the fake kernel under torch.compile: preload on the real device
@@ -575,7 +587,7 @@ def register(describe=None):
         env = dict(_shapes.HELPERS, **plans, _empty=torch.empty,
                    _empty_strided=torch.empty_strided, _stream=raw_stream, _fail=_fail,
                    _touch=_touch_factory(plans["_plan"], torch),
-                   _compiling=torch.compiler.is_compiling,
+                   _compiling=torch.compiler.is_compiling, _modes=_modes_factory(torch),
                    _plain=(torch.Tensor, torch.nn.Parameter))
         for k, v in TORCH_DTYPES.items():
             env["_dt_" + k] = getattr(torch, v)
