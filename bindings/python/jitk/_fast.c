@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_args.h"
 #include "jitk.h"
 
 #define NOT_PLAIN (-100)
@@ -78,23 +79,6 @@ static void plan_dealloc(Plan *p)
 	Py_TYPE(p)->tp_free((PyObject *)p);
 }
 
-static int fail_arg(Plan *p, PyObject *kind, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-	PyObject *e;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	e = PyObject_CallFunction(kind, "s", buf);
-	if (e) {
-		PyErr_SetObject((PyObject *)Py_TYPE(e), e);
-		Py_DECREF(e);
-	}
-	return -1;
-}
-
 /* An int tuple (torch.Size or a stride tuple) into out; its length. */
 static int read_ints(PyObject *tup, int64_t *out, int max)
 {
@@ -151,9 +135,9 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 	dev = PyLong_AsLong(r);
 	Py_DECREF(r);
 	if (dev != p->device && dev < 0)
-		return fail_arg(p, p->arg_error, "%s is on the CPU, not cuda:%d", name, p->device);
+		return jitk_py_fail(p->arg_error, "%s is on the CPU, not cuda:%d", name, p->device);
 	if (dev != p->device)
-		return fail_arg(p, p->arg_error, "%s is on cuda:%ld, not cuda:%d", name, dev, p->device);
+		return jitk_py_fail(p->arg_error, "%s is on cuda:%ld, not cuda:%d", name, dev, p->device);
 	if (!(r = attr_of(p, ty, A_DTYPE, v)))
 		return -1;
 	for (j = 0; j < p->ndt && p->dt_obj[j] != r; j++)
@@ -161,7 +145,7 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 	if (j == p->ndt) {
 		PyObject *s = PyObject_Str(r);
 
-		fail_arg(p, p->type_error, "%s: dtype %s is not a kernel argument type", name,
+		jitk_py_fail(p->type_error, "%s: dtype %s is not a kernel argument type", name,
 			 s ? PyUnicode_AsUTF8(s) : "?");
 		Py_XDECREF(s);
 		Py_DECREF(r);
@@ -181,53 +165,16 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 	n = read_ints(r, t->shape, JITK_MAX_DIMS);
 	Py_DECREF(r);
 	if (n == -3)
-		return fail_arg(p, p->arg_error, "%s has more than %d dimensions", name, JITK_MAX_DIMS);
+		return jitk_py_fail(p->arg_error, "%s has more than %d dimensions", name, JITK_MAX_DIMS);
 	if (n < 0)
-		return n == -1 ? -1 : fail_arg(p, p->type_error, "%s: shape is not a tuple", name);
+		return n == -1 ? -1 : jitk_py_fail(p->type_error, "%s: shape is not a tuple", name);
 	if (!(r = attr_of(p, ty, A_STRIDE, v)))
 		return -1;
 	m = read_ints(r, t->strides, JITK_MAX_DIMS);
 	Py_DECREF(r);
 	if (m != n)
-		return m == -1 ? -1 : fail_arg(p, p->type_error, "%s: bad strides", name);
+		return m == -1 ? -1 : jitk_py_fail(p->type_error, "%s: bad strides", name);
 	t->ndim = n;
-	return 0;
-}
-
-static int read_scalar(Plan *p, PyObject *v, char kind, const char *name, jitk_arg *a)
-{
-	if (kind == 'f') {
-		double d;
-
-		if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v)))
-			return fail_arg(p, p->type_error, "%s must be a float, not %s", name,
-					Py_TYPE(v)->tp_name);
-		d = PyFloat_AsDouble(v);
-		if (d == -1.0 && PyErr_Occurred())
-			return -1;
-		if (isfinite(d) && fabs(d) > 3.4028234663852886e38)
-			return fail_arg(p, p->arg_error, "%s %g does not fit in a 32-bit float", name, d);
-		a->type = JITK_ARG_F32;
-		a->v.f32 = (float)d;
-		return 0;
-	}
-	if (PyBool_Check(v) || !PyLong_Check(v))
-		return fail_arg(p, p->type_error, "%s must be an int, not %s", name, Py_TYPE(v)->tp_name);
-	{
-		int overflow;
-		long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-
-		if (overflow || (kind == 'i' && (x < INT32_MIN || x > INT32_MAX)))
-			return fail_arg(p, p->arg_error, "%s is out of range for %s", name,
-					kind == 'i' ? "i32" : "i64");
-		if (kind == 'i') {
-			a->type = JITK_ARG_I32;
-			a->v.i32 = (int32_t)x;
-		} else {
-			a->type = JITK_ARG_I64;
-			a->v.i64 = x;
-		}
-	}
 	return 0;
 }
 
@@ -259,7 +206,7 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
 			if (v == Py_None) {
 				if (k == 'o')
 					continue;
-				fail_arg(p, p->type_error, "%s must be a torch.Tensor, not None",
+				jitk_py_fail(p->type_error, "%s must be a torch.Tensor, not None",
 					 p->names[i]);
 				return NULL;
 			}
@@ -270,7 +217,7 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
 				return PyLong_FromLong(NOT_PLAIN);
 			a[n].type = JITK_ARG_TENSOR;
 			a[n].v.tensor = &t[n];
-		} else if (read_scalar(p, v, k, p->names[i], &a[n]) < 0) {
+		} else if (jitk_py_scalar(v, k, p->names[i], &a[n], p->type_error, p->arg_error) < 0) {
 			return NULL;
 		}
 		a[n].name = p->names[i];

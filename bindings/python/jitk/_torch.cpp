@@ -48,6 +48,7 @@
 #include <cstring>
 #include <exception>
 
+#include "_args.h"
 #include "jitk.h"
 
 #ifndef JITK_TORCH_VERSION
@@ -83,17 +84,11 @@ struct Plan {
 
 PyObject *raise(PyObject *kind, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
-	PyObject *e;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	jitk_py_vfail(kind, fmt, ap);
 	va_end(ap);
-	if ((e = PyObject_CallFunction(kind, "s", buf))) {
-		PyErr_SetObject((PyObject *)Py_TYPE(e), e);
-		Py_DECREF(e);
-	}
 	return nullptr;
 }
 
@@ -272,46 +267,6 @@ int read_tensor(const Plan *p, PyObject *v, const char *name, int d, jitk_tensor
 	return 0;
 }
 
-int read_scalar(const Plan *p, PyObject *v, char kind, const char *name, jitk_arg *a)
-{
-	if (kind == 'f') {
-		if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v))) {
-			raise(p->type_error, "%s must be a float, not %s", name, Py_TYPE(v)->tp_name);
-			return -1;
-		}
-		double x = PyFloat_AsDouble(v);
-		if (x == -1.0 && PyErr_Occurred())
-			return -1;
-		if (std::isfinite(x) && std::fabs(x) > 3.4028234663852886e38) {
-			raise(p->arg_error, "%s %g does not fit in a 32-bit float", name, x);
-			return -1;
-		}
-		a->type = JITK_ARG_F32;
-		a->v.f32 = (float)x;
-		return 0;
-	}
-	if (PyBool_Check(v) || !PyLong_Check(v)) {
-		raise(p->type_error, "%s must be an int, not %s", name, Py_TYPE(v)->tp_name);
-		return -1;
-	}
-	int overflow;
-	long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-	if (x == -1 && PyErr_Occurred())
-		return -1;
-	if (overflow || (kind == 'i' && (x < INT32_MIN || x > INT32_MAX))) {
-		raise(p->arg_error, "%s is out of range for %s", name, kind == 'i' ? "i32" : "i64");
-		return -1;
-	}
-	if (kind == 'i') {
-		a->type = JITK_ARG_I32;
-		a->v.i32 = (int32_t)x;
-	} else {
-		a->type = JITK_ARG_I64;
-		a->v.i64 = x;
-	}
-	return 0;
-}
-
 /* The op handle on device d, from resolve(d) the first time; nullptr on error. */
 jitk_op *op_of(Plan *p, int d)
 {
@@ -403,7 +358,7 @@ PyObject *plan_call(Plan *p, PyObject *const *args, PyObject **outs, Py_ssize_t 
 			}
 			a[n].type = JITK_ARG_TENSOR;
 			a[n].v.tensor = &t[n];
-		} else if (read_scalar(p, v, k, p->names[i], &a[n]) < 0) {
+		} else if (jitk_py_scalar(v, k, p->names[i], &a[n], p->type_error, p->arg_error) < 0) {
 			goto out;
 		}
 		a[n].name = p->names[i];
