@@ -33,18 +33,6 @@ import torch  # noqa: E402
 import jitk  # noqa: E402
 
 
-def host_us(fn, calls):
-    ts = []
-    for i in range(calls):
-        if i % 200 == 0:
-            torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
-        fn()
-        ts.append(time.perf_counter_ns() - t0)
-    torch.cuda.synchronize()
-    return statistics.median(ts) / 1000.0
-
-
 def blocked_us(fns, calls, blocks):
     """Median host us of each fn over calls calls, run in a row in blocks
     of calls / blocks, the fns taking turns block by block (a hot loop
@@ -176,7 +164,7 @@ def breakdown(a, sym, fn_out, vals):
     for name, f in parts:
         for _ in range(50):
             f()
-        print(f"  {name:<72} {host_us(f, a.calls):8.2f}")
+        print(f"  {name:<72} {blocked_us([f], a.calls, 1)[0]:8.2f}")
 
 
 
