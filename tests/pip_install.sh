@@ -28,6 +28,20 @@ py=$tmp/venv/bin/python
 "$py" -m pip wheel -q --no-index --no-deps -w "$tmp/wheel" "$root/bindings/python" >"$tmp/pip.log" 2>&1 ||
 	{ tail -30 "$tmp/pip.log"; fail "pip wheel ./bindings/python"; }
 ls "$tmp"/wheel/jitk-*.whl >/dev/null 2>&1 || fail "pip wheel made no jitk wheel"
+# what the wheel holds: the library, the C plan; jitk._torch only where the
+# build's Python imports PyTorch (here the venv's, which has none)
+names=$("$py" -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' \
+	"$tmp"/wheel/jitk-*.whl) || fail "the wheel does not open as a zip file"
+for want in jitk/lib/libjitk.so.0 jitk/specs/norm_scale_shift.yaml jitk/templates/common.cuh \
+	jitk/include/jitk.h; do
+	echo "$names" | grep -qx "$want" || fail "the wheel lacks $want"
+done
+echo "$names" | grep -q '^jitk/_fast\..*\.so$' || fail "the wheel lacks jitk/_fast (the C plan)"
+if "$py" -c 'import torch' 2>/dev/null; then
+	echo "$names" | grep -qx 'jitk/_torch.version' || fail "PyTorch imports but the wheel lacks jitk._torch"
+else
+	! echo "$names" | grep -q '^jitk/_torch' || fail "no PyTorch, yet the wheel holds jitk._torch"
+fi
 mkdir "$tmp/elsewhere"
 cd "$tmp/elsewhere" || exit 1
 # no JITK_LIBRARY, no PYTHONPATH, no JITK_SPECS: everything from the venv
