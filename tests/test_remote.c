@@ -1227,10 +1227,15 @@ static void test_a_bad_remote_never_fails_a_build(void **state)
 			assert_non_null(strstr(log.last, k->said));
 		/* off after a failure, on after a reject */
 		assert_int_equal(jitk__remote_on(c->remote, f->key), k->errors == 0);
-		/* loose bounds: the remote's own time beyond the compile */
+		/* loose bounds: the remote's own time beyond the compile (whose
+		 * time, measured once in the set-up, varies with the machine's
+		 * load by up to half of it: a lower bound only where the remote
+		 * must have waited) */
 		if (k->origin == JITK_ORIGIN_COMPILED)
 			ms -= f->compile_ms;
-		assert_true(ms >= k->min_ms - 50);
+		if (k->min_ms > 0)
+			assert_true(ms >= k->min_ms - 50 -
+				    (k->origin == JITK_ORIGIN_COMPILED ? f->compile_ms / 2 : 0));
 		assert_true(ms <= k->max_ms + 3 * f->compile_ms);
 		jitk_compiler_free(c);
 		holds_only_ref(f, cache);
