@@ -675,10 +675,15 @@ static void sleep_ms(long ms)
 /* Before compiling a key the remote lacks: take its lease (*leased), or,
  * while another process holds it, poll the remote until the holder's
  * upload arrives (0: b->entry filled) or the lease is gone or expired
- * (then compile anyway). A read-only process never takes a lease (it
- * uploads nothing that others could wait for) but waits on others'. The
- * wait is bounded by the lease's time to live. */
-static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int *leased)
+ * (then compile anyway). A lease taken is followed by one more look when
+ * look_again (the miss was a miss, not a rejected object): the previous
+ * holder may have uploaded and given the lease back between the miss and
+ * the take, and without the look this process would compile the key a
+ * second time. A read-only process never takes a lease (it uploads
+ * nothing that others could wait for) but waits on others'. The wait is
+ * bounded by the lease's time to live. */
+static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int look_again,
+		      int *leased)
 {
 	jitk_remote_counters *n = jitk__remote_counters(c->remote);
 	double start = jitk__now_ms(), deadline;
@@ -690,8 +695,10 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int *
 		return JITK_ENOENT;
 	st = jitk__remote_read_only(c->remote) ? jitk__lease_check(c->lease, b->key_hex, &left)
 					       : jitk__lease_take(c->lease, b->key_hex, &left);
-	if (st == JITK_LEASE_TAKEN)
+	if (st == JITK_LEASE_TAKEN) {
 		*leased = 1;
+		return look_again ? remote_fetch(b, c, target, 0) : JITK_ENOENT;
+	}
 	if (st != JITK_LEASE_HELD)
 		return JITK_ENOENT;
 	atomic_fetch_add(&jitk__lease_counters(c->lease)->waits, 1);
@@ -767,11 +774,15 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		}
 	}
 	if (ask_remote) {
+		unsigned long long rejects = atomic_load(&jitk__remote_counters(c->remote)->rejects);
+
 		if (!remote_fetch(b, c, target, 1))
 			goto done;
 		if ((rc = compile_allowed(c, b, target, flags)))
 			goto done;
-		if (!lease_wait(b, c, target, &leased))
+		if (!lease_wait(b, c, target,
+				atomic_load(&jitk__remote_counters(c->remote)->rejects) == rejects,
+				&leased))
 			goto done;
 	}
 	if ((rc = compile_now(b, c, &tu, flags)))
