@@ -61,7 +61,7 @@ rc=$?
 [ "$rc" = 1 ] || fail "device_run.sh with a failing step exited $rc, not 1"
 tail -n 1 "$tmp/fail.log" | grep -qx "device_run: failed: precompile" ||
 	{ fail "device_run.sh did not name the failed step"; tail -5 "$tmp/fail.log"; }
-OUT=$tmp/out JITK_BUILD=$b sh bench/device_run.sh "precompile" >"$tmp/pass.log" 2>&1
+JITK_PRECOMPILE_JOBS=2 OUT=$tmp/out JITK_BUILD=$b sh bench/device_run.sh "precompile" >"$tmp/pass.log" 2>&1
 rc=$?
 [ "$rc" = 0 ] || { fail "device_run.sh precompile on the CPU exited $rc"; tail -8 "$tmp/pass.log"; }
 grep -q "^precompile rc=0$" "$tmp/pass.log" || fail "no 'precompile rc=0' line"

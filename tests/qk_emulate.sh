@@ -11,7 +11,7 @@ set -eu
 cxx=${CXX:-g++}
 if ! command -v "$cxx" >/dev/null 2>&1; then
 	echo "qk_emulate: SKIP: no C++ compiler ($cxx)"
-	exit 0
+	exit 77
 fi
 w=$(mktemp -d "${TMPDIR:-/tmp}/jitk-qkemu-XXXXXX")
 trap 'rm -rf "$w"' EXIT

@@ -18,10 +18,10 @@ b=${1:-build}
 rev=${2:-${JITK_SPEC_DIFF_REV:-}}
 if [ -z "$rev" ]; then
 	echo "SKIP: no revision to compare with (tests/spec_diff.sh BUILD REV, or JITK_SPEC_DIFF_REV)"
-	exit 0
+	exit 77
 fi
 git rev-parse --verify -q "$rev^{commit}" >/dev/null || { echo "spec_diff: no revision '$rev'"; exit 1; }
-python3 -c 'import yaml' 2>/dev/null || { echo "SKIP: python3 with PyYAML is needed for the mutations"; exit 0; }
+python3 -c 'import yaml' 2>/dev/null || { echo "SKIP: python3 with PyYAML is needed for the mutations"; exit 77; }
 cuda=$(sed -n 's/^cuda = //p' config.ninja)
 cudalib=$(sed -n 's/^cudalib = //p' config.ninja)
 san=$(sed -n 's/^san = //p' config.ninja)
