@@ -46,17 +46,64 @@ static void verify_clean(const t_fixture *f, jitk_cache_summary *s)
 	assert_int_equal(s->bad, 0);
 }
 
-/* A writer killed at a random moment (while compiling, writing, renaming)
- * never leaves an entry that is served corrupt, and never a lock that
- * blocks the next process. */
+/* The next process after a kill: not blocked, served a good entry (counts
+ * a cache hit in *hits), the cache verifies clean; the time it took. */
+static double next_process(const t_fixture *f, int *hits)
+{
+	jitk_cache_summary s;
+	double t0 = jitk__now_ms();
+	int origin = -1;
+	jitk_compiler *c = compiler(f, 0, NULL);
+
+	assert_int_equal(build(c, "sm_90", &origin), 0);
+	*hits += origin == JITK_ORIGIN_CACHE;
+	assert_int_equal(atomic_load(&jitk__cache_counters(c->cache)->rejects), 0);
+	jitk_compiler_free(c);
+	verify_clean(f, &s);
+	return jitk__now_ms() - t0;
+}
+
+static int temp_files(const t_fixture *f)
+{
+	char *tmp = t_path(f->cache, "v1/tmp");
+	int n = t_count_files(tmp, "");
+
+	free(tmp);
+	return n;
+}
+
+static pid_t start_writer(const t_fixture *f)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		jitk_compiler *c = compiler(f, 1, NULL);
+
+		build(c, "sm_90", NULL);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* A writer killed at any moment (while compiling, writing, renaming) never
+ * leaves an entry that is served corrupt, and never a lock that blocks the
+ * next process. Two kinds of trial:
+ *  - killed surely inside the write: the hook holds the writer between the
+ *    two halves of its entry for a minute; the parent waits (bounded) until
+ *    its temporary file exists, then kills it. Each such trial must leave
+ *    an orphaned temporary file and nothing else wrong.
+ *  - killed at a pseudo-random moment from fork to a little past the write
+ *    (a fixed seed, JITK_CRASH_SEED to change it; JITK_CRASH_TRIALS the
+ *    count): whatever phase it lands in, the same outcome. Nothing is
+ *    asserted about which phase was hit, only that each was harmless. */
 static void test_sigkill_trials(void **state)
 {
 	t_fixture *f = *state;
-	const char *env = getenv("JITK_CRASH_TRIALS");
-	int trials = env ? atoi(env) : 100, i, orphaned = 0, hits = 0;
-	double t_compile, worst = 0;
-	jitk_cache_summary s;
-	unsigned seed = (unsigned)time(NULL);
+	const char *env = getenv("JITK_CRASH_TRIALS"), *seed_env = getenv("JITK_CRASH_SEED");
+	int trials = env ? atoi(env) : 100, i, orphaned = 0, hits = 0, sure = 4;
+	double t_compile, worst = 0, t;
+	unsigned seed = seed_env ? (unsigned)strtoul(seed_env, NULL, 10) : 12345u;
 
 	/* How long does a whole child (start, compile, write) take here? The
 	 * kill window is calibrated on that, so that kills land in every
@@ -65,67 +112,70 @@ static void test_sigkill_trials(void **state)
 	t_compile = 0;
 	for (i = 0; i < 3; i++) {
 		double t0 = jitk__now_ms();
-		pid_t pid = fork();
+		pid_t pid = start_writer(f);
 		int st;
 
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			jitk_compiler *c = compiler(f, 1, NULL);
-
-			build(c, "sm_90", NULL);
-			_exit(0);
-		}
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		if (jitk__now_ms() - t0 > t_compile)
 			t_compile = jitk__now_ms() - t0;
 	}
-	srand(seed);
-	for (i = 0; i < trials; i++) {
+	for (i = 0; i < sure; i++) {
 		pid_t pid;
-		int st, origin = -1;
-		double t0;
+		int st, waited;
 
 		if (i % 2) { /* every other trial starts cold: no entry to fall back on */
 			jitk_clear_result removed;
 
 			assert_int_equal(jitk__cache_clear(&removed, f->cache), 0);
 		}
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			jitk_compiler *c = compiler(f, 1, NULL);
+		assert_int_equal(temp_files(f), 0);
+		jitk__test_write_delay_us = 60u * 1000u * 1000u;
+		pid = start_writer(f);
+		for (waited = 0; temp_files(f) == 0 && waited < 120000; waited += 2)
+			usleep(2000);
+		assert_int_equal(temp_files(f), 1); /* half an entry, held by the hook */
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFSIGNALED(st));
+		orphaned++;
+		jitk__test_write_delay_us = 20000;
+		t = next_process(f, &hits);
+		worst = t > worst ? t : worst;
+		/* the orphan is a young temporary file: left for the sweep */
+		assert_int_equal(temp_files(f), 1);
+		{
+			char *tmp = t_path(f->cache, "v1/tmp");
 
-			build(c, "sm_90", NULL);
-			_exit(0);
+			t_rmtree(tmp);
+			assert_int_equal(mkdir(tmp, 0700), 0);
+			free(tmp);
 		}
+	}
+	srand(seed);
+	for (i = 0; i < trials; i++) {
+		pid_t pid;
+		int st;
+
+		if (i % 2) {
+			jitk_clear_result removed;
+
+			assert_int_equal(jitk__cache_clear(&removed, f->cache), 0);
+		}
+		pid = start_writer(f);
 		/* anywhere from fork to a little past the write */
 		usleep((useconds_t)((double)rand() / RAND_MAX * t_compile * 1.1 * 1000.0));
 		kill(pid, SIGKILL);
 		assert_int_equal(waitpid(pid, &st, 0), pid);
-		{
-			char *tmp = t_path(f->cache, "v1/tmp");
-			orphaned += t_count_files(tmp, "") > 0;
-			free(tmp);
-		}
-		/* The next process: not blocked, and served a good entry. */
-		t0 = jitk__now_ms();
-		{
-			jitk_compiler *c = compiler(f, 0, NULL);
-
-			assert_int_equal(build(c, "sm_90", &origin), 0);
-			hits += origin == JITK_ORIGIN_CACHE;
-			assert_int_equal(atomic_load(&jitk__cache_counters(c->cache)->rejects), 0);
-			jitk_compiler_free(c);
-		}
-		if (jitk__now_ms() - t0 > worst)
-			worst = jitk__now_ms() - t0;
-		verify_clean(f, &s);
+		orphaned += temp_files(f) > 0;
+		t = next_process(f, &hits);
+		worst = t > worst ? t : worst;
 	}
-	assert_true(worst < 10000.0); /* a stale lock would wait 120 s */
-	printf("  %d SIGKILL trials (seed %u, window %.0f ms): 0 bad entries, %d left an orphaned "
-	       "temp file, next process: %d cache hits, %d compiles, slowest %.0f ms\n",
-	       trials, seed, t_compile * 1.1, orphaned, hits, trials - hits, worst);
-	assert_true(trials < 20 || orphaned > 0); /* the write window was hit */
+	assert_true(worst < 60000.0); /* a stale lock would wait 120 s */
+	printf("  %d SIGKILL trials inside the write and %d at pseudo-random moments (seed %u, "
+	       "window %.0f ms): 0 bad entries, %d left an orphaned temp file, next process: %d "
+	       "cache hits, %d compiles, slowest %.0f ms\n",
+	       sure, trials, seed, t_compile * 1.1, orphaned, hits, sure + trials - hits, worst);
+	assert_true(orphaned >= sure);
 }
 
 /* Orphans older than the threshold are swept when a cache opens; young
