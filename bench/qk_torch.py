@@ -21,7 +21,7 @@ CUDA events around each call, median of --reps, each call after 256 MiB
 were read through the L2 on the same stream. Bytes as the contract counts
 them (q and k read and written, plus the token's cos/sin row: 4 (2 H) D +
 4 D per token). "% copy": of a device-to-device copy timed in the same run.
-"differ": bf16 values of q and k that differ from eager's."""
+"differ": bf16 values of q and k that differ from eager's (share, and count of all)."""
 import argparse
 import ctypes as C
 import os
@@ -215,7 +215,7 @@ def main():
             for name, fn in (("eager", qk_norm_rope), ("compile", compiled), ("compile-max", compiled_max)):
                 us = time_us(lambda: fn(qkv, norm_q, norm_k, cos, sin, H), a.reps)
                 q, k = fn(qkv, norm_q, norm_k, cos, sin, H)
-                diff = ((q != ref_q).sum() + (k != ref_k).sum()).item() / (2 * q.numel())
+                diff = ((q != ref_q).sum() + (k != ref_k).sum()).item(), 2 * q.numel()
                 rows.append((name, us, diff))
             if jk:
                 # the contract's table: cos in [0, R/2), sin in [R/2, R)
@@ -226,7 +226,7 @@ def main():
                                          "k_weight": norm_k.weight.data, "cos_sin": table})
                 jk.call(fused, args)
                 torch.cuda.synchronize()
-                diff = ((q != ref_q[0]).sum() + (k != ref_k[0]).sum()).item() / (2 * q.numel())
+                diff = ((q != ref_q[0]).sum() + (k != ref_k[0]).sum()).item(), 2 * q.numel()
                 us = time_us(lambda: jk.call(fused, args), a.reps)  # in place, again and again
                 rows.append(("jitk", us, diff))
                 del keep
@@ -234,7 +234,7 @@ def main():
             for name, us, diff in rows:
                 vs = f"{us / base:7.2f}x" if base else "      -"
                 print(f"{name:12s} {n:6d} {nbytes / 1e6:8.1f} {us:9.1f} {100 * nbytes / (us * 1e-6) / copy_bw:6.1f}%"
-                      f" {vs:>8s} {100 * diff:7.2f}%", flush=True)
+                      f" {vs:>8s} {100 * diff[0] / diff[1]:7.4f}% ({diff[0]} of {diff[1]})", flush=True)
 
 
 if __name__ == "__main__":
