@@ -7,6 +7,10 @@
 # ran; the precompile step passes on the CPU.
 set -u
 b=${1:-build}
+if grep -q '^san = -fsanitize' config.ninja 2>/dev/null; then
+	echo "SKIP: sanitizer build (this checks bench scripts and the shipped specs; the plain build runs it)"
+	exit 77
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jitk-bench-script-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/shlib"

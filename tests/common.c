@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -370,4 +371,46 @@ int t_run_tests(const char *name, const struct CMUnitTest *tests, size_t n,
 	rc = _cmocka_run_group_tests(name, w, n, group_setup, group_teardown);
 	free(w);
 	return rc;
+}
+
+long t_parallel_sum(size_t n, long (*fn)(void *ctx, size_t i), void *ctx)
+{
+	int fds[2][2];
+	pid_t pid[2];
+	long total = 0;
+	size_t w, i;
+
+	for (w = 0; w < 2; w++) {
+		assert_int_equal(pipe(fds[w]), 0);
+		fflush(NULL);
+		pid[w] = fork();
+		assert_true(pid[w] >= 0);
+		if (pid[w] == 0) {
+			long sum = 0;
+
+			close(fds[w][0]);
+			for (i = w; i < n; i += 2) {
+				long r = fn(ctx, i);
+
+				if (r < 0)
+					_exit(1);
+				sum += r;
+			}
+			fflush(NULL);
+			_exit(write(fds[w][1], &sum, sizeof(sum)) == (ssize_t)sizeof(sum) ? 0 : 2);
+		}
+		close(fds[w][1]);
+	}
+	for (w = 0; w < 2; w++) {
+		long sum = 0;
+		int st = 0;
+		ssize_t got = read(fds[w][0], &sum, sizeof(sum));
+
+		close(fds[w][0]);
+		assert_int_equal(waitpid(pid[w], &st, 0), pid[w]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		assert_int_equal(got, (ssize_t)sizeof(sum));
+		total += sum;
+	}
+	return total;
 }

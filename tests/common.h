@@ -41,6 +41,12 @@ void t_copy_tree(const char *dir, const char *from, const char *to);
 void t_edit(const char *path, const char *from, const char *to);
 /* Count files under dir whose name ends with suffix. */
 int t_count_files(const char *dir, const char *suffix);
+/* fn(ctx, i) for every i in [0, n), shared by two processes (the CI
+ * machine has two cores; NVRTC compiles one program at a time per
+ * process): each call returns a count (>= 0), or -1 having said why it
+ * failed. Returns the sum of the counts; fails the test when a call
+ * failed or a process did not finish. */
+long t_parallel_sum(size_t n, long (*fn)(void *ctx, size_t i), void *ctx);
 
 /* Compiler over the given spec dirs and cache (NULL: in memory), logs
  * silenced and counted. */

@@ -82,38 +82,39 @@ static int refused(jitk_compiler *c, size_t inst, const char *archname)
 	return 0;
 }
 
-/* Build instances pick[first], pick[first + step], ... for both
- * architectures and check each log is clean; exits the process with 1
- * (saying why) on any failure. */
-static long walk(jitk_compiler *c, const size_t *pick, size_t n, size_t first, size_t step)
+typedef struct {
+	jitk_compiler *c;
+	const size_t *pick;
+} walk_ctx;
+
+/* Instance pick[i] built for sm_90 and sm_100, each log checked clean:
+ * the builds (2), or -1 having said why not. */
+static long walk(void *ctx, size_t i)
 {
 	static const char *const archs[] = { "sm_90", "sm_100" };
-	long built = 0;
-	size_t i, a;
+	const walk_ctx *w = ctx;
+	size_t a;
 
-	for (i = first; i < n; i += step)
-		for (a = 0; a < 2; a++) {
-			const char *name = c->specs->insts[pick[i]].name;
-			jitk_build b;
-			jitk_arch arch;
-			int rc;
+	for (a = 0; a < 2; a++) {
+		const char *name = w->c->specs->insts[w->pick[i]].name;
+		jitk_build b;
+		jitk_arch arch;
 
-			jitk__arch_parse(&arch, archs[a]);
-			rc = jitk__build(&b, c, pick[i], arch, JITK_BUILD_PTXAS_INFO);
-			if (rc) {
-				fprintf(stderr, "%s %s: %s\n%s\n", name, archs[a], jitk_error_last()->message,
-					jitk_error_last()->detail);
-				exit(1);
-			}
-			if (!b.log || strstr(b.log, "warning") ||
-			    !strstr(b.log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads")) {
-				fprintf(stderr, "%s %s: not clean:\n%s\n", name, archs[a], b.log ? b.log : "(no log)");
-				exit(1);
-			}
-			jitk__build_free(&b);
-			built++;
+		jitk__arch_parse(&arch, archs[a]);
+		if (jitk__build(&b, w->c, w->pick[i], arch, JITK_BUILD_PTXAS_INFO)) {
+			fprintf(stderr, "%s %s: %s\n%s\n", name, archs[a], jitk_error_last()->message,
+				jitk_error_last()->detail);
+			return -1;
 		}
-	return built;
+		if (!b.log || strstr(b.log, "warning") ||
+		    !strstr(b.log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads")) {
+			fprintf(stderr, "%s %s: not clean:\n%s\n", name, archs[a], b.log ? b.log : "(no log)");
+			jitk__build_free(&b);
+			return -1;
+		}
+		jitk__build_free(&b);
+	}
+	return 2;
 }
 
 /* The pairs of (parameter, value) that instance inst has, over the params
@@ -205,7 +206,7 @@ static size_t pairwise_cover(const jitk_compiler *c, const spec_symbol *sym,
  * two parameters built together at least once: about 25 instances), or
  * all of them with JITK_TEST_EVERY_COMBINATION=1 (`ninja test-axes-all`:
  * 1200 builds, minutes on 2 cores - a build load, not a test of a hang).
- * Two processes share the builds (the CI machine has two cores). */
+ * Two processes share the builds. */
 static void test_every_combination_compiles(void **state)
 {
 	char *dir = t_tmpdir(), *specs = t_path(dir, "specs"), *yaml;
@@ -215,8 +216,6 @@ static void test_every_combination_compiles(void **state)
 	walk_count total = { 0, 0 };
 	size_t sym, first, n, i, nallowed = 0, npick;
 	size_t *allowed, *pick;
-	int fds[2][2];
-	pid_t pid[2];
 	double t0 = now_s();
 
 	(void)state;
@@ -266,28 +265,10 @@ static void test_every_combination_compiles(void **state)
 		npick = pairwise_cover(c, c->specs->syms[sym], allowed, nallowed, pick);
 		assert_true(npick > 0 && npick < nallowed);
 	}
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(pipe(fds[i]), 0);
-		pid[i] = fork();
-		assert_true(pid[i] >= 0);
-		if (pid[i] == 0) {
-			long w = walk(c, pick, npick, i, 2);
+	{
+		walk_ctx w = { c, pick };
 
-			if (write(fds[i][1], &w, sizeof(w)) != (ssize_t)sizeof(w))
-				_exit(2);
-			_exit(0);
-		}
-		close(fds[i][1]);
-	}
-	for (i = 0; i < 2; i++) {
-		long w;
-		int st = 0;
-
-		assert_int_equal(read(fds[i][0], &w, sizeof(w)), (ssize_t)sizeof(w));
-		close(fds[i][0]);
-		assert_int_equal(waitpid(pid[i], &st, 0), pid[i]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		total.built += w;
+		total.built = t_parallel_sum(npick, walk, &w);
 	}
 	assert_int_equal(total.built, 2 * (long)npick);
 	printf("every combination: %ld allowed, %ld refused by the spec's constraints (both checked "

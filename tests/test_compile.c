@@ -203,59 +203,43 @@ static int clean_build(jitk_compiler *c, size_t i, const char *archname)
 	return bad;
 }
 
+typedef struct {
+	jitk_compiler *c;
+	size_t stride;
+} every_variant;
+
+/* Instance i * stride for sm_90 and sm_100: the builds that were clean. */
+static long build_both(void *ctx, size_t i)
+{
+	const every_variant *e = ctx;
+
+	if (clean_build(e->c, i * e->stride, "sm_90") || clean_build(e->c, i * e->stride, "sm_100"))
+		return -1;
+	return 2;
+}
+
 /* Every instance compiles for sm_90 and sm_100 with no warning, no stack
  * frame and no spills (ptxas -v), and the lowered name is kept. Two
- * processes share the builds (the CI machine has two cores). In a
- * sanitizer build every 5th instance is built: the library's memory use is
- * the same for each, and NVRTC itself is not instrumented (the plain build
- * builds them all). */
+ * processes share the builds. In a sanitizer build every 5th instance is
+ * built: the library's memory use is the same for each, and NVRTC itself
+ * is not instrumented (the plain build builds them all). */
 static void test_every_variant_compiles_clean(void **state)
 {
-	static const char *const archs[] = { "sm_90", "sm_100" };
 	char *specs = repo_specs();
-	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
-	size_t i, a, n = 0, stride = 1, w;
-	int fds[2][2];
-	pid_t pid[2];
+	every_variant e = { t_compiler(specs, NULL, NULL, NULL), 1 };
+	size_t n;
+	long built;
 
 	(void)state;
 #if defined(__SANITIZE_ADDRESS__)
-	stride = 5;
+	e.stride = 5;
 #endif
-	for (w = 0; w < 2; w++) {
-		assert_int_equal(pipe(fds[w]), 0);
-		pid[w] = fork();
-		assert_true(pid[w] >= 0);
-		if (pid[w] == 0) {
-			size_t built = 0;
-
-			for (i = w * stride; i < c->specs->ninsts; i += 2 * stride)
-				for (a = 0; a < 2; a++) {
-					if (clean_build(c, i, archs[a]))
-						_exit(1);
-					built++;
-				}
-			if (write(fds[w][1], &built, sizeof(built)) != (ssize_t)sizeof(built))
-				_exit(2);
-			_exit(0);
-		}
-		close(fds[w][1]);
-	}
-	for (w = 0; w < 2; w++) {
-		size_t built = 0;
-		int st = 0;
-
-		assert_int_equal(read(fds[w][0], &built, sizeof(built)), (ssize_t)sizeof(built));
-		close(fds[w][0]);
-		assert_int_equal(waitpid(pid[w], &st, 0), pid[w]);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		n += built;
-	}
-	/* every instance (of the stride), none gated there */
-	assert_int_equal(n, 2 * ((c->specs->ninsts + stride - 1) / stride));
-	printf("every variant: %zu builds clean (%s)\n", n,
-	       stride == 1 ? "every instance, sm_90 and sm_100" : "every 5th instance: sanitizer build");
-	jitk_compiler_free(c);
+	n = (e.c->specs->ninsts + e.stride - 1) / e.stride;
+	built = t_parallel_sum(n, build_both, &e);
+	assert_int_equal(built, 2 * (long)n); /* every instance (of the stride), none gated there */
+	printf("every variant: %ld builds clean (%s)\n", built,
+	       e.stride == 1 ? "every instance, sm_90 and sm_100" : "every 5th instance: sanitizer build");
+	jitk_compiler_free(e.c);
 	free(specs);
 }
 

@@ -33,57 +33,9 @@ static jitk_runtime *rt;   /* repo specs */
 static jitk_runtime *rt90; /* test specs: fused fp8 allowed on sm_90; PDL */
 static jitk_runtime *rtbulk; /* rt90's specs, rows loaded by bulk copies */
 static char *tmpdir;
-static CUdeviceptr d_rcp_out;
-static CUfunction rcp_fn;
 static int quick;
 
 /* ------------------------------------------------------- host numerics */
-
-/* e4m3fn, round to nearest even, saturating to 448 (the input is clamped
- * to [-448, 448] already, so it is finite). */
-static uint8_t e4m3_rn(float v)
-{
-	uint8_t sign = signbit(v) ? 0x80 : 0;
-	double a = fabs((double)v);
-	int e;
-
-	if (a == 0.0)
-		return sign;
-	if (a < 0.015625) { /* below 2^-6: subnormal, steps of 2^-9 */
-		double m = nearbyint(a * 512.0);
-		return (uint8_t)(sign | (uint8_t)m); /* m == 8 is 2^-6, encoded 0x08 */
-	}
-	{
-		double fr = frexp(a, &e); /* a = fr * 2^e, fr in [0.5, 1) */
-		double m = nearbyint((fr * 2.0 - 1.0) * 8.0);
-		int ex = e - 1 + 7;
-
-		if (m == 8.0) {
-			m = 0.0;
-			ex++;
-		}
-		if (ex > 15 || (ex == 15 && m > 6.0))
-			return (uint8_t)(sign | 0x7e);
-		return (uint8_t)(sign | (uint8_t)(ex << 3) | (uint8_t)m);
-	}
-}
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static double rnd_normal(void)
-{
-	double u1, u2;
-
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	u1 = ((double)(rng_state >> 11) + 0.5) / 9007199254740992.0;
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	u2 = ((double)(rng_state >> 11) + 0.5) / 9007199254740992.0;
-	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
 
 static void fill(uint16_t *p, size_t n, double mean, double sd)
 {
@@ -91,52 +43,6 @@ static void fill(uint16_t *p, size_t n, double mean, double sd)
 
 	for (i = 0; i < n; i++)
 		p[i] = bf16_rn((float)(mean + sd * rnd_normal()));
-}
-
-/* ------------------------------------------------------------- device */
-
-/* The reciprocal the device computes with div.full.f32, from a kernel
- * compiled here with NVRTC alone (independent of jitk's templates). */
-static float device_rcp(float s)
-{
-	CUdeviceptr d_s = dalloc(4);
-	float r = 0.0f;
-	void *params[2] = { &d_s, &d_rcp_out };
-
-	upload(d_s, &s, 4);
-	CK(cu->cuLaunchKernel(rcp_fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
-	CK(cu->cuCtxSynchronize());
-	download(&r, d_rcp_out, 4);
-	CK(cu->cuMemFree(d_s));
-	return r;
-}
-
-static void build_rcp_kernel(void)
-{
-	static const char src[] =
-		"extern \"C\" __global__ void rcp(const float *s, float *o) {\n"
-		"  float r; asm(\"div.full.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(1.0f), \"f\"(*s));\n"
-		"  *o = r;\n}\n";
-	nvrtcProgram prog;
-	char arch[32];
-	const char *opts[1] = { arch };
-	size_t size;
-	char *cubin;
-	CUlibrary lib;
-	CUkernel k;
-
-	snprintf(arch, sizeof(arch), "--gpu-architecture=%s", jitk_runtime_arch(rt));
-	assert_int_equal(nvrtcCreateProgram(&prog, src, "rcp.cu", 0, NULL, NULL), 0);
-	assert_int_equal(nvrtcCompileProgram(prog, 1, opts), 0);
-	assert_int_equal(nvrtcGetCUBINSize(prog, &size), 0);
-	cubin = malloc(size);
-	assert_int_equal(nvrtcGetCUBIN(prog, cubin), 0);
-	nvrtcDestroyProgram(&prog);
-	CK(cu->cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
-	CK(cu->cuLibraryGetKernel(&k, lib, "rcp"));
-	rcp_fn = (CUfunction)k;
-	free(cubin);
-	d_rcp_out = dalloc(4);
 }
 
 /* ------------------------------------------------------------- setup */
@@ -460,7 +366,6 @@ static void test_fused_equals_split(void **state)
 
 	(void)state;
 	NEED_GPU();
-	build_rcp_kernel();
 	for (residual = 0; residual < 2; residual++)
 		for (h = 0; h < 3; h++)
 			for (r = 0; r < (quick ? 2u : 4u); r++) {
@@ -479,7 +384,7 @@ static void test_fused_equals_split(void **state)
 					assert_int_equal(jitk_configure_input_scale(rt90, p.dis), 0);
 					if (rtbulk)
 						assert_int_equal(jitk_configure_input_scale(rtbulk, p.dis), 0);
-					rcp = device_rcp(scale);
+					rcp = device_rcp(jitk_runtime_arch(rt), scale);
 					/* fused twice with different poisons: register
 					 * loads, then bulk copies (same bytes) */
 					poison_outputs(&p, 0x00);
@@ -745,21 +650,51 @@ static void test_large_rows(void **state)
 	free(sh);
 }
 
-/* The host e4m3 encoder itself, on values whose bytes are known. */
+/* The host e4m3 encoder (gpu_util.h) against known bytes and the slow
+ * definition, and the bf16 rounding's ties. */
 static void test_host_e4m3(void **state)
 {
+	uint32_t u;
+
 	(void)state;
 	assert_int_equal(e4m3_rn(448.0f), 0x7e);
 	assert_int_equal(e4m3_rn(-448.0f), 0xfe);
 	assert_int_equal(e4m3_rn(1.0f), 0x38);
-	assert_int_equal(e4m3_rn(0.015625f), 0x08);   /* 2^-6, smallest normal */
+	assert_int_equal(e4m3_rn(0.015625f), 0x08);    /* 2^-6, smallest normal */
+	assert_int_equal(e4m3_rn(0.0146484375f), 0x08); /* 7.5 x 2^-9 rounds up to 2^-6 */
 	assert_int_equal(e4m3_rn(0.001953125f), 0x01); /* 2^-9, smallest subnormal */
 	assert_int_equal(e4m3_rn(0.0009765625f), 0x00); /* half of it: ties to even */
 	assert_int_equal(e4m3_rn(0.0029296875f), 0x02); /* 1.5 x 2^-9: ties to even */
 	assert_int_equal(e4m3_rn(1.0625f), 0x38);      /* 1 + 1/16: ties to even (1.0) */
 	assert_int_equal(e4m3_rn(1.1875f), 0x3a);      /* 1 + 3/16: ties to even (1.25) */
+	assert_int_equal(e4m3_rn(1.9375f), 0x40);      /* 1 + 15/16: up to 2.0 */
 	assert_int_equal(e4m3_rn(240.0f), 0x77);
 	assert_int_equal(e4m3_rn(-0.0f), 0x80);
+	/* fp32 values of every magnitude up to 448 (each bf16, and low bits
+	 * 0x8000, 0xffff and random below it) against the definition: the
+	 * nearest of the 127 finite magnitudes, ties to the even code */
+	for (u = 0; u < 0x43e1u * 4; u++) {
+		static const uint32_t lows[3] = { 0, 0x8000, 0xffff };
+		uint32_t bits = (u / 4) << 16 | (u % 4 < 3 ? lows[u % 4] : rnd32() & 0xffffu);
+		double best = 0.0;
+		float v;
+		int code, want = 0;
+
+		memcpy(&v, &bits, 4);
+		if (!(v <= 448.0f))
+			continue;
+		for (code = 0; code <= 0x7e; code++) {
+			int e = code >> 3, m = code & 7;
+			double c = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp((double)m, -9);
+
+			if (fabs(c - v) < fabs(best - v) || (fabs(c - v) == fabs(best - v) && !(code & 1)))
+				best = c, want = code;
+		}
+		if (e4m3_rn(v) != want)
+			fprintf(stderr, "e4m3_rn(%a) = 0x%02x, want 0x%02x\n", (double)v, e4m3_rn(v), want);
+		assert_int_equal(e4m3_rn(v), want);
+		assert_int_equal(e4m3_rn(-v), want | 0x80);
+	}
 	assert_int_equal(bf16_rn(1.00390625f), 0x3f80); /* tie to even */
 	assert_int_equal(bf16_rn(1.01171875f), 0x3f82);
 }

@@ -41,7 +41,6 @@ static jitk_runtime *rt_fused; /* programmatic dependent launch */
 static jitk_runtime *rt_split; /* ordinary launches */
 static char *tmpdir;
 static int quick;
-static CUfunction rcp_fn;
 
 static double now_s(void)
 {
@@ -52,27 +51,6 @@ static double now_s(void)
 }
 
 /* ------------------------------------------------------- host numerics */
-
-/* e4m3fn of a finite v in [-448, 448], nearest even, from the bits: the
- * 23-bit mantissa rounded to 3 bits (normal), or v * 2^9 rounded to an
- * integer (subnormal, below 2^-6). */
-static uint8_t e4m3_rn(float v)
-{
-	uint32_t u, r;
-	uint8_t sign;
-	int ex;
-
-	memcpy(&u, &v, 4);
-	sign = (uint8_t)((u >> 24) & 0x80);
-	u &= 0x7fffffffu;
-	if (u < 0x3c800000u) /* below 2^-6 */
-		return (uint8_t)(sign | (uint8_t)nearbyintf(fabsf(v) * 512.0f));
-	r = (u + 0x7ffffu + ((u >> 20) & 1u)) >> 20; /* exponent and 3 mantissa bits */
-	ex = (int)(r >> 3) - 127 + 7;
-	if (ex > 15 || (ex == 15 && (r & 7u) == 7u))
-		return (uint8_t)(sign | 0x7e);
-	return (uint8_t)(sign | (uint8_t)(ex << 3) | (uint8_t)(r & 7u));
-}
 
 /* q = e4m3(clamp(f(y) * rcp)), NaN -> +448 as the kernels' clamp does. */
 static uint8_t quant_ref(uint16_t y, float rcp)
@@ -103,16 +81,6 @@ static float token_scale_ref(const uint16_t *y, int H)
 	return (float)fmax(amax / 448.0, (double)(1.0f / 229376.0f));
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rnd32(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 32);
-}
-
 /* Near-normal (sum of four uniforms), cheap enough for 50M values. */
 static void fill(uint16_t *p, size_t n, double mean, double sd)
 {
@@ -126,50 +94,6 @@ static void fill(uint16_t *p, size_t n, double mean, double sd)
 			s += (double)rnd32() / 4294967296.0 - 0.5;
 		p[i] = bf16_rn((float)(mean + sd * 1.7320508 * s));
 	}
-}
-
-/* ------------------------------------------------------------- device */
-
-/* The reciprocal the device computes with div.full.f32, from a kernel
- * compiled here with NVRTC alone (independent of jitk's templates). */
-static float device_rcp(float s)
-{
-	static CUdeviceptr d_s, d_out;
-	float r = 0.0f;
-	void *params[2] = { &d_s, &d_out };
-
-	if (!rcp_fn) {
-		static const char src[] =
-			"extern \"C\" __global__ void rcp(const float *s, float *o) {\n"
-			"  float r; asm(\"div.full.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(1.0f), \"f\"(*s));\n"
-			"  *o = r;\n}\n";
-		nvrtcProgram prog;
-		char arch[32];
-		const char *opts[1] = { arch };
-		size_t size;
-		char *cubin;
-		CUlibrary lib;
-		CUkernel k;
-
-		snprintf(arch, sizeof(arch), "--gpu-architecture=%s", jitk_runtime_arch(rt_split));
-		assert_int_equal(nvrtcCreateProgram(&prog, src, "rcp.cu", 0, NULL, NULL), 0);
-		assert_int_equal(nvrtcCompileProgram(prog, 1, opts), 0);
-		assert_int_equal(nvrtcGetCUBINSize(prog, &size), 0);
-		cubin = malloc(size);
-		assert_int_equal(nvrtcGetCUBIN(prog, cubin), 0);
-		nvrtcDestroyProgram(&prog);
-		CK(cu->cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
-		CK(cu->cuLibraryGetKernel(&k, lib, "rcp"));
-		rcp_fn = (CUfunction)k;
-		free(cubin);
-		d_s = dalloc(4);
-		d_out = dalloc(4);
-	}
-	upload(d_s, &s, 4);
-	CK(cu->cuLaunchKernel(rcp_fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
-	CK(cu->cuCtxSynchronize());
-	download(&r, d_out, 4);
-	return r;
 }
 
 /* ------------------------------------------------------------- combos */
@@ -695,7 +619,7 @@ static void run_group(const combo *group, size_t ngroup, problem *p, int tier)
 			if (c->v[A_QUANT] == Q_STATIC) {
 				upload(p->dis, &scale, 4);
 				assert_int_equal(jitk_configure_input_scale(rt_fused, p->dis), 0);
-				rcp = device_rcp(scale);
+				rcp = device_rcp(jitk_runtime_arch(rt_split), scale);
 			}
 			/* split: the norm's y (in out 1), then the quantizer */
 			poison(p->dq[1], n_of(p), 0xa5);
@@ -918,50 +842,11 @@ static int group_teardown(void **state)
 
 /* ------------------------------------------------------------- tests */
 
-/* The host encoder against known bytes and the slow definition. */
-static void test_host_e4m3(void **state)
+/* The per-token scale reference of a zero row, and of a NaN row (the
+ * host e4m3 encoder is checked by test_gpu's test_host_e4m3). */
+static void test_token_scale_ref(void **state)
 {
-	uint32_t u;
-
 	(void)state;
-	assert_int_equal(e4m3_rn(448.0f), 0x7e);
-	assert_int_equal(e4m3_rn(-448.0f), 0xfe);
-	assert_int_equal(e4m3_rn(1.0f), 0x38);
-	assert_int_equal(e4m3_rn(0.015625f), 0x08);    /* 2^-6, smallest normal */
-	assert_int_equal(e4m3_rn(0.0146484375f), 0x08); /* 7.5 x 2^-9 rounds up to 2^-6 */
-	assert_int_equal(e4m3_rn(0.001953125f), 0x01); /* 2^-9, smallest subnormal */
-	assert_int_equal(e4m3_rn(0.0009765625f), 0x00); /* half of it: ties to even */
-	assert_int_equal(e4m3_rn(0.0029296875f), 0x02); /* 1.5 x 2^-9: ties to even */
-	assert_int_equal(e4m3_rn(1.0625f), 0x38);      /* 1 + 1/16: ties to even (1.0) */
-	assert_int_equal(e4m3_rn(1.1875f), 0x3a);      /* 1 + 3/16: ties to even (1.25) */
-	assert_int_equal(e4m3_rn(1.9375f), 0x40);      /* 1 + 15/16: up to 2.0 */
-	assert_int_equal(e4m3_rn(240.0f), 0x77);
-	assert_int_equal(e4m3_rn(-0.0f), 0x80);
-	/* fp32 values of every magnitude up to 448 (each bf16, and low bits
-	 * 0x8000, 0xffff and random below it) against the definition: the
-	 * nearest of the 127 finite magnitudes, ties to the even code */
-	for (u = 0; u < 0x43e1u * 4; u++) {
-		static const uint32_t lows[3] = { 0, 0x8000, 0xffff };
-		uint32_t bits = (u / 4) << 16 | (u % 4 < 3 ? lows[u % 4] : rnd32() & 0xffffu);
-		double best = 0.0;
-		float v;
-		int code, want = 0;
-
-		memcpy(&v, &bits, 4);
-		if (!(v <= 448.0f))
-			continue;
-		for (code = 0; code <= 0x7e; code++) {
-			int e = code >> 3, m = code & 7;
-			double c = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp((double)m, -9);
-
-			if (fabs(c - v) < fabs(best - v) || (fabs(c - v) == fabs(best - v) && !(code & 1)))
-				best = c, want = code;
-		}
-		if (e4m3_rn(v) != want)
-			fprintf(stderr, "e4m3_rn(%a) = 0x%02x, want 0x%02x\n", (double)v, e4m3_rn(v), want);
-		assert_int_equal(e4m3_rn(v), want);
-		assert_int_equal(e4m3_rn(-v), want | 0x80);
-	}
 	/* the per-token scale of a zero row, and of a NaN row */
 	{
 		uint16_t z[4] = { 0, 0x8000, 0, 0 }, n[4] = { 0x3f80, 0x7fc0, 0, 0 };
@@ -1113,7 +998,7 @@ static void test_per_token_special_rows(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_host_e4m3),
+		cmocka_unit_test(test_token_scale_ref),
 		cmocka_unit_test(test_axes_fused_equals_split),
 		cmocka_unit_test(test_per_token_special_rows),
 	};

@@ -118,24 +118,6 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static double rnd_normal(void)
-{
-	double u1 = ((double)(rnd() >> 11) + 0.5) / 9007199254740992.0;
-	double u2 = ((double)(rnd() >> 11) + 0.5) / 9007199254740992.0;
-
-	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 /* -------------------------------------------------------------- a case */
 
 #define PAD 16      /* gap elements after each token's q, k, v */
@@ -207,7 +189,7 @@ static void problem_make(problem *p, const qk_math *m, int pos, int64_t n, int64
 			ready = 1;
 		}
 		for (i = 0; i < p->bytes / 2; i++)
-			p->x[i] = table[rnd() >> 48];
+			p->x[i] = table[rnd64() >> 48];
 	}
 	if (n > 3) /* a head of zeros: factor rsqrt(eps), values 0 */
 		memset(p->x + 3 * p->row, 0, (size_t)d * 2);
@@ -227,7 +209,7 @@ static void problem_make(problem *p, const qk_math *m, int pos, int64_t n, int64
 		}
 	p->pos64 = malloc((size_t)n * 8 + 8);
 	for (t = 0; t < n; t++) {
-		int64_t v = (int64_t)(rnd() % (uint64_t)(p->p + 8)) - 4; /* some out of range */
+		int64_t v = (int64_t)(rnd64() % (uint64_t)(p->p + 8)) - 4; /* some out of range */
 
 		if (t == 0)
 			v = p->p - 1; /* the largest */

@@ -607,53 +607,66 @@ static void test_out_of_place_launches(void **state)
 	jitk_runtime_free(rt);
 }
 
+static const char *const qk_families[] = { "qk_norm_rope", "qk_norm_rope_out", "rms_norm_heads",
+					    "rope", "copy_heads" };
+
+/* Instance i's PTX for compute_90 and compute_100 when it is of the QK
+ * families: the builds checked (0 or 2), or -1 having said why not. */
+static long vector_widths_of(void *ctx, size_t i)
+{
+	jitk_compiler *c = ctx;
+	const spec_family *fam = c->specs->insts[i].sym->fam;
+	size_t f;
+	int a;
+
+	for (f = 0; f < JITK_ARRAY_SIZE(qk_families); f++)
+		if (!strcmp(fam->name, qk_families[f]))
+			break;
+	if (f == JITK_ARRAY_SIZE(qk_families))
+		return 0;
+	for (a = 0; a < 2; a++) {
+		const char *wide = a ? "v8.u32" : "v4.u32";
+		char ld[32], ldnc[32], st[32];
+		jitk_build b;
+		jitk_arch arch;
+		int bad;
+
+		jitk__arch_parse(&arch, a ? "compute_100" : "compute_90");
+		if (jitk__build(&b, c, i, arch, 0)) {
+			fprintf(stderr, "%s: %s\n", c->specs->insts[i].name, jitk_error_last()->message);
+			return -1;
+		}
+		snprintf(ld, sizeof(ld), "ld.global.%s", wide);
+		snprintf(ldnc, sizeof(ldnc), "ld.global.nc.%s", wide);
+		snprintf(st, sizeof(st), "st.global.%s", wide);
+		bad = !b.entry.is_ptx || !(strstr(b.entry.image, ld) || strstr(b.entry.image, ldnc)) ||
+		      !strstr(b.entry.image, st) || strstr(b.entry.image, "ld.global.u16") ||
+		      strstr(b.entry.image, "st.global.u16") || strstr(b.entry.image, "ld.global.b16");
+		jitk__build_free(&b);
+		if (bad) {
+			fprintf(stderr, "%s for %s: bf16 not moved in %s vectors\n", c->specs->insts[i].name,
+				a ? "compute_100" : "compute_90", wide);
+			return -1;
+		}
+	}
+	return 2;
+}
+
 /* The family's spec files: every instance's PTX moves bf16 with 16-byte
  * vectors (ld/st.global.v4.u32) for compute_90 and 32-byte ones
  * (v8.u32) for compute_100, and never one bf16 at a time. (Every
  * instance's cubin compiles without spills or stack frame for sm_90 and
- * sm_100 in test_compile.) */
+ * sm_100 in test_compile.) Two processes share the builds. */
 static void test_vector_widths(void **state)
 {
-	static const char *const families[] = { "qk_norm_rope", "qk_norm_rope_out", "rms_norm_heads",
-						"rope", "copy_heads" };
 	char *specs = t_path(t_root(), "specs");
 	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
-	size_t i, f, n = 0;
+	long n;
 
 	(void)state;
-	for (i = 0; i < c->specs->ninsts; i++) {
-		const spec_family *fam = c->specs->insts[i].sym->fam;
-		int a;
-
-		for (f = 0; f < JITK_ARRAY_SIZE(families); f++)
-			if (!strcmp(fam->name, families[f]))
-				break;
-		if (f == JITK_ARRAY_SIZE(families))
-			continue;
-		for (a = 0; a < 2; a++) {
-			const char *wide = a ? "v8.u32" : "v4.u32";
-			char ld[32], ldnc[32], st[32];
-			jitk_build b;
-			jitk_arch arch;
-
-			jitk__arch_parse(&arch, a ? "compute_100" : "compute_90");
-			if (jitk__build(&b, c, i, arch, 0))
-				fail_msg("%s: %s", c->specs->insts[i].name, jitk_error_last()->message);
-			assert_true(b.entry.is_ptx);
-			snprintf(ld, sizeof(ld), "ld.global.%s", wide);
-			snprintf(ldnc, sizeof(ldnc), "ld.global.nc.%s", wide);
-			snprintf(st, sizeof(st), "st.global.%s", wide);
-			if (!(strstr(b.entry.image, ld) || strstr(b.entry.image, ldnc)) ||
-			    !strstr(b.entry.image, st) || strstr(b.entry.image, "ld.global.u16") ||
-			    strstr(b.entry.image, "st.global.u16") || strstr(b.entry.image, "ld.global.b16"))
-				fail_msg("%s for %s: bf16 not moved in %s vectors", c->specs->insts[i].name,
-					 a ? "compute_100" : "compute_90", wide);
-			jitk__build_free(&b);
-			n++;
-		}
-	}
+	n = t_parallel_sum(c->specs->ninsts, vector_widths_of, c);
 	assert_true(n >= 200);
-	printf("%zu PTX builds of the QK family: vector loads and stores only\n", n);
+	printf("%ld PTX builds of the QK family: vector loads and stores only\n", n);
 	jitk_compiler_free(c);
 	free(specs);
 }
