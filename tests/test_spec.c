@@ -235,7 +235,8 @@ static void expect_load(const char *path, int dir, const char *file,
 	assert_int_equal(rc, JITK_ESPEC);
 	assert_string_equal(jitk_error_last()->message, full);
 	assert_null(set);
-	assert_true(jitk__now_ms() - t0 < 2000);
+	/* a hang or a blow-up, not a speed test: generous on a loaded machine */
+	assert_true(jitk__now_ms() - t0 < 30000);
 	free(full);
 }
 
@@ -863,7 +864,7 @@ static void test_instance_limits(void **state)
 	t0 = jitk__now_ms();
 	assert_int_equal(jitk__spec_set_load_files(&set, one, 1), 0);
 	printf("  65536 instances with fallbacks loaded in %.0f ms\n", jitk__now_ms() - t0);
-	assert_true(jitk__now_ms() - t0 < 20000);
+	assert_true(jitk__now_ms() - t0 < 120000); /* a blow-up, not a speed test */
 	assert_int_equal(set->ninsts, 65536);
 	assert_int_equal(jitk__spec_find(set, "s3[p0=5,p1=7,p2=11]", &id), 0);
 	assert_int_equal(set->insts[id].nfallback, 1);
