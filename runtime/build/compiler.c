@@ -171,8 +171,11 @@ static int remote_open(jitk_compiler *c, const jitk_compiler_options *o)
 	if (rc || !lease || !*lease)
 		return rc;
 	if (!c->remote) {
+		char shown[256];
+
+		jitk__redact_url(shown, sizeof(shown), lease);
 		jitk__log(&c->log, JITK_LOG_WARN, "lease server %s ignored: there is no remote cache",
-			  strchr(lease, '@') ? "redis://...@..." : lease);
+			  shown);
 		return 0;
 	}
 	return jitk__lease_open(&c->lease, lease, o->remote_connect_timeout_ms,
@@ -680,14 +683,17 @@ static void sleep_ms(long ms)
  * holder may have uploaded and given the lease back between the miss and
  * the take, and without the look this process would compile the key a
  * second time. A read-only process never takes a lease (it uploads
- * nothing that others could wait for) but waits on others'. The wait is
- * bounded by the lease's time to live. */
+ * nothing that others could wait for) but waits on others'. A wait is
+ * bounded by the lease's time to live (and a grace second), and by what
+ * is left of the process's wait budget (jitk__lease_wait_left): a wait
+ * that ends without the holder's upload is charged to it, and once it is
+ * spent, leases are off for the process. */
 static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int look_again,
 		      int *leased)
 {
 	jitk_remote_counters *n = jitk__remote_counters(c->remote);
 	double start = jitk__now_ms(), deadline;
-	long left = 0, delay = 10;
+	long left = 0, delay = 10, budget;
 	int st, rc = JITK_ENOENT;
 
 	*leased = 0;
@@ -705,7 +711,10 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 	jitk__log(&c->log, JITK_LOG_INFO,
 		  "waiting for %s on %s: another process holds the lease on %.16s... (%ld ms left)",
 		  c->specs->insts[b->variant.inst].name, target, b->key_hex, left);
-	deadline = start + (double)jitk__lease_ttl(c->lease) + 1000.0;
+	budget = jitk__lease_wait_left(c->lease);
+	if (budget > jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS)
+		budget = jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS;
+	deadline = start + (double)budget;
 	for (;;) {
 		sleep_ms(delay);
 		delay = delay * 2 > 100 ? 100 : delay * 2;
@@ -719,6 +728,8 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 		}
 	}
 	atomic_fetch_add(&n->wait_us, (unsigned long long)((jitk__now_ms() - start) * 1000.0));
+	if (rc)
+		jitk__lease_wasted(c->lease, jitk__now_ms() - start);
 	return rc;
 }
 
