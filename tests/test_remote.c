@@ -1408,6 +1408,48 @@ static void test_a_slow_remote_is_switched_off(void **state)
 	free(log_data), free(heads), free(dir), free(cache), free(store);
 }
 
+/* A rejected remote object in a build that may not compile was warned
+ * about as "...; compiling it", and the refusal then said the kernel was
+ * "not in the cache": now the warning says it is not compiled and why,
+ * and the refusal says that the remote's object was rejected. Sealed
+ * (JITK_SEAL_ERROR) and with JITK_NO_COMPILE. */
+static void test_a_refused_compile_says_what_happened_to_the_remote_object(void **state)
+{
+	fixture *f = *state;
+	char *cache = fresh(f, "sealed-remote");
+	uint8_t *obj = malloc(f->ref_len);
+	fake_cfg cfg = { FAKE_SERVE, obj, f->ref_len, 0, NULL, 0 };
+	server s;
+	int round;
+
+	memcpy(obj, f->ref, f->ref_len);
+	obj[f->ref_len - 100] ^= 0x20;
+	fake_start(&s, &cfg);
+	for (round = 0; round < 2; round++) {
+		t_log log = { 0, "" };
+		jitk_compiler *c = compiler(f, cache, s.url, NULL, 0, &log);
+		int origin;
+
+		if (round == 0)
+			atomic_store(&c->seal, JITK_SEAL_ERROR);
+		else
+			c->no_compile = 1;
+		assert_int_equal(precompile(c, SYM, ARCH, &origin), JITK_ENOCOMPILE);
+		assert_non_null(strstr(jitk_error_last()->message,
+				       " is in the remote, but its object was rejected ("));
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, round ? "rejected: checksum mismatch; not compiling it: "
+							 "compiling is disabled (JITK_NO_COMPILE)"
+						       : "rejected: checksum mismatch; not compiling it: "
+							 "the runtime is sealed"));
+		assert_int_equal(atomic_load(&c->compiles), 0);
+		jitk_compiler_free(c);
+		assert_int_equal(t_count_files(cache, ".jitk"), 0);
+	}
+	server_stop(&s);
+	free(obj), free(cache);
+}
+
 /* Every message, one after the other. */
 typedef struct {
 	int n;
@@ -2433,6 +2475,7 @@ int main(void)
 		cmocka_unit_test(test_threads_fork_and_no_compile),
 		cmocka_unit_test(test_a_bad_remote_never_fails_a_build),
 		cmocka_unit_test(test_a_slow_remote_is_switched_off),
+		cmocka_unit_test(test_a_refused_compile_says_what_happened_to_the_remote_object),
 		cmocka_unit_test(test_credentials_never_reach_a_message),
 		cmocka_unit_test(test_lease_wait_and_expiry),
 		cmocka_unit_test(test_lease_server_down_or_slow),
