@@ -452,6 +452,40 @@ static void test_seal_covers_the_runtime_s_compiler(void **state)
 	free(cache);
 }
 
+/* A cache entry that verifies but is of the wrong kind (an empty image)
+ * is a reject; in a runtime sealed with ERROR no compile can replace it,
+ * so it is kept (it was evicted), the warning does not say "compiling it
+ * again", and the refusal says the entry was rejected, not that the
+ * kernel is "not in the cache". */
+static void test_seal_keeps_a_rejected_entry(void **state)
+{
+	fixture *f = *state;
+	char *cache = sub(f, "cache"), *names[1] = { "_Z1kv" };
+	fake_device fake;
+	jitk_runtime *rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_ERROR, NULL);
+	jitk_cache_entry e;
+	jitk_kernel *k;
+
+	memset(&e, 0, sizeof(e));
+	t_key(rt->comp, I64, "sm_90", e.key);
+	snprintf(e.target, sizeof(e.target), "sm_90");
+	e.image = "";
+	e.names = names;
+	e.nnames = 1;
+	assert_int_equal(jitk__cache_put(rt->comp->cache, &e), 0);
+	f->log.warnings = 0;
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), JITK_ENOCOMPILE);
+	assert_non_null(strstr(jitk_error_last()->message,
+			       " on sm_90 is in the cache, but its entry was rejected (target sm_90"));
+	assert_true(f->log.warnings >= 1);
+	assert_non_null(strstr(f->log.last, "rejected: the image is empty; kept, not compiled: "
+				"the runtime is sealed"));
+	assert_int_equal(t_count_files(cache, ".jitk"), 1);
+	assert_int_equal(fake.loads, 0);
+	jitk_runtime_free(rt);
+	free(cache);
+}
+
 /* With force_compile (JITK_FORCE_COMPILE=1) a sealed runtime's refusal
  * says that the cache was not looked at; it said a cached kernel was "not
  * in the cache". */
@@ -965,6 +999,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_seal_with_version_3_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_covers_the_runtime_s_compiler, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_message_under_force_compile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seal_keeps_a_rejected_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_covers_the_recompile_after_a_driver_rejection,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_records_and_precompiles, setup, teardown),
