@@ -257,6 +257,13 @@ int jitk__remote_open(jitk_remote **out, const char *urls, int read_only, long c
 		jitk__remote_close(r);
 		return 0;
 	}
+	/* With CURLOPT_NOSIGNAL, only the threaded (or c-ares) resolver keeps
+	 * a name lookup within the timeouts. */
+	if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_ASYNCHDNS))
+		jitk__log(&r->log, JITK_LOG_WARN,
+			  "remote cache: libcurl %s looks names up synchronously: a lookup that hangs is "
+			  "not bounded by the remote's timeouts (use IP addresses, or a libcurl with AsynchDNS)",
+			  curl_version_info(CURLVERSION_NOW)->version);
 	*out = r;
 	return 0;
 oom:
