@@ -579,11 +579,11 @@ static const char *instance_of(jitk_compiler *c, const char *selector)
 	return name;
 }
 
-/* A compiler over f's specs with the given remote request timeout and
- * lease time to live (-1: the defaults). */
-static jitk_compiler *compiler_timed(const fixture *f, const char *cache, const char *remote,
-				     const char *lease, int read_only, t_log *log, int timeout_ms,
-				     int ttl_ms)
+/* A compiler over f's specs logging to log_fn with the given remote
+ * request timeout and lease time to live (-1: the defaults). */
+static jitk_compiler *compiler_logged(const fixture *f, const char *cache, const char *remote,
+				      const char *lease, int read_only, jitk_log_fn log_fn, void *log,
+				      int timeout_ms, int ttl_ms)
 {
 	jitk_compiler_options o;
 	jitk_compiler *c = NULL;
@@ -594,7 +594,7 @@ static jitk_compiler *compiler_timed(const fixture *f, const char *cache, const 
 	o.cache_path = "";
 	o.no_compile = 0;
 	o.force_compile = 0;
-	o.log = t_log_fn;
+	o.log = log_fn;
 	o.log_payload = log;
 	o.log_level = JITK_LOG_DEBUG;
 	o.remote = remote ? remote : "";
@@ -604,6 +604,13 @@ static jitk_compiler *compiler_timed(const fixture *f, const char *cache, const 
 	o.remote_lease_ttl_ms = ttl_ms;
 	assert_int_equal(jitk_compiler_new(&c, &o), 0);
 	return c;
+}
+
+static jitk_compiler *compiler_timed(const fixture *f, const char *cache, const char *remote,
+				     const char *lease, int read_only, t_log *log, int timeout_ms,
+				     int ttl_ms)
+{
+	return compiler_logged(f, cache, remote, lease, read_only, t_log_fn, log, timeout_ms, ttl_ms);
 }
 
 static jitk_compiler *compiler(const fixture *f, const char *cache, const char *remote,
@@ -1471,21 +1478,7 @@ static void all_log_fn(void *payload, jitk_log_level level, const char *msg)
 static jitk_compiler *compiler_all(const fixture *f, const char *cache, const char *remote,
 				   const char *lease, all_log *l)
 {
-	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
-	jitk_compiler *c = NULL;
-
-	o.specs = f->specs;
-	o.cache_dir = cache ? cache : "";
-	o.cache_path = "";
-	o.no_compile = 0;
-	o.force_compile = 0;
-	o.remote = remote;
-	o.remote_lease = lease;
-	o.remote_read_only = 0;
-	o.log = all_log_fn;
-	o.log_payload = l;
-	assert_int_equal(jitk_compiler_new(&c, &o), 0);
-	return c;
+	return compiler_logged(f, cache, remote, lease, 0, all_log_fn, l, -1, -1);
 }
 
 /* None of the secrets of the URLs below is in l; every message is there. */
