@@ -479,7 +479,7 @@ static const char *read_reply(jitk_lease *l, redisReader *rd, double deadline, v
 			return "the server closed the connection";
 		/* an array (or a RESP3 aggregate) is never an answer to what
 		 * jitk asks, and hiredis would allocate its elements up front */
-		if (!got && !strchr("+-:$", buf[0])) {
+		if (!got && (!buf[0] || !strchr("+-:$", buf[0]))) {
 			snprintf(why, n, "an answer of a kind no lease command gets ('%c')",
 				 buf[0] >= ' ' && buf[0] < 127 ? buf[0] : '?');
 			return why;
