@@ -90,6 +90,25 @@ check "remote down" 0 ": $k compiled, 0 cached, 0 remote, 0 failed, 0 gated\$" \
 count "remote down: one warning" 1 "warning: remote cache http://127.0.0.1:1/x: download of .* failed"
 count "remote down: no other warning" 1 "warning"
 
+# Credentials in the remote's or the lease server's URL reach no output:
+# a remote that is down under precompile; explain, which prints the
+# warnings of opening them (a URL that is not one, a lease server with a
+# bad port); cache stats, which does not open them.
+secret="http://alice:s3cret@127.0.0.1:1/x,ftp://alice:s3cret@h/y"
+lease="redis://bob:pa55@127.0.0.1:99999"
+check "no secret: precompile" 0 "warning: remote cache http://\*\*\*@127.0.0.1:1/x: download of" \
+	env JITK_REMOTE_CACHE="$secret" JITK_REMOTE_LEASE="$lease" "$jitk" precompile static_quant_fp8 \
+	--specs specs --arch sm_90 --cache "$w/s1"
+count "no secret: precompile says none" 0 "alice|s3cret|bob|pa55"
+check "no secret: explain" 0 "remote cache 'ftp://\*\*\*@h/y' ignored" \
+	env JITK_REMOTE_CACHE="$secret" JITK_REMOTE_LEASE="$lease" "$jitk" explain static_quant_fp8 \
+	--specs specs --arch sm_90 --cache "$w/b"
+count "no secret: explain says none" 0 "alice|s3cret|bob|pa55"
+count "no secret: explain masks the lease server's" 1 "lease server 'redis://\*\*\*@127.0.0.1:99999' ignored"
+check "no secret: cache stats" 0 " entries, " \
+	env JITK_REMOTE_CACHE="$secret" JITK_REMOTE_LEASE="$lease" "$jitk" cache stats --cache "$w/b"
+count "no secret: cache stats says none" 0 "alice|s3cret|bob|pa55"
+
 # A read-only client compiles what the remote lacks and uploads nothing.
 check "read-only client" 0 ": $k compiled, 0 cached, 0 remote" \
 	env JITK_REMOTE_READONLY=1 "$jitk" precompile $syms --specs specs --arch sm_100 -j 2 \

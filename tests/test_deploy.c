@@ -130,9 +130,10 @@ static char *sub(const fixture *f, const char *name)
 /* A runtime over a fake device of compute capability cc: writable cache
  * `cache` (NULL: none, misses compile in memory), read-only layers
  * `layers` (NULL: none), seal and manifest as the options give them (-1
- * and NULL: the environment). Warnings go to f->log. */
-static jitk_runtime *runtime_over(fixture *f, fake_device *fake, int cc, const char *cache,
-				  const char *layers, int seal, const char *manifest)
+ * and NULL: the environment), force_compile as given. Warnings go to
+ * f->log. */
+static jitk_runtime *runtime_forced(fixture *f, fake_device *fake, int cc, const char *cache,
+				    const char *layers, int seal, const char *manifest, int force)
 {
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
 	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
@@ -145,7 +146,7 @@ static jitk_runtime *runtime_over(fixture *f, fake_device *fake, int cc, const c
 	co.cache_dir = cache ? cache : "";
 	co.cache_path = layers ? layers : "";
 	co.no_compile = 0;
-	co.force_compile = 0;
+	co.force_compile = force;
 	co.log = t_log_fn;
 	co.log_payload = &f->log;
 	o.compiler = &co;
@@ -155,6 +156,12 @@ static jitk_runtime *runtime_over(fixture *f, fake_device *fake, int cc, const c
 		fprintf(stderr, "runtime: %s\n", jitk_error_last()->message);
 	assert_non_null(rt);
 	return rt;
+}
+
+static jitk_runtime *runtime_over(fixture *f, fake_device *fake, int cc, const char *cache,
+				  const char *layers, int seal, const char *manifest)
+{
+	return runtime_forced(f, fake, cc, cache, layers, seal, manifest, 0);
 }
 
 /* Precompile name for arch into cache (a fresh compiler): the origin. */
@@ -374,7 +381,12 @@ static void test_seal_with_version_3_options(void **state)
 }
 
 /* A cached image the driver refuses is evicted and compiled again - but
- * not in a runtime sealed with ERROR: that compile is refused too. */
+ * not in a runtime sealed with ERROR, which may not compile its
+ * replacement: there the entry is kept (another driver may load it; it
+ * used to be evicted, then the recompile refused, and the kernel was gone
+ * from the cache), nothing compiles, and the error is the driver's,
+ * saying so. Sealed with WARN, the recompile's warning says why it
+ * compiles (it said "not in the cache"). */
 static void test_seal_covers_the_recompile_after_a_driver_rejection(void **state)
 {
 	fixture *f = *state;
@@ -386,10 +398,113 @@ static void test_seal_covers_the_recompile_after_a_driver_rejection(void **state
 	precompile(cache, I64, "sm_90");
 	rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_ERROR, NULL);
 	fake.reject_loads = 1;
-	assert_int_equal(jitk_kernel_get(&k, rt, I64), JITK_ENOCOMPILE);
-	assert_non_null(strstr(jitk_error_last()->message, "compiling refused, nothing launched"));
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), JITK_EDRIVER);
+	assert_string_equal(jitk_error_last()->message,
+			    "the driver rejected the image of " I64 " for sm_90: CUDA_ERROR_INVALID_IMAGE; "
+			    "the runtime is sealed: the cache entry is kept and nothing is compiled");
 	assert_int_equal(fake.loads, 1);
 	assert_int_equal(stats_of(rt, NULL).compiles, 0);
+	assert_int_equal(t_count_files(cache, ".jitk"), 1);
+	/* the kept entry loads once the driver takes it */
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), 0);
+	assert_int_equal(stats_of(rt, NULL).compiles, 0);
+	jitk_runtime_free(rt);
+
+	rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_WARN, NULL);
+	fake.reject_loads = 1;
+	f->log.warnings = 0;
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), 0);
+	assert_int_equal(stats_of(rt, NULL).compiles, 1);
+	assert_int_equal(f->log.warnings, 2); /* evicting, then the seal's */
+	assert_non_null(strstr(f->log.last, "sealed runtime: compiling " I64 " (symbol tadd2) on sm_90: "
+				"in the cache, but the driver rejected its image (target sm_90"));
+	jitk_runtime_free(rt);
+	free(cache);
+}
+
+/* The seal covers every build of the runtime's compiler, not only the
+ * runtime's resolves: jitk_precompile(jitk_runtime_compiler(rt), ...)
+ * compiled under JITK_SEAL_ERROR, and the runtime then loaded what it
+ * had compiled. Unsealed, the same call compiles. */
+static void test_seal_covers_the_runtime_s_compiler(void **state)
+{
+	fixture *f = *state;
+	char *cache = sub(f, "cache");
+	fake_device fake;
+	jitk_runtime *rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_ERROR, NULL);
+	jitk_origin o = JITK_ORIGIN_MEMORY;
+	jitk_kernel *k;
+
+	assert_int_equal(jitk_precompile(&o, jitk_runtime_compiler(rt), I64, "sm_90"), JITK_ENOCOMPILE);
+	assert_non_null(strstr(jitk_error_last()->message,
+			       "sealed runtime: " I64 " (symbol tadd2) on sm_90 is not in the cache"));
+	/* another architecture: refused too */
+	assert_int_equal(jitk_precompile(&o, jitk_runtime_compiler(rt), I64, "sm_100"), JITK_ENOCOMPILE);
+	assert_int_equal(t_count_files(cache, ".jitk"), 0);
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), JITK_ENOCOMPILE);
+	assert_int_equal(fake.loads, 0);
+	assert_int_equal(atomic_load(&rt->comp->compiles), 0);
+	/* unsealed: it compiles */
+	assert_int_equal(jitk_runtime_seal(rt, JITK_SEAL_OFF), 0);
+	assert_int_equal(jitk_precompile(&o, jitk_runtime_compiler(rt), I64, "sm_90"), 0);
+	assert_int_equal(o, JITK_ORIGIN_COMPILED);
+	jitk_runtime_free(rt);
+	free(cache);
+}
+
+/* A cache entry that verifies but is of the wrong kind (an empty image)
+ * is a reject; in a runtime sealed with ERROR no compile can replace it,
+ * so it is kept (it was evicted), the warning does not say "compiling it
+ * again", and the refusal says the entry was rejected, not that the
+ * kernel is "not in the cache". */
+static void test_seal_keeps_a_rejected_entry(void **state)
+{
+	fixture *f = *state;
+	char *cache = sub(f, "cache"), *names[1] = { "_Z1kv" };
+	fake_device fake;
+	jitk_runtime *rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_ERROR, NULL);
+	jitk_cache_entry e;
+	jitk_kernel *k;
+
+	memset(&e, 0, sizeof(e));
+	t_key(rt->comp, I64, "sm_90", e.key);
+	snprintf(e.target, sizeof(e.target), "sm_90");
+	e.image = "";
+	e.names = names;
+	e.nnames = 1;
+	assert_int_equal(jitk__cache_put(rt->comp->cache, &e), 0);
+	f->log.warnings = 0;
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), JITK_ENOCOMPILE);
+	assert_non_null(strstr(jitk_error_last()->message,
+			       " on sm_90 is in the cache, but its entry was rejected (target sm_90"));
+	assert_true(f->log.warnings >= 1);
+	assert_non_null(strstr(f->log.last, "rejected: the image is empty; kept, not compiled: "
+				"the runtime is sealed"));
+	assert_int_equal(t_count_files(cache, ".jitk"), 1);
+	assert_int_equal(fake.loads, 0);
+	jitk_runtime_free(rt);
+	free(cache);
+}
+
+/* With force_compile (JITK_FORCE_COMPILE=1) a sealed runtime's refusal
+ * says that the cache was not looked at; it said a cached kernel was "not
+ * in the cache". */
+static void test_seal_message_under_force_compile(void **state)
+{
+	fixture *f = *state;
+	char *cache = sub(f, "cache");
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_kernel *k;
+
+	precompile(cache, I64, "sm_90");
+	rt = runtime_forced(f, &fake, 90, cache, NULL, JITK_SEAL_ERROR, NULL, 1);
+	assert_int_equal(jitk_kernel_get(&k, rt, I64), JITK_ENOCOMPILE);
+	assert_non_null(strstr(jitk_error_last()->message,
+			       " on sm_90 is not looked up in the cache (force_compile, "
+			       "JITK_FORCE_COMPILE=1, ignores it) (target sm_90"));
+	assert_null(strstr(jitk_error_last()->message, "is not in the cache"));
+	assert_int_equal(t_count_files(cache, ".jitk"), 1);
 	jitk_runtime_free(rt);
 	free(cache);
 }
@@ -882,6 +997,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_seal_warn_logs_and_compiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_from_the_environment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_with_version_3_options, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seal_covers_the_runtime_s_compiler, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seal_message_under_force_compile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seal_keeps_a_rejected_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seal_covers_the_recompile_after_a_driver_rejection,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_records_and_precompiles, setup, teardown),
@@ -893,5 +1011,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_profiler_ranges, setup, teardown),
 	};
 
+	/* JITK_TEST_FILTER=test_seal* runs the matching tests only */
+	if (getenv("JITK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("JITK_TEST_FILTER"));
 	return T_RUN_TESTS(tests, NULL, NULL);
 }

@@ -54,6 +54,9 @@ struct jitk_compiler {
 	/* counters of this compiler (all symbols) */
 	atomic_ullong compiles;
 	atomic_ullong compile_us;
+	/* the jitk_seal_mode of the runtime that owns this compiler (OFF for
+	 * a compiler of its own): every build of it obeys the seal */
+	atomic_int seal;
 };
 
 
@@ -78,6 +81,9 @@ int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_op
  * JITK_ENOCOMPILE (ERROR). */
 #define JITK_BUILD_SEAL_WARN 4u
 #define JITK_BUILD_SEAL_ERROR 8u
+/* Why c may not compile a build with these flags now (JITK_NO_COMPILE,
+ * or the seal, c's own included), or NULL when it may. */
+const char *jitk__compile_refused(const jitk_compiler *c, unsigned flags);
 
 /* Get the image of instance inst for arch: cache layers and the writable
  * cache, else (under the per-key lock) the remote tier, else NVRTC (after

@@ -171,8 +171,11 @@ static int remote_open(jitk_compiler *c, const jitk_compiler_options *o)
 	if (rc || !lease || !*lease)
 		return rc;
 	if (!c->remote) {
+		char shown[256];
+
+		jitk__redact_url(shown, sizeof(shown), lease);
 		jitk__log(&c->log, JITK_LOG_WARN, "lease server %s ignored: there is no remote cache",
-			  strchr(lease, '@') ? "redis://...@..." : lease);
+			  shown);
 		return 0;
 	}
 	return jitk__lease_open(&c->lease, lease, o->remote_connect_timeout_ms,
@@ -560,53 +563,90 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	return 0;
 }
 
+static unsigned seal_flags(const jitk_compiler *c)
+{
+	int seal = atomic_load(&c->seal);
+
+	return seal == JITK_SEAL_ERROR ? JITK_BUILD_SEAL_ERROR
+	       : seal == JITK_SEAL_WARN ? JITK_BUILD_SEAL_WARN
+					: 0;
+}
+
+const char *jitk__compile_refused(const jitk_compiler *c, unsigned flags)
+{
+	if (c->no_compile)
+		return "compiling is disabled (JITK_NO_COMPILE)";
+	if ((flags | seal_flags(c)) & JITK_BUILD_SEAL_ERROR)
+		return "the runtime is sealed";
+	return NULL;
+}
+
 /* A verified cache entry can still hold the wrong thing for this build (an
  * empty image or LTO IR that an older jitk published for a spec with
  * --dlink-time-opt, a cubin for another SM, a hand-made entry): that is a
- * reject, not a hit. 1 when e may be used; else e is freed. */
+ * reject, not a hit. 1 when e may be used; else e is freed. The entry is
+ * evicted only where a compile may replace it. */
 static int usable_hit(jitk_compiler *c, const jitk_build *b, jitk_cache_entry *e,
-		      int origin)
+		      int origin, unsigned flags)
 {
 	char arch[JITK_ARCH_STRLEN];
-	const char *why = jitk__entry_kind_problem(e);
+	const char *why = jitk__entry_kind_problem(e), *refused = jitk__compile_refused(c, flags);
 
 	if (!why)
 		return 1;
 	jitk__arch_format(arch, b->variant.target);
-	jitk__log(&c->log, JITK_LOG_WARN, "cache entry %.16s... for %s on %s rejected: %s; compiling it again",
-		  b->key_hex, c->specs->insts[b->variant.inst].name, arch, why);
-	if (origin == JITK_ORIGIN_CACHE)
+	jitk__log(&c->log, JITK_LOG_WARN, "cache entry %.16s... for %s on %s rejected: %s; %s%s",
+		  b->key_hex, c->specs->insts[b->variant.inst].name, arch, why,
+		  refused ? "kept, not compiled: " : "compiling it again", refused ? refused : "");
+	if (origin == JITK_ORIGIN_CACHE && !refused)
 		jitk__cache_evict(c->cache, b->entry.key);
 	jitk__cache_entry_free(e);
 	return 0;
+}
+
+/* Why a build is about to compile, as it really is (what the messages
+ * of a refused or sealed compile say). */
+enum { MISS_PLAIN, MISS_CACHE_REJECT, MISS_REMOTE_REJECT };
+
+static const char *miss_reason(const jitk_compiler *c, unsigned flags, int miss)
+{
+	if (flags & JITK_BUILD_FORCE)
+		return "in the cache, but the driver rejected its image";
+	if (c->force_compile)
+		return "not looked up in the cache (force_compile, JITK_FORCE_COMPILE=1, ignores it)";
+	if (miss == MISS_REMOTE_REJECT)
+		return "in the remote, but its object was rejected";
+	if (miss == MISS_CACHE_REJECT)
+		return "in the cache, but its entry was rejected";
+	return c->remote ? "not in the cache or the remote" : "not in the cache";
 }
 
 /* Whether a miss may compile: not with JITK_NO_COMPILE, nor in a runtime
  * sealed with JITK_SEAL_ERROR; a runtime sealed with JITK_SEAL_WARN logs
  * it. The message names symbol, instance, architecture and the full key,
  * which jitk precompile --manifest or a cache listing can be checked
- * against. */
+ * against, and why it would compile. */
 static int compile_allowed(const jitk_compiler *c, const jitk_build *b, const char *target,
-			   unsigned flags)
+			   unsigned flags, int miss)
 {
 	const spec_instance *in = &c->specs->insts[b->variant.inst];
+	const char *why = miss_reason(c, flags, miss);
 	char arch[JITK_ARCH_STRLEN];
 
 	if (c->no_compile)
 		return jitk__error(JITK_ENOCOMPILE,
-				   "%s for %s is not in the cache%s (key %.16s...) and compiling is disabled (JITK_NO_COMPILE)",
-				   in->name, target, c->remote ? " or the remote" : "", b->key_hex);
+				   "%s for %s is %s (key %.16s...) and compiling is disabled (JITK_NO_COMPILE)",
+				   in->name, target, why, b->key_hex);
 	if (!(flags & (JITK_BUILD_SEAL_WARN | JITK_BUILD_SEAL_ERROR)))
 		return 0;
 	jitk__arch_format(arch, b->variant.arch);
 	if (flags & JITK_BUILD_SEAL_ERROR)
 		return jitk__error(JITK_ENOCOMPILE,
-				   "sealed runtime: %s (symbol %s) on %s is not in the cache (target %s, key %s); "
+				   "sealed runtime: %s (symbol %s) on %s is %s (target %s, key %s); "
 				   "compiling refused, nothing launched",
-				   in->name, in->sym->name, arch, target, b->key_hex);
-	jitk__log(&c->log, JITK_LOG_WARN,
-		  "sealed runtime: compiling %s (symbol %s) on %s: not in the cache (target %s, key %s)",
-		  in->name, in->sym->name, arch, target, b->key_hex);
+				   in->name, in->sym->name, arch, why, target, b->key_hex);
+	jitk__log(&c->log, JITK_LOG_WARN, "sealed runtime: compiling %s (symbol %s) on %s: %s (target %s, key %s)",
+		  in->name, in->sym->name, arch, why, target, b->key_hex);
 	return 0;
 }
 
@@ -618,7 +658,8 @@ static int compile_allowed(const jitk_compiler *c, const jitk_build *b, const ch
  * target, code for the target), and published into the writable cache.
  * JITK_ENOENT on a miss (counted when count_miss) or a reject (counted,
  * warned); JITK_EIO when its URL is off. */
-static int remote_fetch(jitk_build *b, jitk_compiler *c, const char *target, int count_miss)
+static int remote_fetch(jitk_build *b, jitk_compiler *c, const char *target, int count_miss,
+			unsigned flags)
 {
 	jitk_remote_counters *n = jitk__remote_counters(c->remote);
 	const char *why = NULL;
@@ -637,11 +678,13 @@ static int remote_fetch(jitk_build *b, jitk_compiler *c, const char *target, int
 		jitk__cache_entry_free(&e);
 	free(bytes);
 	if (why) {
+		const char *refused = jitk__compile_refused(c, flags);
+
 		atomic_fetch_add(&n->rejects, 1);
-		jitk__log(&c->log, JITK_LOG_WARN,
-			  "remote object %.16s... for %s on %s from %s rejected: %s; compiling it",
+		jitk__log(&c->log, JITK_LOG_WARN, "remote object %.16s... for %s on %s from %s rejected: %s; %s%s",
 			  b->key_hex, c->specs->insts[b->variant.inst].name, target,
-			  jitk__remote_url(c->remote, b->entry.key), why);
+			  jitk__remote_url(c->remote, b->entry.key), why,
+			  refused ? "not compiling it: " : "compiling it", refused ? refused : "");
 		return JITK_ENOENT;
 	}
 	atomic_fetch_add(&n->hits, 1);
@@ -680,14 +723,17 @@ static void sleep_ms(long ms)
  * holder may have uploaded and given the lease back between the miss and
  * the take, and without the look this process would compile the key a
  * second time. A read-only process never takes a lease (it uploads
- * nothing that others could wait for) but waits on others'. The wait is
- * bounded by the lease's time to live. */
+ * nothing that others could wait for) but waits on others'. A wait is
+ * bounded by the lease's time to live (and a grace second), and by what
+ * is left of the process's wait budget (jitk__lease_wait_left): a wait
+ * that ends without the holder's upload is charged to it, and once it is
+ * spent, leases are off for the process. */
 static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int look_again,
 		      int *leased)
 {
 	jitk_remote_counters *n = jitk__remote_counters(c->remote);
 	double start = jitk__now_ms(), deadline;
-	long left = 0, delay = 10;
+	long left = 0, delay = 10, budget;
 	int st, rc = JITK_ENOENT;
 
 	*leased = 0;
@@ -697,7 +743,7 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 					       : jitk__lease_take(c->lease, b->key_hex, &left);
 	if (st == JITK_LEASE_TAKEN) {
 		*leased = 1;
-		return look_again ? remote_fetch(b, c, target, 0) : JITK_ENOENT;
+		return look_again ? remote_fetch(b, c, target, 0, 0) : JITK_ENOENT;
 	}
 	if (st != JITK_LEASE_HELD)
 		return JITK_ENOENT;
@@ -705,20 +751,25 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 	jitk__log(&c->log, JITK_LOG_INFO,
 		  "waiting for %s on %s: another process holds the lease on %.16s... (%ld ms left)",
 		  c->specs->insts[b->variant.inst].name, target, b->key_hex, left);
-	deadline = start + (double)jitk__lease_ttl(c->lease) + 1000.0;
+	budget = jitk__lease_wait_left(c->lease);
+	if (budget > jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS)
+		budget = jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS;
+	deadline = start + (double)budget;
 	for (;;) {
 		sleep_ms(delay);
 		delay = delay * 2 > 100 ? 100 : delay * 2;
-		if (!(rc = remote_fetch(b, c, target, 0)) || !jitk__remote_on(c->remote, b->entry.key) ||
+		if (!(rc = remote_fetch(b, c, target, 0, 0)) || !jitk__remote_on(c->remote, b->entry.key) ||
 		    jitk__now_ms() > deadline)
 			break;
 		if (jitk__lease_check(c->lease, b->key_hex, &left) != JITK_LEASE_HELD) {
 			/* given back after the upload, or expired: one last look */
-			rc = remote_fetch(b, c, target, 0);
+			rc = remote_fetch(b, c, target, 0, 0);
 			break;
 		}
 	}
 	atomic_fetch_add(&n->wait_us, (unsigned long long)((jitk__now_ms() - start) * 1000.0));
+	if (rc)
+		jitk__lease_wasted(c->lease, jitk__now_ms() - start);
 	return rc;
 }
 
@@ -732,6 +783,10 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	int ask_remote = use_cache && c->remote && !c->force_compile && !(flags & JITK_BUILD_FORCE);
 	unsigned long long rejects0 = jitk__cache_thread_rejects();
 
+	/* The seal of the runtime that owns c covers every build of c, not
+	 * only the runtime's own resolves (jitk_precompile on
+	 * jitk_runtime_compiler's compiler too). */
+	flags |= seal_flags(c);
 	memset(b, 0, sizeof(*b));
 	if ((rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, arch)))
 		return rc;
@@ -743,7 +798,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		jitk_cache_entry e;
 
 		if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
-			if (usable_hit(c, b, &e, origin)) {
+			if (usable_hit(c, b, &e, origin, flags)) {
 				memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
 				b->entry = e;
 				b->origin = (jitk_origin)origin;
@@ -752,10 +807,14 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 			rejected = 1;
 		}
 	}
+	if (jitk__cache_thread_rejects() != rejects0)
+		rejected = 1;
 	/* The seal and JITK_NO_COMPILE are checked where a miss would compile:
 	 * after the layers, and after the remote where there is one (a process
-	 * that may not compile takes neither the lock nor a lease). */
-	if (use_cache && !ask_remote && (rc = compile_allowed(c, b, target, flags)))
+	 * that may not compile takes neither the lock nor a lease); also for
+	 * a build that does not use the cache. */
+	if (!ask_remote &&
+	    (rc = compile_allowed(c, b, target, flags, rejected ? MISS_CACHE_REJECT : MISS_PLAIN)))
 		goto done;
 	if (use_cache && !c->no_compile && !(flags & JITK_BUILD_SEAL_ERROR)) {
 		jitk__cache_lock(c->cache, b->entry.key, &lock);
@@ -766,7 +825,7 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 			/* (in the writable cache: the layers were just read, and a
 			 * bad entry there would be warned about twice) */
 			if (!jitk__cache_get_writable(c->cache, b->entry.key, target, &e) &&
-			    usable_hit(c, b, &e, origin = JITK_ORIGIN_CACHE)) {
+			    usable_hit(c, b, &e, origin = JITK_ORIGIN_CACHE, flags)) {
 				b->entry = e;
 				b->origin = (jitk_origin)origin;
 				goto done;
@@ -776,13 +835,17 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	if (ask_remote) {
 		unsigned long long rejects = atomic_load(&jitk__remote_counters(c->remote)->rejects);
 
-		if (!remote_fetch(b, c, target, 1))
+		int remote_rejected;
+
+		if (!remote_fetch(b, c, target, 1, flags))
 			goto done;
-		if ((rc = compile_allowed(c, b, target, flags)))
+		remote_rejected = atomic_load(&jitk__remote_counters(c->remote)->rejects) != rejects;
+		if ((rc = compile_allowed(c, b, target, flags,
+					  remote_rejected ? MISS_REMOTE_REJECT
+					  : rejected	  ? MISS_CACHE_REJECT
+							  : MISS_PLAIN)))
 			goto done;
-		if (!lease_wait(b, c, target,
-				atomic_load(&jitk__remote_counters(c->remote)->rejects) == rejects,
-				&leased))
+		if (!lease_wait(b, c, target, !remote_rejected, &leased))
 			goto done;
 	}
 	if ((rc = compile_now(b, c, &tu, flags)))
@@ -896,7 +959,7 @@ static int probe_target(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch 
 			p->state = JITK_PROBE_REJECTED;
 		return JITK_ENOENT;
 	}
-	if (!usable_hit(c, b, &e, origin)) {
+	if (!usable_hit(c, b, &e, origin, 0)) {
 		p->state = JITK_PROBE_REJECTED;
 		b->rejects++;
 		return JITK_ENOENT;

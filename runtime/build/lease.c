@@ -4,17 +4,29 @@
  * (PX) to a token naming this process (host, pid, random); it is given
  * back with a compare-and-delete script, so an expired lease that another
  * process took since is never deleted. One connection per process, made
- * on first use, used under a mutex; connecting and every command time out
- * after the connect timeout (100 ms by default): a lease is only worth
- * having if it is quick, so a slow server fails open like a dead one.
- * hiredis writes with write(2): jitk__sigpipe_block covers every call. */
+ * on first use, used under a mutex. hiredis formats the commands and
+ * parses the replies; the socket is jitk's own, so that every step has a
+ * deadline for the whole of it, not for each read: the name lookup and
+ * the connection together, then each command (sent and its whole reply
+ * read), each within the connect timeout (100 ms by default). A lease is
+ * only worth having if it is quick, so a slow server fails open like a
+ * dead one. A reply is bounded too (REPLY_MAX bytes, and never an array:
+ * no command jitk sends answers with one), so a server streaming an
+ * endless reply costs one timeout and no memory. Writes use MSG_NOSIGNAL,
+ * inside jitk__sigpipe_block as every remote operation is. */
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +37,9 @@
 #include "build/remote.h"
 
 #define KEY_PREFIX "jitk:lease:v1:"
+/* The longest reply read: jitk's commands answer with a status, an
+ * integer, a nil or an error line, all far shorter. */
+#define REPLY_MAX 1024
 
 struct jitk_lease {
 	char *url; /* for messages, without the password */
@@ -33,10 +48,11 @@ struct jitk_lease {
 	long timeout_ms, ttl_ms;
 	char token[160];
 	jitk_logger log;
-	pthread_mutex_t lock; /* ctx, pid */
-	redisContext *ctx;
-	pid_t pid; /* the process ctx was connected in */
+	pthread_mutex_t lock; /* fd, pid */
+	int fd;    /* the connection, or -1 */
+	pid_t pid; /* the process fd was connected in */
 	atomic_int off;
+	atomic_ullong wasted_us; /* waits that ended without the holder's upload */
 	jitk_lease_counters n;
 };
 
@@ -126,13 +142,15 @@ int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long tt
 		l->log = *log;
 	l->timeout_ms = timeout_ms > 0 ? timeout_ms : JITK_REMOTE_CONNECT_MS;
 	l->ttl_ms = ttl_ms > 0 ? ttl_ms : JITK_LEASE_TTL_MS;
+	l->fd = -1;
 	pthread_mutex_init(&l->lock, NULL);
 	if ((bad = parse_url(l, url))) {
 		int oom = !strcmp(bad, "out of memory");
+		char shown[256];
 
+		jitk__redact_url(shown, sizeof(shown), url);
 		if (!oom)
-			jitk__log(&l->log, JITK_LOG_WARN, "lease server '%.200s' ignored: %s",
-				  strchr(url, '@') ? "redis://...@..." : url, bad);
+			jitk__log(&l->log, JITK_LOG_WARN, "lease server '%.200s' ignored: %s", shown, bad);
 		jitk__lease_close(l);
 		return oom ? jitk__error(JITK_ENOMEM, "out of memory") : 0;
 	}
@@ -151,8 +169,8 @@ void jitk__lease_close(jitk_lease *l)
 {
 	if (!l)
 		return;
-	if (l->ctx)
-		redisFree(l->ctx); /* closes the socket; writes nothing */
+	if (l->fd >= 0)
+		close(l->fd); /* writes nothing; in a child, closes only its copy */
 	pthread_mutex_destroy(&l->lock);
 	free(l->url);
 	free(l->host);
@@ -173,18 +191,199 @@ jitk_lease_counters *jitk__lease_counters(jitk_lease *l)
 
 /* ------------------------------------------------------------ commands */
 
-/* The server failed: off for the process, one warning. Lock held. */
-static void failed(jitk_lease *l, const char *what, const char *why)
+/* Turn leases off for the process, with one warning saying what. */
+static void turn_off(jitk_lease *l, const char *what)
 {
 	atomic_fetch_add(&l->n.errors, 1);
 	if (!atomic_exchange(&l->off, 1))
-		jitk__log(&l->log, JITK_LOG_WARN,
-			  "lease server %s: %s failed (%s); compiling without leases in this process",
-			  l->url, what, why && *why ? why : "no answer");
-	if (l->ctx) {
-		redisFree(l->ctx);
-		l->ctx = NULL;
+		jitk__log(&l->log, JITK_LOG_WARN, "lease server %s: %s; compiling without leases in this process",
+			  l->url, what);
+}
+
+/* The server failed: off for the process, one warning. Lock held. */
+static void failed(jitk_lease *l, const char *what, const char *why)
+{
+	char text[320];
+
+	snprintf(text, sizeof(text), "%s failed (%s)", what, why && *why ? why : "no answer");
+	turn_off(l, text);
+	if (l->fd >= 0) {
+		close(l->fd);
+		l->fd = -1;
 	}
+}
+
+/* Wait until fd is ready for events or the deadline (jitk__now_ms) has
+ * passed: 1 ready, 0 deadline, -1 error (errno). */
+static int wait_fd(int fd, short events, double deadline)
+{
+	for (;;) {
+		double left = deadline - jitk__now_ms();
+		struct pollfd p = { fd, events, 0 };
+		int k;
+
+		if (left <= 0)
+			return 0;
+		k = poll(&p, 1, (int)left + 1);
+		if (k > 0)
+			return 1;
+		if (k < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* A name lookup, run on its own thread so that the caller can stop
+ * waiting at its deadline (getaddrinfo has none); the thread and the
+ * caller share it, and the last one done frees it. */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t done_cv;
+	int refs, done, rc;
+	char *host, port[8];
+	struct addrinfo *res;
+} lookup;
+
+static void lookup_unref(lookup *q)
+{
+	int left;
+
+	pthread_mutex_lock(&q->mu);
+	left = --q->refs;
+	pthread_mutex_unlock(&q->mu);
+	if (left)
+		return;
+	if (q->res)
+		freeaddrinfo(q->res);
+	pthread_cond_destroy(&q->done_cv);
+	pthread_mutex_destroy(&q->mu);
+	free(q->host);
+	free(q);
+}
+
+static const struct addrinfo tcp_hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+
+static void *lookup_thread(void *arg)
+{
+	lookup *q = arg;
+	struct addrinfo *res = NULL;
+	int rc = getaddrinfo(q->host, q->port, &tcp_hints, &res);
+
+	pthread_mutex_lock(&q->mu);
+	q->rc = rc;
+	q->res = res;
+	q->done = 1;
+	pthread_cond_signal(&q->done_cv);
+	pthread_mutex_unlock(&q->mu);
+	lookup_unref(q);
+	return NULL;
+}
+
+/* Resolve l->host by the deadline: 0 with *out (freeaddrinfo), else -1
+ * with why. A numeric address needs no thread. */
+static int resolve(jitk_lease *l, double deadline, struct addrinfo **out, char *why, size_t n)
+{
+	struct addrinfo numeric = tcp_hints;
+	pthread_condattr_t ca;
+	pthread_t t;
+	sigset_t all, old;
+	struct timespec ts;
+	lookup *q;
+	char port[8];
+	int rc;
+
+	snprintf(port, sizeof(port), "%d", l->port);
+	numeric.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	*out = NULL;
+	if (!getaddrinfo(l->host, port, &numeric, out))
+		return 0;
+	if (!(q = calloc(1, sizeof(*q))) || !(q->host = jitk__strdup(l->host))) {
+		free(q);
+		snprintf(why, n, "out of memory");
+		return -1;
+	}
+	memcpy(q->port, port, sizeof(port));
+	q->refs = 2;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->done_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	/* the thread takes no signal of the host's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, NULL, lookup_thread, q);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		q->refs = 1;
+		lookup_unref(q);
+		snprintf(why, n, "cannot start a name lookup: %s", strerror(rc));
+		return -1;
+	}
+	pthread_detach(t);
+	{
+		double left = deadline - jitk__now_ms();
+		long ms = left > 0 ? (long)left : 0;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += ms / 1000;
+		ts.tv_nsec += (ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&q->mu);
+	while (!q->done && pthread_cond_timedwait(&q->done_cv, &q->mu, &ts) != ETIMEDOUT)
+		;
+	if (q->done && !q->rc) {
+		*out = q->res;
+		q->res = NULL;
+	}
+	rc = q->done ? q->rc : EAI_AGAIN;
+	if (!q->done)
+		snprintf(why, n, "looking up %.100s took longer than %ld ms", l->host, l->timeout_ms);
+	else if (rc)
+		snprintf(why, n, "cannot look up %.100s: %s", l->host, gai_strerror(rc));
+	pthread_mutex_unlock(&q->mu);
+	lookup_unref(q);
+	return *out ? 0 : -1;
+}
+
+/* A TCP connection to one of the addresses by the deadline, or -1 with
+ * why. */
+static int tcp_connect(const struct addrinfo *ai, double deadline, char *why, size_t n)
+{
+	int one = 1;
+
+	snprintf(why, n, "no address");
+	for (; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err = 0;
+		socklen_t len = sizeof(err);
+
+		if (fd < 0) {
+			snprintf(why, n, "%s", strerror(errno));
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+			err = errno;
+		} else {
+			int w = wait_fd(fd, POLLOUT, deadline);
+
+			if (w == 0)
+				err = ETIMEDOUT;
+			else if (w < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+				err = errno;
+		}
+		if (!err) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			return fd;
+		}
+		snprintf(why, n, "%s", err == ETIMEDOUT ? "connect timed out" : strerror(err));
+		close(fd);
+		if (err == ETIMEDOUT)
+			break;
+	}
+	return -1;
 }
 
 static redisReply *run(jitk_lease *l, const char *what, int argc, const char **argv);
@@ -192,24 +391,25 @@ static redisReply *run(jitk_lease *l, const char *what, int argc, const char **a
 /* Connect (again after fork()), authenticate, select. Lock held. */
 static int connect_now(jitk_lease *l)
 {
-	struct timeval tv = { l->timeout_ms / 1000, (l->timeout_ms % 1000) * 1000 };
+	double deadline = jitk__now_ms() + (double)l->timeout_ms;
+	struct addrinfo *ai = NULL;
 	redisReply *r;
-	char db[16];
+	char db[16], why[256];
 
-	if (l->ctx && l->pid == getpid())
+	if (l->fd >= 0 && l->pid == getpid())
 		return 0;
-	if (l->ctx)
-		redisFree(l->ctx); /* the parent's connection: only our copy closes */
+	if (l->fd >= 0)
+		close(l->fd); /* the parent's connection: only our copy closes */
+	l->fd = -1;
 	l->pid = getpid();
-	l->ctx = redisConnectWithTimeout(l->host, l->port, tv);
-	if (!l->ctx || l->ctx->err) {
-		failed(l, "connecting", l->ctx ? l->ctx->errstr : "out of memory");
+	if (resolve(l, deadline, &ai, why, sizeof(why)) ||
+	    (l->fd = tcp_connect(ai, deadline, why, sizeof(why))) < 0) {
+		if (ai)
+			freeaddrinfo(ai);
+		failed(l, "connecting", why);
 		return -1;
 	}
-	if (redisSetTimeout(l->ctx, tv) != REDIS_OK) {
-		failed(l, "connecting", "cannot set a timeout");
-		return -1;
-	}
+	freeaddrinfo(ai);
 	if (l->password) {
 		const char *auth[3] = { "AUTH", l->user ? l->user : l->password, l->password };
 
@@ -228,25 +428,114 @@ static int connect_now(jitk_lease *l)
 	return 0;
 }
 
-/* One command on the connection; NULL after a failure (then off). Lock
- * held. */
+/* Send the formatted command by the deadline: NULL, or why not. */
+static const char *send_all(int fd, const char *cmd, size_t len, double deadline)
+{
+	size_t at = 0;
+
+	while (at < len) {
+		ssize_t k = send(fd, cmd + at, len - at, MSG_NOSIGNAL);
+		int w;
+
+		if (k > 0) {
+			at += (size_t)k;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return strerror(errno);
+		if ((w = wait_fd(fd, POLLOUT, deadline)) <= 0)
+			return w ? strerror(errno) : "timed out sending";
+	}
+	return NULL;
+}
+
+/* Read one whole reply by the deadline into *out: NULL, or why not (then
+ * why holds the text). */
+static const char *read_reply(jitk_lease *l, redisReader *rd, double deadline, void **out,
+			      char *why, size_t n)
+{
+	char buf[256];
+	size_t got = 0;
+
+	*out = NULL;
+	while (!*out) {
+		ssize_t k;
+		int w = wait_fd(l->fd, POLLIN, deadline);
+
+		if (w == 0) {
+			snprintf(why, n, "no whole answer within %ld ms", l->timeout_ms);
+			return why;
+		}
+		if (w < 0)
+			return strerror(errno);
+		k = recv(l->fd, buf, sizeof(buf), 0);
+		if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
+		if (k < 0)
+			return strerror(errno);
+		if (k == 0)
+			return "the server closed the connection";
+		/* an array (or a RESP3 aggregate) is never an answer to what
+		 * jitk asks, and hiredis would allocate its elements up front */
+		if (!got && (!buf[0] || !strchr("+-:$", buf[0]))) {
+			snprintf(why, n, "an answer of a kind no lease command gets ('%c')",
+				 buf[0] >= ' ' && buf[0] < 127 ? buf[0] : '?');
+			return why;
+		}
+		if ((got += (size_t)k) > REPLY_MAX) {
+			snprintf(why, n, "an answer longer than %d bytes", REPLY_MAX);
+			return why;
+		}
+		if (redisReaderFeed(rd, buf, (size_t)k) != REDIS_OK ||
+		    redisReaderGetReply(rd, out) != REDIS_OK) {
+			snprintf(why, n, "not the Redis protocol (%s)", rd->errstr);
+			return why;
+		}
+	}
+	if (rd->len > rd->pos)
+		return "more than one answer to one command";
+	return NULL;
+}
+
+/* One command on the connection, sent and its whole reply read within
+ * the timeout; NULL after a failure (then off). Lock held. */
 static redisReply *run(jitk_lease *l, const char *what, int argc, const char **argv)
 {
+	double deadline = jitk__now_ms() + (double)l->timeout_ms;
 	jitk_sigpipe_guard g;
-	redisReply *r;
+	redisReader *rd = NULL;
+	void *r = NULL;
+	char *cmd = NULL, why[256] = "";
+	const char *bad = NULL;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
 
-	jitk__sigpipe_block(&g);
-	r = redisCommandArgv(l->ctx, argc, argv, NULL);
-	jitk__sigpipe_restore(&g);
-	if (!r || r->type == REDIS_REPLY_ERROR) {
-		char why[256];
+	if (len < 0 || !(rd = redisReaderCreate())) {
+		bad = "out of memory";
+	} else {
+		jitk__sigpipe_block(&g);
+		if (!(bad = send_all(l->fd, cmd, (size_t)len, deadline)))
+			bad = read_reply(l, rd, deadline, &r, why, sizeof(why));
+		jitk__sigpipe_restore(&g);
+	}
+	if (!bad && ((redisReply *)r)->type == REDIS_REPLY_ERROR) {
+		snprintf(why, sizeof(why), "%s", ((redisReply *)r)->str);
+		bad = why;
+	}
+	if (bad) {
+		char copy[256];
 
-		snprintf(why, sizeof(why), "%s", r ? r->str : l->ctx->errstr);
+		snprintf(copy, sizeof(copy), "%s", bad);
 		if (r)
 			freeReplyObject(r);
-		failed(l, what, why);
-		return NULL;
+		r = NULL;
+		failed(l, what, copy);
 	}
+	if (cmd)
+		redisFreeCommand(cmd);
+	if (rd)
+		redisReaderFree(rd);
 	return r;
 }
 
@@ -346,4 +635,30 @@ void jitk__lease_release(jitk_lease *l, const char *hex)
 	key_name(key, hex);
 	if ((r = command(l, "EVAL (release)", 5, argv)))
 		freeReplyObject(r);
+}
+
+/* -------------------------------------------------------------- budget */
+
+long jitk__lease_wait_left(jitk_lease *l)
+{
+	long long left = (long long)(l->ttl_ms + JITK_LEASE_GRACE_MS) -
+			 (long long)(atomic_load(&l->wasted_us) / 1000);
+
+	return atomic_load(&l->off) || left <= 0 ? 0 : (long)left;
+}
+
+void jitk__lease_wasted(jitk_lease *l, double ms)
+{
+	unsigned long long us = ms > 0 ? (unsigned long long)(ms * 1000.0) : 0;
+	unsigned long long total = atomic_fetch_add(&l->wasted_us, us) + us;
+	long budget = l->ttl_ms + JITK_LEASE_GRACE_MS;
+	char what[200];
+
+	if (total < (unsigned long long)budget * 1000)
+		return;
+	snprintf(what, sizeof(what),
+		 "waiting for other processes' leases took %llu ms in all without an upload, "
+		 "the budget of one lease's wait (%ld ms)",
+		 total / 1000, budget);
+	turn_off(l, what);
 }

@@ -12,6 +12,9 @@
 #include "base/internal.h"
 
 #define JITK_LEASE_TTL_MS 10000
+/* How long past a lease's time to live a waiter still looks for the
+ * holder's upload. */
+#define JITK_LEASE_GRACE_MS 1000
 
 typedef struct jitk_lease jitk_lease;
 
@@ -43,5 +46,15 @@ int jitk__lease_check(jitk_lease *l, const char *hex, long *left_ms);
 /* Give back a lease this process took (only if it still holds it: an
  * expired lease someone else took since is left alone). */
 void jitk__lease_release(jitk_lease *l, const char *hex);
+
+/* The wait budget: the time a process may spend, in all keys together,
+ * in waits for other processes' leases that end without the holder's
+ * upload (a holder that died, a server that says "held" forever): one
+ * lease's longest wait, ttl + JITK_LEASE_GRACE_MS. What is left of it, in
+ * ms (0 once leases are off); a wait takes no longer. */
+long jitk__lease_wait_left(jitk_lease *l);
+/* A wait of ms ended without an upload: charged to the budget; once it is
+ * spent, leases are off for the process (one warning, one error). */
+void jitk__lease_wasted(jitk_lease *l, double ms);
 
 #endif

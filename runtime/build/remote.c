@@ -5,7 +5,9 @@
  * miss; PUT uploads. Anything else - refused, timed out, another status,
  * a transfer cut short - switches that URL off for the process with one
  * warning: a remote can only make a build faster, never fail it or make
- * it wait more than once. Several URLs share the keys by rendezvous
+ * it wait more than once. A URL that answers, but slowly, is off once its
+ * slow answers have cost one request timeout in all (its time budget).
+ * Credentials in a URL never reach a message (jitk__redact). Several URLs share the keys by rendezvous
  * hashing (each key belongs to the URL with the highest hash of URL and
  * key, so adding a URL moves only the keys it takes). Requests to S3 are
  * signed with SigV4 by libcurl when the usual AWS variables are set. */
@@ -27,8 +29,11 @@
 #define OBJECT_MAX ((curl_off_t)JITK_ENTRY_HEADER + JITK_ENTRY_MAX_NAMES + JITK_ENTRY_MAX_IMAGE)
 
 typedef struct {
-	char *base; /* "https://host/prefix", no trailing slash */
+	char *base;  /* "https://host/prefix", no trailing slash */
+	char *shown; /* base for messages, credentials masked */
+	char *name;  /* base without credentials, for the rendezvous weights */
 	atomic_int off;
+	atomic_ullong slow_us; /* time in its slow answers (the budget) */
 } remote_url;
 
 struct jitk_remote {
@@ -36,6 +41,7 @@ struct jitk_remote {
 	size_t nurls;
 	int read_only;
 	long connect_ms, timeout_ms;
+	long fast_ms; /* an answer within this is not slow: a tenth of timeout_ms */
 	jitk_logger log;
 	/* SigV4 (S3): NULL when the AWS variables are not set */
 	char *sigv4, *akid, *secret, *token_header;
@@ -72,6 +78,61 @@ void jitk__sigpipe_restore(jitk_sigpipe_guard *g)
 		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
 			;
 	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* ----------------------------------------------------------- credentials */
+
+/* Copy in to out (n bytes, NUL-terminated, cut if need be) with the user
+ * information of every URL in it ("scheme://USER:PASSWORD@host...")
+ * replaced by mask. The user information runs to the last '@' before the
+ * next character of stops (or the end), which masks more than a URL
+ * parser would when a path holds an '@', never less. */
+static void copy_masked(char *out, size_t n, const char *in, const char *mask, const char *stops)
+{
+	size_t o = 0;
+
+	if (!n)
+		return;
+	while (*in && o + 1 < n) {
+		const char *at = NULL, *p;
+
+		if (strncmp(in, "://", 3)) {
+			out[o++] = *in++;
+			continue;
+		}
+		for (p = in + 3; *p && !strchr(stops, *p); p++)
+			if (*p == '@')
+				at = p;
+		for (p = "://"; *p && o + 1 < n; p++)
+			out[o++] = *p;
+		in += 3;
+		if (at) {
+			for (p = mask; *p && o + 1 < n; p++)
+				out[o++] = *p;
+			in = at + 1;
+		}
+	}
+	out[o] = '\0';
+}
+
+void jitk__redact(char *out, size_t n, const char *in)
+{
+	copy_masked(out, n, in, "***@", " \t\r\n'\"<>()");
+}
+
+void jitk__redact_url(char *out, size_t n, const char *url)
+{
+	copy_masked(out, n, url, "***@", "");
+}
+
+static char *masked_dup(const char *url, const char *mask)
+{
+	size_t n = strlen(url) + strlen(mask) + 1;
+	char *out = malloc(n);
+
+	if (out)
+		copy_masked(out, n, url, mask, "");
+	return out;
 }
 
 /* ---------------------------------------------------------------- open */
@@ -112,7 +173,10 @@ static int add_url(jitk_remote *r, const char *s, size_t n)
 	while (*base && base[strlen(base) - 1] == '/')
 		base[strlen(base) - 1] = '\0';
 	if ((bad = url_problem(base))) {
-		jitk__log(&r->log, JITK_LOG_WARN, "remote cache '%.200s' ignored: %s", base, bad);
+		char shown[256];
+
+		jitk__redact_url(shown, sizeof(shown), base);
+		jitk__log(&r->log, JITK_LOG_WARN, "remote cache '%.200s' ignored: %s", shown, bad);
 		free(base);
 		return 0;
 	}
@@ -122,10 +186,15 @@ static int add_url(jitk_remote *r, const char *s, size_t n)
 		return -1;
 	}
 	r->urls = u;
-	u[r->nurls].base = base;
-	atomic_init(&u[r->nurls].off, 0);
+	u += r->nurls;
+	memset(u, 0, sizeof(*u));
+	u->base = base;
+	u->shown = masked_dup(base, "***@");
+	u->name = masked_dup(base, "");
+	atomic_init(&u->off, 0);
+	atomic_init(&u->slow_us, 0);
 	r->nurls++;
-	return 0;
+	return u->shown && u->name ? 0 : -1;
 }
 
 /* SigV4 signing when credentials are in the environment (as the AWS tools
@@ -165,6 +234,7 @@ int jitk__remote_open(jitk_remote **out, const char *urls, int read_only, long c
 	r->read_only = read_only;
 	r->connect_ms = connect_ms > 0 ? connect_ms : JITK_REMOTE_CONNECT_MS;
 	r->timeout_ms = timeout_ms > 0 ? timeout_ms : JITK_REMOTE_TIMEOUT_MS;
+	r->fast_ms = r->timeout_ms / 10 > 0 ? r->timeout_ms / 10 : 1;
 	r->pid = getpid();
 	pthread_mutex_init(&r->lock, NULL);
 	while (*p) {
@@ -187,6 +257,13 @@ int jitk__remote_open(jitk_remote **out, const char *urls, int read_only, long c
 		jitk__remote_close(r);
 		return 0;
 	}
+	/* With CURLOPT_NOSIGNAL, only the threaded (or c-ares) resolver keeps
+	 * a name lookup within the timeouts. */
+	if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_ASYNCHDNS))
+		jitk__log(&r->log, JITK_LOG_WARN,
+			  "remote cache: libcurl %s looks names up synchronously: a lookup that hangs is "
+			  "not bounded by the remote's timeouts (use IP addresses, or a libcurl with AsynchDNS)",
+			  curl_version_info(CURLVERSION_NOW)->version);
 	*out = r;
 	return 0;
 oom:
@@ -205,8 +282,11 @@ void jitk__remote_close(jitk_remote *r)
 	if (r->pid == getpid())
 		for (i = 0; i < r->nidle; i++)
 			curl_easy_cleanup(r->idle[i]);
-	for (i = 0; i < r->nurls; i++)
+	for (i = 0; i < r->nurls; i++) {
 		free(r->urls[i].base);
+		free(r->urls[i].shown);
+		free(r->urls[i].name);
+	}
 	free(r->urls);
 	free(r->sigv4);
 	free(r->akid);
@@ -228,6 +308,9 @@ jitk_remote_counters *jitk__remote_counters(jitk_remote *r)
 
 /* ------------------------------------------------------------- sharding */
 
+/* The weight of (URL, key); the URL without its credentials, so that
+ * nodes with other credentials (a builder that may write, nodes that may
+ * only read) agree on every key's URL. */
 static uint64_t score(const char *base, const uint8_t key[JITK_HASH_SIZE])
 {
 	jitk_hasher *h = jitk__hasher_new();
@@ -252,7 +335,7 @@ static remote_url *owner(const jitk_remote *r, const uint8_t key[JITK_HASH_SIZE]
 	uint64_t top = 0;
 
 	for (i = 0; r->nurls > 1 && i < r->nurls; i++) {
-		uint64_t s = score(r->urls[i].base, key);
+		uint64_t s = score(r->urls[i].name, key);
 
 		if (!i || s > top) {
 			top = s;
@@ -264,7 +347,7 @@ static remote_url *owner(const jitk_remote *r, const uint8_t key[JITK_HASH_SIZE]
 
 const char *jitk__remote_url(const jitk_remote *r, const uint8_t key[JITK_HASH_SIZE])
 {
-	return owner(r, key)->base;
+	return owner(r, key)->shown;
 }
 
 int jitk__remote_on(const jitk_remote *r, const uint8_t key[JITK_HASH_SIZE])
@@ -334,11 +417,17 @@ static size_t sink_write(char *p, size_t size, size_t n, void *ctx)
 	return k;
 }
 
+/* The body of an answer to an upload: read and dropped, up to a bound
+ * (a status page; an endless one aborts the transfer). */
+#define DISCARD_MAX (64u << 10)
+
 static size_t discard(char *p, size_t size, size_t n, void *ctx)
 {
+	size_t *seen = ctx;
+
 	(void)p;
-	(void)ctx;
-	return size * n;
+	*seen += size * n;
+	return *seen > DISCARD_MAX ? 0 : size * n;
 }
 
 typedef struct {
@@ -383,15 +472,19 @@ static struct curl_slist *headers(const jitk_remote *r, const uint8_t *body, siz
 	return l;
 }
 
+/* timeout_ms bounds the whole transfer: the name lookup (libcurl's
+ * threaded resolver: CURL_VERSION_ASYNCHDNS), connecting and TLS (also
+ * within connect_ms), the request and the whole answer. */
 static void setup(const jitk_remote *r, CURL *h, const char *url, char *err,
-		  struct curl_slist *hdrs)
+		  struct curl_slist *hdrs, long timeout_ms)
 {
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	/* No signals: no SIGALRM for name lookups, no handler of libcurl's;
 	 * SIGPIPE is handled by jitk__sigpipe_block around the transfer. */
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_ms);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_ms < timeout_ms ? r->connect_ms
+										 : timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -408,15 +501,47 @@ static void setup(const jitk_remote *r, CURL *h, const char *url, char *err,
 	}
 }
 
-/* The URL failed: off for the process, one warning (the first failure). */
-static void url_failed(jitk_remote *r, remote_url *u, const char *what, const char *hex,
-		       const char *why)
+/* u is off for the process, with one warning (the first) saying why. */
+static void url_off(jitk_remote *r, remote_url *u, const char *what)
 {
 	atomic_fetch_add(&r->n.errors, 1);
 	if (!atomic_exchange(&u->off, 1))
-		jitk__log(&r->log, JITK_LOG_WARN,
-			  "remote cache %s: %s of %.16s... failed (%s); not using it again in this process",
-			  u->base, what, hex, why);
+		jitk__log(&r->log, JITK_LOG_WARN, "remote cache %s: %s; not using it again in this process",
+			  u->shown, what);
+}
+
+/* The URL failed. why may quote libcurl, whose messages can hold a URL
+ * (a proxy's): masked too. */
+static void url_failed(jitk_remote *r, remote_url *u, const char *what, const char *hex,
+		       const char *why)
+{
+	char masked[CURL_ERROR_SIZE + 200], text[CURL_ERROR_SIZE + 300];
+
+	jitk__redact(masked, sizeof(masked), why);
+	snprintf(text, sizeof(text), "%s of %.16s... failed (%s)", what, hex, masked);
+	url_off(r, u, text);
+}
+
+/* How long the next request of u may take: the request timeout, but no
+ * more than what is left of u's time budget (one request timeout spent
+ * in slow answers), and never less than a fast answer's time. */
+static long time_allowed(const jitk_remote *r, remote_url *u)
+{
+	long long left = (long long)r->timeout_ms - (long long)(atomic_load(&u->slow_us) / 1000);
+
+	return left >= r->timeout_ms ? r->timeout_ms : left > r->fast_ms ? (long)left : r->fast_ms;
+}
+
+/* A request of u took ms: an answer slower than fast_ms is charged to u's
+ * budget; 1 when that spent it. */
+static int charge(const jitk_remote *r, remote_url *u, double ms, unsigned long long *total)
+{
+	unsigned long long us = (unsigned long long)(ms * 1000.0);
+
+	if (ms <= (double)r->fast_ms)
+		return 0;
+	*total = atomic_fetch_add(&u->slow_us, us) + us;
+	return *total >= (unsigned long long)r->timeout_ms * 1000;
 }
 
 /* One GET (put == NULL) or PUT of key's object. */
@@ -430,8 +555,10 @@ static int request(jitk_remote *r, const uint8_t key[JITK_HASH_SIZE], const uint
 	source src = { put, put_len, 0 };
 	CURL *h = NULL;
 	CURLcode cr;
-	long code = 0;
-	double t0;
+	long code = 0, allowed = time_allowed(r, u);
+	unsigned long long slow = 0;
+	size_t seen = 0;
+	double t0, ms;
 	char *url;
 	int rc = JITK_EIO;
 
@@ -445,13 +572,14 @@ static int request(jitk_remote *r, const uint8_t key[JITK_HASH_SIZE], const uint
 		goto failed;
 	}
 	err[0] = '\0';
-	setup(r, h, url, err, hdrs);
+	setup(r, h, url, err, hdrs, allowed);
 	if (put) {
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
 		curl_easy_setopt(h, CURLOPT_READDATA, &src);
 		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)put_len);
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, &seen);
 	} else {
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
@@ -461,14 +589,19 @@ static int request(jitk_remote *r, const uint8_t key[JITK_HASH_SIZE], const uint
 	jitk__sigpipe_block(&g);
 	cr = curl_easy_perform(h);
 	jitk__sigpipe_restore(&g);
-	atomic_fetch_add(&r->n.us, (unsigned long long)((jitk__now_ms() - t0) * 1000.0));
+	ms = jitk__now_ms() - t0;
+	atomic_fetch_add(&r->n.us, (unsigned long long)(ms * 1000.0));
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	if (cr != CURLE_OK) {
-		snprintf(why, sizeof(why), "%s",
+		snprintf(why, sizeof(why), "%s%s",
 			 body && body->too_big ? "the object is larger than any cache entry"
 			 : cr == CURLE_FILESIZE_EXCEEDED ? "the object is larger than any cache entry"
+			 : seen > DISCARD_MAX ? "an answer to the upload longer than 64 KiB"
 			 : *err			   ? err
-						   : curl_easy_strerror(cr));
+						   : curl_easy_strerror(cr),
+			 cr == CURLE_OPERATION_TIMEDOUT && allowed < r->timeout_ms
+				 ? " (the time left of its budget for slow answers)"
+				 : "");
 	} else if (put ? code >= 200 && code < 300 : code == 200) {
 		rc = JITK_OK;
 	} else if (!put && code == 404) {
@@ -478,6 +611,14 @@ static int request(jitk_remote *r, const uint8_t key[JITK_HASH_SIZE], const uint
 			 code == 403 && r->sigv4 && !put
 				 ? " (S3 answers 403 for a missing object unless s3:ListBucket is granted)"
 				 : "");
+	}
+	if (charge(r, u, ms, &slow) && rc != JITK_EIO) {
+		/* answered, but the answers were slow: this one is used, and
+		 * the URL is off from now on */
+		snprintf(why, sizeof(why),
+			 "slow answers took %llu ms in all, its budget of one request timeout (%ld ms)",
+			 slow / 1000, r->timeout_ms);
+		url_off(r, u, why);
 	}
 failed:
 	if (rc == JITK_EIO)

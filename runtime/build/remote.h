@@ -48,6 +48,15 @@ int jitk__remote_get(jitk_remote *r, const uint8_t key[JITK_HASH_SIZE], uint8_t 
 int jitk__remote_put(jitk_remote *r, const uint8_t key[JITK_HASH_SIZE], const uint8_t *data,
 		     size_t len);
 
+/* Credentials never reach a message. jitk__redact copies a message into
+ * out (n bytes, cut if need be) with the user information of every URL in
+ * it (USER:PASSWORD@ after "scheme://" becomes "***@") masked, as far as
+ * the last '@' before a blank, quote, parenthesis or the end;
+ * jitk__redact_url masks one URL (or what was meant as one) as far as its
+ * last '@'. */
+void jitk__redact(char *out, size_t n, const char *in);
+void jitk__redact_url(char *out, size_t n, const char *url);
+
 /* No SIGPIPE reaches the host process from jitk's sockets: around every
  * remote or lease operation the calling thread blocks SIGPIPE, and a
  * SIGPIPE raised meanwhile (a write to a connection the peer closed) is

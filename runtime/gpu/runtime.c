@@ -200,7 +200,6 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	pthread_mutex_init(&rt->ops_mu, NULL);
 	pthread_rwlock_init(&rt->configured_mu, NULL);
 	pthread_mutex_init(&rt->manifest_mu, NULL);
-	atomic_store(&rt->seal, seal);
 	if ((rc = ops->open(impl, o.device, &rt->info))) {
 		rc = jitk__error(JITK_ENODEV, "cannot open CUDA device %d: %s", o.device,
 				 ops->error_name(impl, rc));
@@ -208,6 +207,8 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	}
 	if ((rc = jitk_compiler_new(&rt->comp, &co)))
 		goto fail;
+	/* the seal is the compiler's: every build of it obeys it */
+	atomic_store(&rt->comp->seal, seal);
 	if ((rc = pick_arch(rt)))
 		goto fail;
 	jitk__arch_format(rt->arch_str, rt->arch);
@@ -506,18 +507,10 @@ static void count_build(jitk_slot *s, const jitk_build *b)
 	}
 }
 
-static unsigned seal_flags(jitk_runtime *rt)
-{
-	int seal = atomic_load(&rt->seal);
-
-	return seal == JITK_SEAL_ERROR ? JITK_BUILD_SEAL_ERROR
-	       : seal == JITK_SEAL_WARN ? JITK_BUILD_SEAL_WARN
-					: 0;
-}
-
 /* The image for this GPU: the cache for each target that runs here
  * (exact, family, PTX: jitk__lookup_run), else a build for rt->arch,
- * which compiles unless the seal or JITK_NO_COMPILE forbids it. */
+ * which compiles unless the seal (the compiler's) or JITK_NO_COMPILE
+ * forbids it. */
 static int find_or_build(jitk_build *b, jitk_runtime *rt, size_t inst, unsigned flags)
 {
 	jitk_slot *s = &rt->slots[inst];
@@ -529,7 +522,7 @@ static int find_or_build(jitk_build *b, jitk_runtime *rt, size_t inst, unsigned 
 	}
 	if (rc != JITK_ENOENT)
 		return rc;
-	rc = jitk__build(b, rt->comp, inst, rt->arch, flags | seal_flags(rt));
+	rc = jitk__build(b, rt->comp, inst, rt->arch, flags);
 	atomic_fetch_add(&s->cache_rejects, b->rejects);
 	return rc;
 }
@@ -569,6 +562,7 @@ static int resolve_build(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	jitk_kernel *k = NULL;
 	jitk_build b;
 	double t0 = jitk__now_ms();
+	const char *refused;
 	int rc;
 
 	rc = find_or_build(&b, rt, inst, 0);
@@ -591,7 +585,16 @@ static int resolve_build(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	k->fam = rt->comp->specs->insts[inst].sym->fam;
 	k->variant = b.variant;
 	rc = load_build(rt, s, &b, &k->lib, &k->fn, &k->fn_primary);
-	if (rc && b.origin != JITK_ORIGIN_COMPILED) {
+	if (rc && b.origin != JITK_ORIGIN_COMPILED && (refused = jitk__compile_refused(rt->comp, 0))) {
+		/* A cached image the driver refuses, where nothing may compile
+		 * its replacement: kept (another driver may load it), and the
+		 * error says so. */
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", jitk_error_last()->message);
+		rc = jitk__error(rc, "%s; %s: the cache entry is kept and nothing is compiled", why,
+				 refused);
+	} else if (rc && b.origin != JITK_ORIGIN_COMPILED) {
 		/* A cached image the driver refuses: evict it, compile once
 		 * more, and give up with a clear error if that fails too. */
 		jitk__log(&rt->comp->log, JITK_LOG_WARN, "%s; evicting the cache entry and recompiling",
@@ -647,7 +650,7 @@ int jitk_runtime_seal(jitk_runtime *rt, jitk_seal_mode mode)
 	if ((int)mode < JITK_SEAL_OFF || mode > JITK_SEAL_ERROR)
 		return jitk__error(JITK_EINVAL, "jitk_runtime_seal: %d is not a jitk_seal_mode",
 				   (int)mode);
-	atomic_store(&rt->seal, (int)mode);
+	atomic_store(&rt->comp->seal, (int)mode);
 	jitk__log(&rt->comp->log, JITK_LOG_INFO, "runtime sealed: %s", names[mode]);
 	return JITK_OK;
 }

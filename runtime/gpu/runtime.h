@@ -103,7 +103,6 @@ struct jitk_runtime {
 	jitk_configured *configured;
 	size_t nconfigured, capconfigured;
 	pthread_rwlock_t configured_mu;
-	atomic_int seal; /* jitk_seal_mode */
 	/* The manifest (jitk_runtime_manifest): an O_APPEND descriptor and
 	 * its generation (each new file starts one, so that every resolved
 	 * instance is written to it once); under manifest_mu. */

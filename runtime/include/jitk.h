@@ -136,14 +136,21 @@ typedef struct jitk_compiler jitk_compiler;
  *               a process about to compile a key the remote lacks takes
  *               a lease on it; the others poll the remote until the lease
  *               holder has uploaded it or the lease expired; "" = none
- *   remote_connect_timeout_ms  per connection (HTTP and Redis); < 1: 100
- *   remote_timeout_ms  per HTTP request, all included; < 1: 2000
+ *   remote_connect_timeout_ms  per connection (HTTP and Redis); < 1: 100.
+ *               Also each Redis command with its whole reply.
+ *   remote_timeout_ms  per HTTP request, all included; < 1: 2000. Also
+ *               each URL's time budget: answers slower than a tenth of it
+ *               are charged to the budget, a request takes no longer than
+ *               what is left of it, and once it is spent the URL is off
  *   remote_lease_ttl_ms  how long a lease lasts (the longest anyone waits
- *               for its holder); < 1: 10000
+ *               for its holder, plus a second); < 1: 10000. Waits that end
+ *               without the holder's upload share a budget of one such
+ *               wait per process; once it is spent, leases are off
  * A URL that fails once (refused, timed out, an HTTP status other than 200,
- * 404 or a 2xx for an upload, a cut transfer) is off for the rest of the
- * process, with one warning; a lease server that fails is off likewise.
- * The remote never fails a build.
+ * 404 or a 2xx for an upload, a cut transfer) or spends its time budget is
+ * off for the rest of the process, with one warning; a lease server that
+ * fails or spends its wait budget is off likewise. The remote never fails
+ * a build. Credentials in a URL never reach a message (masked: ***).
  * Flags and options win over the environment. Fill one with
  * jitk_compiler_options_init (or JITK_COMPILER_OPTIONS_INIT); a program
  * built against an older header passes its older version, which stays
@@ -386,10 +393,10 @@ typedef struct {
 	uint64_t misses;       /* lookups the remote had no object for */
 	uint64_t uploads;      /* objects written (PUT) */
 	uint64_t rejects;      /* objects that failed verification: neither used nor stored */
-	uint64_t errors;       /* failed requests; each turns its URL off */
+	uint64_t errors;       /* failed requests and spent time budgets; each turns its URL off */
 	uint64_t lease_taken;  /* cold keys this process took the lease on */
 	uint64_t lease_waits;  /* cold keys another process held the lease on */
-	uint64_t lease_errors; /* lease server failures (leases are then off) */
+	uint64_t lease_errors; /* lease server failures, a spent wait budget (leases are then off) */
 	double ms;             /* time in HTTP requests */
 	double lease_wait_ms;  /* time waiting for other processes' leases */
 } jitk_remote_stats;
@@ -541,8 +548,14 @@ JITK_API jitk_compiler *jitk_runtime_compiler(jitk_runtime *rt);
 
 /* Seal rt (or unseal it: JITK_SEAL_OFF), typically once warmup is done:
  * from now on a resolve that would compile warns or is refused
- * (jitk_seal_mode). JITK_EINVAL for another mode. Thread-safe; resolves
- * already under way finish under the mode they started with. */
+ * (jitk_seal_mode), and so does every other build of the runtime's
+ * compiler (jitk_precompile on jitk_runtime_compiler(rt)). A cached image
+ * the driver rejects is then not evicted where no compile may replace it
+ * (JITK_SEAL_ERROR): the resolve fails with JITK_EDRIVER saying so. The
+ * messages say why a compile would have been needed (not in the cache,
+ * force_compile, a rejected entry or remote object, a driver rejection).
+ * JITK_EINVAL for another mode. Thread-safe; resolves already under way
+ * finish under the mode they started with. */
 JITK_API int jitk_runtime_seal(jitk_runtime *rt, jitk_seal_mode mode);
 
 /* Record into the manifest file at path every instance rt has resolved
