@@ -1338,16 +1338,14 @@ static void test_a_bad_remote_never_fails_a_build(void **state)
 			assert_non_null(strstr(log.last, k->said));
 		/* off after a failure, on after a reject */
 		assert_int_equal(jitk__remote_on(c->remote, f->key), k->errors == 0);
-		/* loose bounds: the remote's own time beyond the compile (whose
-		 * time, measured once in the set-up, varies with the machine's
-		 * load by up to half of it: a lower bound only where the remote
-		 * must have waited) */
-		if (k->origin == JITK_ORIGIN_COMPILED)
-			ms -= f->compile_ms;
+		/* Time bounds that no load can break: below, the remote's own
+		 * wait where it must have waited (the build took at least that
+		 * long, whatever the compile cost); above, a guard against a
+		 * wait without end, 10 s past the case's expectation. What the
+		 * remote did is asserted by the counts above. */
 		if (k->min_ms > 0)
-			assert_true(ms >= k->min_ms - 50 -
-				    (k->origin == JITK_ORIGIN_COMPILED ? f->compile_ms / 2 : 0));
-		assert_true(ms <= k->max_ms + 3 * f->compile_ms);
+			assert_true(ms >= k->min_ms - 50);
+		assert_true(ms <= k->max_ms + 3 * f->compile_ms + 10000);
 		jitk_compiler_free(c);
 		holds_only_ref(f, cache);
 		server_stop(&s);
@@ -1661,7 +1659,7 @@ static void test_lease_wait_and_expiry(void **state)
 	assert_int_equal(atomic_load(&c->compiles), 0);
 	assert_int_equal(st.lease_waits, 1);
 	assert_int_equal(st.lease_taken, 0);
-	assert_true(ms >= 250 && ms < 2000);
+	assert_true(ms >= 250 && ms < 12000); /* waited; no hang (the counts say what happened) */
 	assert_true(st.lease_wait_ms >= 250);
 	jitk_compiler_free(c);
 	holds_only_ref(f, c1);
@@ -1676,7 +1674,7 @@ static void test_lease_wait_and_expiry(void **state)
 	ms = jitk__now_ms() - ms;
 	printf("remote: lease held elsewhere (700 ms to live), no upload: compiled after %.0f ms\n", ms);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
-	assert_true(ms >= 600 && ms < 700 + 2000 + 3 * f->compile_ms);
+	assert_true(ms >= 600 && ms < 700 + 12000 + 3 * f->compile_ms); /* waited for the expiry; no hang */
 	st = stats_of(c);
 	assert_int_equal(st.lease_waits, 1);
 	assert_int_equal(st.uploads, 1);
@@ -1749,7 +1747,7 @@ static void test_lease_server_down_or_slow(void **state)
 		assert_int_equal(st.uploads, 1);
 		assert_int_equal(log.warnings, 1);
 		assert_non_null(strstr(log.last, "compiling without leases in this process"));
-		assert_true(ms - f->compile_ms < 1000);
+		assert_true(ms - f->compile_ms < 10000); /* no hang; lease_errors == 1: off after one */
 		jitk_compiler_free(c);
 		holds_only_ref(f, cache);
 		free(url);
