@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "build/compile.h"
+#include "build/remote.h"
 
 #define SYM "static_quant_fp8"
 
@@ -539,6 +540,117 @@ static void test_environment(void **state)
 	jitk_compiler_free(c);
 	unsetenv("JITK_CACHE_PATH");
 	unsetenv("JITK_SPECS");
+}
+
+/* A compiler from the environment alone (the switches unset in the
+ * options), logging into log. */
+static jitk_compiler *env_compiler(const t_fixture *f, t_log *log)
+{
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c = NULL;
+
+	o.specs = f->specs;
+	o.cache_dir = f->cache;
+	o.cache_path = "";
+	o.log = t_log_fn;
+	o.log_payload = log;
+	assert_int_equal(jitk_compiler_new(&c, &o), 0);
+	return c;
+}
+
+/* Boolean variables are parsed strictly: any case of 1/true/yes/on and
+ * 0/false/no/off, and anything else ("2", " 1", "enabled") is one warning
+ * and the safe meaning, never the unsafe one. Before, only the exact
+ * lower-case words counted: JITK_REMOTE_READONLY=TRUE uploaded. */
+static void test_boolean_variables_fail_safe(void **state)
+{
+	static const char *const yes[] = { "1", "TRUE", "Yes", "oN", "true" };
+	static const char *const no[] = { "0", "FALSE", "No", "off" };
+	static const char *const bad[] = { "2", " 1", "1 ", "enabled", "y", "\x1b[31m" };
+	static const char *const safe_on[] = { "JITK_CACHE_READONLY", "JITK_NO_COMPILE",
+					       "JITK_REMOTE_READONLY" };
+	t_fixture *f = *state;
+	jitk_compiler *c;
+	size_t i, v;
+	int origin;
+
+	/* a cache that is there, so that read-only is one layer without a warning */
+	c = t_compiler(f->specs, f->cache, NULL, NULL);
+	jitk_compiler_free(c);
+	setenv("JITK_REMOTE_CACHE", "http://127.0.0.1:9/never-used", 1);
+	for (i = 0; i < sizeof(safe_on) / sizeof(*safe_on); i++) {
+		for (v = 0; v < sizeof(yes) / sizeof(*yes) + sizeof(no) / sizeof(*no) +
+				    sizeof(bad) / sizeof(*bad);
+		     v++) {
+			size_t ny = sizeof(yes) / sizeof(*yes), nn = sizeof(no) / sizeof(*no);
+			const char *val = v < ny ? yes[v] : v < ny + nn ? no[v - ny] : bad[v - ny - nn];
+			int want = v < ny || v >= ny + nn, warned = v >= ny + nn, on = -1;
+			t_log log = { 0, "" };
+
+			setenv(safe_on[i], val, 1);
+			c = env_compiler(f, &log);
+			if (i == 0)
+				on = jitk__cache_root(c->cache) == NULL;
+			else if (i == 1)
+				on = c->no_compile;
+			else
+				on = jitk__remote_read_only(c->remote);
+			if (on != want || log.warnings != warned)
+				fprintf(stderr, "%s='%s': on %d, %d warnings: %s\n", safe_on[i], val, on,
+					log.warnings, log.last);
+			assert_int_equal(on, want);
+			assert_int_equal(log.warnings, warned);
+			if (warned) {
+				assert_non_null(strstr(log.last, safe_on[i]));
+				assert_non_null(strstr(log.last, "taken as 1"));
+				assert_null(strchr(log.last, '\x1b')); /* one printable line */
+			}
+			jitk_compiler_free(c);
+			unsetenv(safe_on[i]);
+		}
+	}
+	unsetenv("JITK_REMOTE_CACHE");
+	/* The behaviours behind them: a read-only cache gets no entry, a
+	 * no-compile miss is an error. */
+	{
+		t_log log = { 0, "" };
+
+		setenv("JITK_CACHE_READONLY", "Yes", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		assert_int_equal(t_count_files(f->cache, ".jitk"), 0);
+		jitk_compiler_free(c);
+		unsetenv("JITK_CACHE_READONLY");
+		setenv("JITK_NO_COMPILE", "2", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), JITK_ENOCOMPILE);
+		jitk_compiler_free(c);
+		unsetenv("JITK_NO_COMPILE");
+	}
+	/* JITK_FORCE_COMPILE's safe meaning is off (the verified cache is
+	 * used): an unknown value compiles no more than unset. */
+	{
+		t_log log = { 0, "" };
+
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		jitk_compiler_free(c);
+		setenv("JITK_FORCE_COMPILE", "maybe", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, "JITK_FORCE_COMPILE='maybe'"));
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_CACHE);
+		jitk_compiler_free(c);
+		setenv("JITK_FORCE_COMPILE", "YES", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		jitk_compiler_free(c);
+		unsetenv("JITK_FORCE_COMPILE");
+		assert_int_equal(log.warnings, 1);
+	}
 }
 
 static void test_unusable_cache_dir(void **state)
@@ -1461,6 +1573,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_path_links, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_layer, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_environment, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_boolean_variables_fail_safe, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_unusable_cache_dir, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_untrusted_dirs, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_entries, t_setup, t_teardown),

@@ -346,7 +346,7 @@ int jitk__log_level_from_env(int def)
 	if (!v)
 		return def;
 	for (i = 0; i < JITK_ARRAY_SIZE(names); i++)
-		if (!strcmp(v, names[i]))
+		if (!strcasecmp(v, names[i]))
 			return (int)i;
 	return def;
 }
@@ -463,12 +463,30 @@ const char *jitk__env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-int jitk__env_flag(const char *name)
+int jitk__env_bool(const jitk_logger *lg, const char *name, int safe, const char *safe_means)
 {
+	static const char *const on[] = { "1", "true", "yes", "on" };
+	static const char *const off[] = { "0", "false", "no", "off" };
 	const char *v = jitk__env(name);
+	char shown[48];
+	size_t i;
 
-	return v && (!strcmp(v, "1") || !strcmp(v, "true") ||
-		     !strcmp(v, "yes") || !strcmp(v, "on"));
+	if (!v)
+		return 0;
+	for (i = 0; i < JITK_ARRAY_SIZE(on); i++) {
+		if (!strcasecmp(v, on[i]))
+			return 1;
+		if (!strcasecmp(v, off[i]))
+			return 0;
+	}
+	/* the value as one printable line, however it was spelled */
+	for (i = 0; v[i] && i < sizeof(shown) - 4; i++)
+		shown[i] = v[i] >= 0x20 && v[i] < 0x7f ? v[i] : '?';
+	snprintf(shown + i, sizeof(shown) - i, "%s", v[i] ? "..." : "");
+	if (lg)
+		jitk__log(lg, JITK_LOG_WARN, "%s='%s' is not one of " JITK_ENV_BOOL_VALUES
+			  ": taken as %d (%s)", name, shown, safe ? 1 : 0, safe_means);
+	return safe ? 1 : 0;
 }
 
 int jitk__parse_size(uint64_t *out, const char *s)

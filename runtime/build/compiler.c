@@ -164,7 +164,9 @@ static int remote_open(jitk_compiler *c, const jitk_compiler_options *o)
 {
 	const char *urls = o->remote ? o->remote : jitk__env("JITK_REMOTE_CACHE");
 	const char *lease = o->remote_lease ? o->remote_lease : jitk__env("JITK_REMOTE_LEASE");
-	int ro = o->remote_read_only >= 0 ? o->remote_read_only : jitk__env_flag("JITK_REMOTE_READONLY");
+	int ro = o->remote_read_only >= 0
+			 ? o->remote_read_only
+			 : jitk__env_bool(&c->log, "JITK_REMOTE_READONLY", 1, "read-only: nothing is uploaded");
 	int rc = jitk__remote_open(&c->remote, urls, ro, o->remote_connect_timeout_ms,
 				   o->remote_timeout_ms, &c->log);
 
@@ -199,9 +201,15 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	c->log.fn = o.log;
 	c->log.payload = o.log_payload;
 	c->log.level = o.log_level >= 0 ? o.log_level : jitk__log_level_from_env(JITK_LOG_WARN);
-	c->no_compile = o.no_compile >= 0 ? o.no_compile : jitk__env_flag("JITK_NO_COMPILE");
-	c->force_compile = o.force_compile >= 0 ? o.force_compile
-						 : jitk__env_flag("JITK_FORCE_COMPILE");
+	/* An unknown value of a switch means what compiles and writes less
+	 * (docs/api.md, "Environment"). */
+	c->no_compile = o.no_compile >= 0 ? o.no_compile
+					  : jitk__env_bool(&c->log, "JITK_NO_COMPILE", 1,
+							   "a cache miss is an error");
+	c->force_compile = o.force_compile >= 0
+				   ? o.force_compile
+				   : jitk__env_bool(&c->log, "JITK_FORCE_COMPILE", 0,
+						    "cached kernels are used");
 	if (o.dump_dir || jitk__env("JITK_DUMP_DIR"))
 		c->dump_dir = jitk__strdup(o.dump_dir ? o.dump_dir : jitk__env("JITK_DUMP_DIR"));
 
@@ -239,7 +247,10 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	if (!*cache_dir && !o.cache_dir)
 		jitk__log(&c->log, JITK_LOG_WARN,
 			  "no HOME, XDG_CACHE_HOME or JITK_CACHE_DIR: compiling in memory");
-	if ((o.cache_read_only >= 0 ? o.cache_read_only : jitk__env_flag("JITK_CACHE_READONLY")) &&
+	if ((o.cache_read_only >= 0
+		     ? o.cache_read_only
+		     : jitk__env_bool(&c->log, "JITK_CACHE_READONLY", 1,
+				      "read-only: nothing is written to the cache")) &&
 	    *cache_dir) {
 		/* The cache directory becomes the first read-only layer. */
 		char *both = layers ? jitk__asprintf("%s:%s", cache_dir, layers) : jitk__strdup(cache_dir);
