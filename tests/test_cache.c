@@ -653,6 +653,86 @@ static void test_boolean_variables_fail_safe(void **state)
 	}
 }
 
+/* cache pack -o FILE: the temporary is a fresh name made with O_EXCL, and
+ * only it is removed; what is at FILE must be a regular file of this user.
+ * Before, pack wrote FILE.tmp.PID, and when that name was taken (another
+ * user's file, a PID reused in another namespace on shared storage) it
+ * failed and then unlinked the file it had not made; and it renamed its
+ * bundle over a FIFO, a device or a symbolic link at FILE. */
+static void test_pack_output_and_temporary(void **state)
+{
+	t_fixture *f = *state;
+	jitk_bundle_summary sum = JITK_BUNDLE_SUMMARY_INIT;
+	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
+	char *out_dir = t_path(f->dir, "out"), *out, *planted, *fifo, *link, *target, *sub;
+	char name[64];
+	struct stat st;
+	size_t len;
+	char *text;
+	int origin;
+
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+	jitk_compiler_free(c);
+	assert_int_equal(mkdir(out_dir, 0700), 0);
+	out = t_path(out_dir, "k.jitkb");
+	/* someone else's file under the name pack used to take */
+	snprintf(name, sizeof(name), "k.jitkb.tmp.%ld", (long)getpid());
+	planted = t_path(out_dir, name);
+	t_writef(planted, "not yours\n");
+	assert_int_equal(jitk_cache_pack(&sum, out, f->cache, NULL, NULL, NULL), 0);
+	assert_int_equal(sum.entries, 1);
+	text = t_read(planted, &len);
+	assert_string_equal(text, "not yours\n");
+	free(text);
+	assert_int_equal(t_count_files(out_dir, ""), 2); /* the bundle and the planted file */
+	assert_int_equal(stat(out, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* packing over its own earlier bundle is fine */
+	assert_int_equal(jitk_cache_pack(&sum, out, f->cache, NULL, NULL, NULL), 0);
+	assert_int_equal(t_count_files(out_dir, ""), 2);
+
+	/* a FIFO, a directory, a symbolic link: refused, left as they are */
+	fifo = t_path(out_dir, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(jitk_cache_pack(&sum, fifo, f->cache, NULL, NULL, NULL), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a FIFO, not a regular file"));
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	sub = t_path(out_dir, "sub");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(jitk_cache_pack(&sum, sub, f->cache, NULL, NULL, NULL), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a directory"));
+	target = t_path(out_dir, "target");
+	t_writef(target, "keep\n");
+	link = t_path(out_dir, "link");
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(jitk_cache_pack(&sum, link, f->cache, NULL, NULL, NULL), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a symbolic link"));
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	text = t_read(target, &len);
+	assert_string_equal(text, "keep\n");
+	free(text);
+	/* another user's file (pretended: this user is uid 4242 now) */
+	jitk__test_assume_uid = 4242;
+	assert_int_equal(jitk_cache_pack(&sum, target, f->cache, NULL, NULL, NULL), JITK_EIO);
+	jitk__test_assume_uid = -1;
+	assert_non_null(strstr(jitk_error_last()->message, "not by this user (uid 4242)"));
+	text = t_read(target, &len);
+	assert_string_equal(text, "keep\n");
+	free(text);
+	/* no temporary file of any attempt is left: k.jitkb, the planted
+	 * file, the FIFO and the link's target (nftw counts no link) */
+	assert_int_equal(t_count_files(out_dir, ""), 4);
+	free(out_dir);
+	free(out);
+	free(planted);
+	free(fifo);
+	free(link);
+	free(target);
+	free(sub);
+}
+
 static void test_unusable_cache_dir(void **state)
 {
 	t_fixture *f = *state;
@@ -1574,6 +1654,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_only_layer, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_environment, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_boolean_variables_fail_safe, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_output_and_temporary, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_unusable_cache_dir, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_untrusted_dirs, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_entries, t_setup, t_teardown),

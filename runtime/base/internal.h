@@ -80,6 +80,9 @@ int jitk__log_level_from_env(int def);
  * FIFO, not a regular file" without being read. JITK_EIO (errno in the
  * message), JITK_EINVAL when the file is larger than max. */
 int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max);
+/* "a FIFO", "a character device", "a regular file"... for a st_mode. */
+const char *jitk__file_kind(unsigned mode);
+
 /* mkdir -p with mode for each created level. 0 or -1 (errno set). */
 int jitk__mkdirs(const char *path, unsigned mode);
 /* A boolean environment variable, the one parser of them all: unset or

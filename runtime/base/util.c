@@ -353,7 +353,7 @@ int jitk__log_level_from_env(int def)
 
 /* --------------------------------------------------------------- files */
 
-static const char *file_kind(unsigned mode)
+const char *jitk__file_kind(unsigned mode)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG: return "a regular file";
@@ -392,7 +392,7 @@ int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		rc = jitk__error(JITK_EIO, "%s: is %s, not a regular file", path,
-				 file_kind((unsigned)st.st_mode));
+				 jitk__file_kind((unsigned)st.st_mode));
 		goto done;
 	}
 	if ((uint64_t)st.st_size > max) {

@@ -582,7 +582,7 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	p.out = out;
 	p.report = report;
 	p.payload = payload;
-	if ((rc = parse_archs(&p, archs)))
+	if ((rc = parse_archs(&p, archs)) || (rc = jitk__output_check(file)))
 		goto done;
 	if (!cache_dir)
 		rc = jitk_cache_default_dir(&root);
@@ -597,17 +597,12 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	}
 	if (p.n)
 		qsort(p.items, p.n, sizeof(*p.items), by_record_key);
-	dir = dir_of(file);
-	tmp = jitk__asprintf("%s.tmp.%ld", file, (long)getpid());
-	if (!dir || !tmp) {
+	if (!(dir = dir_of(file))) {
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
 		goto done;
 	}
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = jitk__error(JITK_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	if ((rc = jitk__temp_create(&tmp, &fd, file)))
 		goto done;
-	}
 	if ((rc = pack_write(&p, fd, &index, &index_at, &count)))
 		goto done;
 	memset(head, 0, sizeof(head));
@@ -624,10 +619,14 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	}
 	if (write_all_at(fd, index, count * JITK_BUNDLE_RECORD, index_at) ||
 	    write_all_at(fd, head, sizeof(head), 0) ||
-	    ftruncate(fd, (off_t)(index_at + (uint64_t)count * JITK_BUNDLE_RECORD)) || fsync(fd)) {
+	    ftruncate(fd, (off_t)(index_at + (uint64_t)count * JITK_BUNDLE_RECORD)) ||
+	    fchmod(fd, 0644) || fsync(fd)) {
 		rc = jitk__error(JITK_EIO, "cannot write %s: %s", tmp, strerror(errno));
 		goto done;
 	}
+	/* once more: what is at FILE may have changed while packing */
+	if ((rc = jitk__output_check(file)))
+		goto done;
 	if (rename(tmp, file)) {
 		rc = jitk__error(JITK_EIO, "cannot rename %s to %s: %s", tmp, file, strerror(errno));
 		goto done;
@@ -638,12 +637,12 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 		(void)fsync(dfd);
 	rc = JITK_OK;
 done:
+	if (tmp)
+		jitk__temp_remove(tmp, fd);
 	if (fd >= 0)
 		close(fd);
 	if (dfd >= 0)
 		close(dfd);
-	if (tmp)
-		(void)unlink(tmp);
 	for (i = 0; i < p.n; i++)
 		free(p.paths[i]);
 	free(p.paths);

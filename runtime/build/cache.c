@@ -364,6 +364,99 @@ static const char *cache_untrusted(const char *dir, const char *root, char *why,
 	return bad;
 }
 
+/* -------------------------------------------------------------- outputs */
+
+/* What an existing output must be: a regular file of this user. */
+static int output_refused(const char *path, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode))
+		return jitk__error(JITK_EIO, "%s is %s, not a regular file: not writing it", path,
+				   jitk__file_kind((unsigned)st->st_mode));
+	if (st->st_uid != jitk__trusted_uid())
+		return jitk__error(JITK_EIO, "%s is owned by uid %ld, not by this user (uid %ld): "
+				   "not writing it", path, (long)st->st_uid, (long)jitk__trusted_uid());
+	return 0;
+}
+
+int jitk__output_check(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0
+				       : jitk__error(JITK_EIO, "%s: cannot stat: %s", path, strerror(errno));
+	return output_refused(path, &st);
+}
+
+int jitk__output_open(int *out, const char *path, int flags)
+{
+	struct stat st;
+	int fd, rc;
+
+	*out = -1;
+	/* O_NOFOLLOW: a link is refused (ELOOP); O_NONBLOCK: a FIFO without
+	 * a reader fails at once (ENXIO) instead of waiting for one, a device
+	 * opens and is refused below. Nothing is truncated before the checks. */
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+				(flags & O_APPEND),
+		  0644);
+	if (fd < 0) {
+		struct stat lst;
+
+		if ((errno == ELOOP || errno == ENXIO) && !lstat(path, &lst))
+			return output_refused(path, &lst) ? JITK_EIO
+			       : jitk__error(JITK_EIO, "%s: cannot open: %s", path, strerror(errno));
+		return jitk__error(JITK_EIO, "%s: cannot open: %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st))
+		rc = jitk__error(JITK_EIO, "%s: cannot stat: %s", path, strerror(errno));
+	else if (!(rc = output_refused(path, &st)) &&
+		 (fcntl(fd, F_SETFL, flags & O_APPEND) ||
+		  ((flags & O_TRUNC) && ftruncate(fd, 0))))
+		rc = jitk__error(JITK_EIO, "%s: cannot write: %s", path, strerror(errno));
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*out = fd;
+	return 0;
+}
+
+int jitk__temp_create(char **out, int *fd_out, const char *path)
+{
+	char *name = jitk__asprintf("%s.tmp.XXXXXX", path);
+	int fd;
+
+	*out = NULL;
+	*fd_out = -1;
+	if (!name)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	/* mkostemp: O_CREAT | O_EXCL under a fresh random name, another one
+	 * while a name is taken; 0600 until the file is whole. */
+	fd = mkostemp(name, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		free(name);
+		return jitk__error(JITK_EIO, "cannot create a temporary file next to %s: %s", path,
+				   strerror(e));
+	}
+	*out = name;
+	*fd_out = fd;
+	return 0;
+}
+
+void jitk__temp_remove(const char *name, int fd)
+{
+	struct stat mine, now;
+
+	/* only the file this process made: the name may have been taken
+	 * over since (a writer in the directory renamed over it) */
+	if (name && fd >= 0 && !fstat(fd, &mine) && !lstat(name, &now) &&
+	    mine.st_dev == now.st_dev && mine.st_ino == now.st_ino)
+		(void)unlink(name);
+}
+
 /* ------------------------------------------------------ names and dirs */
 
 static int open_dir(const char *path)
