@@ -582,7 +582,7 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	p.out = out;
 	p.report = report;
 	p.payload = payload;
-	if ((rc = parse_archs(&p, archs)) || (rc = jitk__output_check(file)))
+	if ((rc = parse_archs(&p, archs)) || (rc = jitk__output_check("the bundle", file)))
 		goto done;
 	if (!cache_dir)
 		rc = jitk_cache_default_dir(&root);
@@ -625,7 +625,7 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 		goto done;
 	}
 	/* once more: what is at FILE may have changed while packing */
-	if ((rc = jitk__output_check(file)))
+	if ((rc = jitk__output_check("the bundle", file)))
 		goto done;
 	if (rename(tmp, file)) {
 		rc = jitk__error(JITK_EIO, "cannot rename %s to %s: %s", tmp, file, strerror(errno));

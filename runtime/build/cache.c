@@ -367,31 +367,33 @@ static const char *cache_untrusted(const char *dir, const char *root, char *why,
 /* -------------------------------------------------------------- outputs */
 
 /* What an existing output must be: a regular file of this user. */
-static int output_refused(const char *path, const struct stat *st)
+static int output_refused(const char *what, const char *path, const struct stat *st)
 {
 	if (!S_ISREG(st->st_mode))
-		return jitk__error(JITK_EIO, "%s is %s, not a regular file: not writing it", path,
-				   jitk__file_kind((unsigned)st->st_mode));
+		return jitk__error(JITK_EIO, "%s %s is %s, not a regular file: not writing it", what,
+				   path, jitk__file_kind((unsigned)st->st_mode));
 	if (st->st_uid != jitk__trusted_uid())
-		return jitk__error(JITK_EIO, "%s is owned by uid %ld, not by this user (uid %ld): "
-				   "not writing it", path, (long)st->st_uid, (long)jitk__trusted_uid());
+		return jitk__error(JITK_EIO, "%s %s is owned by uid %ld, not by this user (uid %ld): "
+				   "not writing it", what, path, (long)st->st_uid,
+				   (long)jitk__trusted_uid());
 	return 0;
 }
 
-int jitk__output_check(const char *path)
+int jitk__output_check(const char *what, const char *path)
 {
 	struct stat st;
 
 	if (lstat(path, &st))
 		return errno == ENOENT ? 0
-				       : jitk__error(JITK_EIO, "%s: cannot stat: %s", path, strerror(errno));
-	return output_refused(path, &st);
+				       : jitk__error(JITK_EIO, "cannot stat %s %s: %s", what, path,
+						     strerror(errno));
+	return output_refused(what, path, &st);
 }
 
-int jitk__output_open(int *out, const char *path, int flags)
+int jitk__output_open(int *out, const char *what, const char *path, int flags)
 {
 	struct stat st;
-	int fd, rc;
+	int fd, rc, e;
 
 	*out = -1;
 	/* O_NOFOLLOW: a link is refused (ELOOP); O_NONBLOCK: a FIFO without
@@ -401,19 +403,16 @@ int jitk__output_open(int *out, const char *path, int flags)
 				(flags & O_APPEND),
 		  0644);
 	if (fd < 0) {
-		struct stat lst;
-
-		if ((errno == ELOOP || errno == ENXIO) && !lstat(path, &lst))
-			return output_refused(path, &lst) ? JITK_EIO
-			       : jitk__error(JITK_EIO, "%s: cannot open: %s", path, strerror(errno));
-		return jitk__error(JITK_EIO, "%s: cannot open: %s", path, strerror(errno));
+		e = errno;
+		if ((e == ELOOP || e == ENXIO) && !lstat(path, &st) && output_refused(what, path, &st))
+			return JITK_EIO;
+		return jitk__error(JITK_EIO, "cannot open %s %s: %s", what, path, strerror(e));
 	}
 	if (fstat(fd, &st))
-		rc = jitk__error(JITK_EIO, "%s: cannot stat: %s", path, strerror(errno));
-	else if (!(rc = output_refused(path, &st)) &&
-		 (fcntl(fd, F_SETFL, flags & O_APPEND) ||
-		  ((flags & O_TRUNC) && ftruncate(fd, 0))))
-		rc = jitk__error(JITK_EIO, "%s: cannot write: %s", path, strerror(errno));
+		rc = jitk__error(JITK_EIO, "cannot stat %s %s: %s", what, path, strerror(errno));
+	else if (!(rc = output_refused(what, path, &st)) &&
+		 (fcntl(fd, F_SETFL, flags & O_APPEND) || ((flags & O_TRUNC) && ftruncate(fd, 0))))
+		rc = jitk__error(JITK_EIO, "cannot write %s %s: %s", what, path, strerror(errno));
 	if (rc) {
 		close(fd);
 		return rc;

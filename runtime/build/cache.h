@@ -198,13 +198,14 @@ unsigned jitk__trusted_uid(void);
 /* Outputs jitk writes at a path the user names (a bundle, a manifest, a
  * source dump) are regular files of this user: a symbolic link, a FIFO, a
  * device, a directory or another user's file there is refused (JITK_EIO,
- * "PATH is a FIFO, not a regular file: not writing it"), never opened for
- * writing or replaced. jitk__output_check: 0 when path is missing or such
- * a file (for an output that a rename will replace). jitk__output_open:
- * opens it for writing (created 0644 when missing; flags: O_APPEND and/or
- * O_TRUNC, applied after the checks), *out the descriptor. */
-int jitk__output_check(const char *path);
-int jitk__output_open(int *out, const char *path, int flags);
+ * "WHAT PATH is a FIFO, not a regular file: not writing it"; what: "the
+ * bundle"), never opened for writing or replaced. jitk__output_check: 0
+ * when path is missing or such a file (for an output that a rename will
+ * replace). jitk__output_open: opens it for writing (created 0644 when
+ * missing; flags: O_APPEND and/or O_TRUNC, applied after the checks), *out
+ * the descriptor; JITK_EIO "cannot open WHAT PATH: REASON". */
+int jitk__output_check(const char *what, const char *path);
+int jitk__output_open(int *out, const char *what, const char *path, int flags);
 /* A temporary file next to path, for a file that a rename will publish:
  * PATH.tmp.XXXXXX created with O_EXCL under a random name (0600), *out
  * its name (the caller frees it), *fd its descriptor. JITK_EIO naming it.

@@ -442,13 +442,22 @@ static void dump_source(const jitk_compiler *c, const jitk_build *b,
 			name[i] = '_';
 	if (jitk__mkdirs(c->dump_dir, 0755) == 0 &&
 	    (path = jitk__asprintf("%s/%s.%s.%.12s.cu", c->dump_dir, name, arch, b->key_hex))) {
-		if ((f = fopen(path, "w"))) {
+		int fd;
+
+		/* not through a link or into a FIFO planted in a shared dump
+		 * directory: a regular file of this user, or none */
+		if (jitk__output_open(&fd, "the source dump", path, O_TRUNC)) {
+			jitk__log(&c->log, JITK_LOG_WARN, "JITK_DUMP_DIR: %s", jitk_error_last()->message);
+			jitk__error_clear();
+		} else if ((f = fdopen(fd, "w"))) {
 			fputs(tu->source, f);
 			fprintf(f, "\n// options:");
 			for (i = 0; i < tu->noptions; i++)
 				fprintf(f, " %s", tu->options[i]);
 			fprintf(f, "\n// name-expression %s\n", tu->name_expr);
 			fclose(f);
+		} else {
+			close(fd);
 		}
 		free(path);
 	}

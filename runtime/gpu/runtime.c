@@ -663,13 +663,11 @@ int jitk_runtime_manifest(jitk_runtime *rt, const char *path)
 	if (path) {
 		if (!(copy = jitk__strdup(path)))
 			return jitk__error(JITK_ENOMEM, "out of memory");
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			int e = errno;
-
+		/* a regular file of this user: not through a link, and never a
+		 * FIFO (opening one would wait for a reader) or a device */
+		if (jitk__output_open(&fd, "the manifest", path, O_APPEND)) {
 			free(copy);
-			return jitk__error(JITK_EIO, "cannot open the manifest %s: %s", path,
-					   strerror(e));
+			return JITK_EIO;
 		}
 	}
 	pthread_mutex_lock(&rt->manifest_mu);
