@@ -751,6 +751,15 @@ static void test_unusable_cache_dir(void **state)
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(log.warnings, 1); /* one warning, not one per kernel */
 	jitk_compiler_free(c);
+	/* what the compiler only warns about, jitk_cache_check_writable says
+	 * (jitk precompile --cache fails on it) */
+	assert_int_equal(jitk_cache_check_writable(under), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "Not a directory"));
+	assert_int_equal(jitk_cache_check_writable(file), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a regular file, not a directory"));
+	assert_int_equal(jitk_cache_check_writable(f->cache), JITK_OK);
+	assert_int_equal(jitk_cache_check_writable(""), JITK_EINVAL);
+	assert_int_equal(jitk_cache_check_writable(NULL), JITK_EINVAL);
 	free(file);
 	free(under);
 }

@@ -34,6 +34,11 @@ int jitk_cache_prune(jitk_prune_result *out, const char *dir, const char *max_by
 	return jitk__cache_prune(out, dir, bound, JITK_TEMP_MAX_AGE_S, JITK_PRUNE_VERIFY);
 }
 
+int jitk_cache_check_writable(const char *dir)
+{
+	return jitk__cache_writable(dir);
+}
+
 int jitk_parse_size(uint64_t *out, const char *text)
 {
 	if (!out || !text || jitk__parse_size(out, text))

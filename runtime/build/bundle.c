@@ -657,27 +657,15 @@ done:
 
 /* -------------------------------------------------------------- unpack */
 
-typedef struct {
-	char last[512];
-} last_warning;
-
-static void keep_warning(void *payload, jitk_log_level level, const char *msg)
-{
-	last_warning *w = payload;
-
-	if (level <= JITK_LOG_WARN)
-		snprintf(w->last, sizeof(w->last), "%s", msg);
-}
-
 int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
 		      jitk_bundle_report_fn report, void *payload)
 {
-	last_warning w = { "" };
-	jitk_logger log = { keep_warning, &w, JITK_LOG_WARN };
+	jitk_logger quiet = { NULL, NULL, JITK_LOG_ERROR };
 	jitk_bundle *b = NULL;
 	jitk_cache *c = NULL;
 	char *root = NULL;
 	uint64_t failed = 0;
+	char why[256] = "";
 	uint32_t i;
 	int rc;
 
@@ -689,11 +677,20 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 		rc = jitk_cache_default_dir(&root);
 	else if (!(root = jitk__strdup(cache_dir)))
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
-	if (rc || (rc = jitk__cache_open(&c, root, NULL, &log)))
+	if (rc)
 		goto done;
-	if (!*root || !jitk__cache_root(c)) {
-		rc = jitk__error(JITK_EIO, "cannot unpack into %s: %s", *root ? root : "(no cache directory)",
-				 *w.last ? w.last : "not a usable cache directory");
+	/* what a compiler only warns about (and then compiles in memory) is
+	 * the whole failure here */
+	if (!*root || jitk__cache_writable(root)) {
+		rc = jitk__error(JITK_EIO, "cannot unpack into %s: %s",
+				 *root ? root : "(no cache directory)",
+				 *root ? jitk_error_last()->message : "no cache directory given");
+		goto done;
+	}
+	if ((rc = jitk__cache_open(&c, root, NULL, &quiet)))
+		goto done;
+	if (!jitk__cache_root(c)) {
+		rc = jitk__error(JITK_EIO, "cannot unpack into %s: not a usable cache directory", root);
 		goto done;
 	}
 	for (i = 0; i < b->count; i++) {
@@ -717,7 +714,8 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 			if (out)
 				out->skipped++;
 		} else if (jitk__cache_put(c, &e)) {
-			failed++;
+			if (!failed++)
+				snprintf(why, sizeof(why), "%s", jitk_error_last()->message);
 		} else if (out) {
 			out->entries++;
 			out->bytes += r->size;
@@ -725,7 +723,7 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 		jitk__cache_entry_free(&e);
 	}
 	rc = failed ? jitk__error(JITK_EIO, "%llu entries could not be written into %s: %s",
-				  (unsigned long long)failed, root, w.last)
+				  (unsigned long long)failed, root, why)
 		    : JITK_OK;
 done:
 	jitk__cache_close(c);

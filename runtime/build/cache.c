@@ -302,7 +302,8 @@ static const char *st_untrusted(const struct stat *st, const char *path, int roo
 	unsigned uid = jitk__trusted_uid();
 
 	if (!S_ISDIR(st->st_mode)) {
-		snprintf(why, n, "%s is not a directory", path);
+		snprintf(why, n, "%s is %s, not a directory", path,
+			 jitk__file_kind((unsigned)st->st_mode));
 		return why;
 	}
 	if (st->st_uid != uid && !(root_ok && st->st_uid == 0)) {
@@ -654,8 +655,11 @@ static const char *layer_unusable(const char *top, char *why, size_t n)
 		snprintf(why, n, "%s", strerror(errno));
 		return why;
 	}
-	if (!S_ISDIR(st.st_mode))
-		return "not a directory";
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, n, "%s, not a directory or a jitk bundle",
+			 jitk__file_kind((unsigned)st.st_mode));
+		return why;
+	}
 	v1 = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR);
 	e = v1 ? lstat(v1, &st) : -1;
 	free(v1);
@@ -739,6 +743,35 @@ static int add_layers(jitk_cache *c, const char *layers)
 	return 0;
 }
 
+/* Why the writable cache at dir (root: dir/v1) cannot be used, in why,
+ * or NULL when it can (its directories made). */
+static const char *root_unusable(const char *dir, const char *root, char *why, size_t n)
+{
+	const char *bad = cache_untrusted(dir, root, why, n);
+
+	if (!bad && make_dirs(root)) {
+		snprintf(why, n, "cannot make or write %s: %s", root, strerror(errno));
+		return why;
+	}
+	if (bad || (bad = cache_untrusted(dir, root, why, n)))
+		return bad;
+	return NULL;
+}
+
+int jitk__cache_writable(const char *dir)
+{
+	char why[512], *root;
+	const char *bad;
+
+	if (!dir || !*dir)
+		return jitk__error(JITK_EINVAL, "no cache directory given");
+	if (!(root = jitk__asprintf("%s/%s", dir, JITK_CACHE_SUBDIR)))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	bad = root_unusable(dir, root, why, sizeof(why));
+	free(root);
+	return bad ? jitk__error(JITK_EIO, "%s", bad) : JITK_OK;
+}
+
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		     const jitk_logger *log)
 {
@@ -766,16 +799,9 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 			free(c);
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		}
-		bad = cache_untrusted(dir, c->root, why, sizeof(why));
-		if (!bad && make_dirs(c->root)) {
+		if ((bad = root_unusable(dir, c->root, why, sizeof(why)))) {
 			jitk__log(&c->log, JITK_LOG_WARN,
-				  "cache directory %s is not usable (%s); compiling in memory",
-				  dir, strerror(errno));
-			free(c->root);
-			c->root = NULL;
-		} else if (bad || (bad = cache_untrusted(dir, c->root, why, sizeof(why)))) {
-			jitk__log(&c->log, JITK_LOG_WARN,
-				  "not using cache directory: %s; compiling in memory", bad);
+				  "not using cache directory %s: %s; compiling in memory", dir, bad);
 			free(c->root);
 			c->root = NULL;
 		} else if (!(c->top = jitk__strdup(dir))) {

@@ -195,6 +195,12 @@ extern long jitk__test_assume_uid;
  * test build, jitk__test_assume_uid when it is set). */
 unsigned jitk__trusted_uid(void);
 
+/* JITK_OK when a compiler's cache could be written at dir: its
+ * directories are this user's (made when missing) and writable; else
+ * JITK_EIO with the reason ("DIR/v1 is world-writable without the sticky
+ * bit"), as a compiler would warn before compiling in memory. */
+int jitk__cache_writable(const char *dir);
+
 /* Outputs jitk writes at a path the user names (a bundle, a manifest, a
  * source dump) are regular files of this user: a symbolic link, a FIFO, a
  * device, a directory or another user's file there is refused (JITK_EIO,
