@@ -332,6 +332,24 @@ static void test_max_bytes_sizes(void **state)
 		assert_int_equal(t_count_files(f->cache, ".jitk"), 1);
 		jitk_compiler_free(c);
 	}
+	/* A bound smaller than one entry empties the cache after every
+	 * write: one warning says so (it used to be silent). */
+	setenv("JITK_CACHE_MAX_BYTES", "1k", 1);
+	{
+		t_log log = { 0, "" };
+		jitk_compiler *c;
+		int origin;
+
+		t_rmtree(f->cache);
+		c = t_compiler(f->specs, f->cache, NULL, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(t_build(c, SYM, "sm_100", &origin), 0);
+		assert_int_equal(t_count_files(f->cache, ".jitk"), 0);
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, "JITK_CACHE_MAX_BYTES=1024 bytes is smaller than one "
+						 "cache entry"));
+		jitk_compiler_free(c);
+	}
 	unsetenv("JITK_CACHE_MAX_BYTES");
 }
 

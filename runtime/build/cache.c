@@ -73,6 +73,7 @@ struct jitk_cache {
 	size_t nlayers;
 	jitk_logger log;
 	jitk_cache_counters n;
+	atomic_int small_bound_warned; /* max_bytes < an entry: said once */
 };
 
 /* ------------------------------------------------------------ encoding */
@@ -1179,6 +1180,13 @@ int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e)
 	rc = JITK_OK;
 	if (c->max_bytes && c->top) {
 		jitk_prune_result pr;
+
+		/* the prune below takes the entry just written at once */
+		if (len > c->max_bytes && !atomic_exchange(&c->small_bound_warned, 1))
+			jitk__log(&c->log, JITK_LOG_WARN,
+				  "JITK_CACHE_MAX_BYTES=%llu bytes is smaller than one cache entry "
+				  "(%zu bytes): every entry is evicted as soon as it is written",
+				  (unsigned long long)c->max_bytes, len);
 
 		(void)jitk__cache_prune(&pr, c->top, c->max_bytes, JITK_TEMP_MAX_AGE_S, 0);
 	}
