@@ -214,5 +214,15 @@ expect 1 "$nogpu" bench --family qk --heads 12,4 --specs $specs
 expect 1 "$nogpu" bench --family axes --rows 128,4096 --hidden 3072
 unset CUDA_VISIBLE_DEVICES
 
+# The default specs (next to the library: build/../specs) are named by
+# their real path in messages, not "build/../specs/x.yaml".
+n=$((n + 1))
+got=$(env -u JITK_SPECS "$jitk" explain fused_norm_scale_shift_fp8 --arch sm_89 2>&1 | grep -m 1 'reason:')
+case $got in
+*"/../"*) echo "FAIL: explain names a spec path with '..': $got"; fails=$((fails + 1)) ;;
+*"[$(pwd -P)/specs/norm_scale_shift.yaml:"*) ;;
+*) echo "FAIL: explain's gate reason names no spec path under $(pwd -P)/specs: $got"; fails=$((fails + 1)) ;;
+esac
+
 [ "$fails" = 0 ] || { echo "cli: $fails of $n invocations failed"; exit 1; }
 echo "cli: $n invocations: hostile ones refused with the right message and status, names as documented"

@@ -58,7 +58,17 @@ static char *default_specs(void)
 	if (!found && is_dir(JITK_DATADIR "/specs"))
 		found = jitk__strdup(JITK_DATADIR "/specs");
 	if (!found)
-		found = jitk__strdup("specs");
+		return jitk__strdup("specs");
+	/* without the "lib/.." every message would carry: "build/../specs/x.yaml:3:1" */
+	{
+		char *real = realpath(found, NULL);
+
+		if (real) {
+			free(found);
+			found = jitk__strdup(real);
+			free(real);
+		}
+	}
 	return found;
 }
 
