@@ -353,6 +353,42 @@ static void test_max_bytes_sizes(void **state)
 	unsetenv("JITK_CACHE_MAX_BYTES");
 }
 
+/* A NULL where a handle belongs is named: a binding whose object was
+ * closed (a Python Compiler after close()) passes NULL, and "NULL
+ * argument" did not say which. */
+static void test_null_arguments_are_named(void **state)
+{
+	t_fixture *f = *state;
+	jitk_compiler *c = t_compiler(f->specs, NULL, NULL, NULL);
+	jitk_cache_summary sum;
+	jitk_origin origin;
+	char *text = NULL;
+	size_t *sel = NULL, n;
+	int major;
+
+	assert_int_equal(jitk_precompile(&origin, NULL, SYM, "sm_90"), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_precompile: compiler is NULL");
+	assert_int_equal(jitk_precompile(&origin, c, SYM, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_precompile: arch is NULL");
+	assert_int_equal(jitk_explain(&text, NULL, SYM, "sm_90"), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_explain: compiler is NULL");
+	assert_int_equal(jitk_source(&text, NULL, c, NULL, "sm_90"), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_source: name is NULL");
+	assert_int_equal(jitk_select(&sel, &n, c, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_select: selector is NULL");
+	assert_int_equal(jitk_list(&text, NULL, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_list: compiler is NULL");
+	assert_int_equal(jitk_describe(NULL, c, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_describe: out is NULL");
+	assert_int_equal(jitk_cache_stats(&sum, NULL, 0, NULL, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_cache_stats: dir is NULL");
+	assert_int_equal(jitk_nvrtc_version(&major, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_nvrtc_version: minor is NULL");
+	assert_null(text);
+	assert_null(sel);
+	jitk_compiler_free(c);
+}
+
 /* JITK_TEST_ASSUME_UID used to be read from the environment by the trust
  * check of every lookup: a variable must never relax (or change) a
  * security check. The pretended uid is now a test-build global only. */
@@ -1670,6 +1706,7 @@ int main(void)
 		cmocka_unit_test(test_header_fully_covered),
 		cmocka_unit_test_setup_teardown(test_max_bytes_sizes, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_no_environment_hook, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_null_arguments_are_named, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_layers_warn_once, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_lock_wait_names_holder, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_admin_never_follows_links, t_setup, t_teardown),

@@ -59,6 +59,14 @@ int jitk__error_detail(int status, const char *detail, const char *fmt, ...)
 	JITK_PRINTF(3, 4);
 void jitk__error_clear(void);
 
+/* An API call's pointer arguments: JITK_EINVAL "FN: NAME is NULL" for the
+ * first that is NULL (names: the arguments' names, space-separated, in
+ * order), else 0. JITK_NULL_ARGS("jitk_list", "out compiler", out, c). */
+int jitk__null_args(const char *fn, const char *names, size_t n, const void *const *ptrs);
+#define JITK_NULL_ARGS(fn, names, ...)                                                  \
+	jitk__null_args(fn, names, sizeof((const void *[]){ __VA_ARGS__ }) / sizeof(void *), \
+			(const void *[]){ __VA_ARGS__ })
+
 /* ------------------------------------------------------------- logging */
 
 typedef struct {

@@ -297,6 +297,19 @@ int jitk__error_detail(int status, const char *detail, const char *fmt, ...)
 	return status;
 }
 
+int jitk__null_args(const char *fn, const char *names, size_t n, const void *const *ptrs)
+{
+	size_t i, len;
+
+	for (i = 0; i < n; i++) {
+		len = strcspn(names, " ");
+		if (!ptrs[i])
+			return jitk__error(JITK_EINVAL, "%s: %.*s is NULL", fn, (int)len, names);
+		names += len + (names[len] == ' ');
+	}
+	return 0;
+}
+
 void jitk__error_clear(void)
 {
 	struct error_slot *s = error_slot_get(0);

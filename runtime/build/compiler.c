@@ -996,8 +996,8 @@ int jitk_precompile(jitk_origin *out_origin, jitk_compiler *c, const char *name,
 	size_t inst;
 	int rc;
 
-	if (!c || !name || !arch)
-		return jitk__error(JITK_EINVAL, "jitk_precompile: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_precompile", "compiler name arch", c, name, arch)))
+		return rc;
 	if (jitk__arch_parse(&a, arch))
 		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
 				   arch);
@@ -1016,7 +1016,7 @@ int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler)
 	jitk_remote_stats s = JITK_REMOTE_STATS_INIT;
 
 	if (!out || !compiler)
-		return jitk__error(JITK_EINVAL, "jitk_remote_stats_get: NULL argument");
+		return JITK_NULL_ARGS("jitk_remote_stats_get", "out compiler", out, compiler);
 	if (out->version != JITK_REMOTE_STATS_VERSION)
 		return jitk__error(JITK_EINVAL, "jitk_remote_stats version %u is not %d", out->version,
 				   JITK_REMOTE_STATS_VERSION);
