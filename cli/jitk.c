@@ -90,8 +90,11 @@ static const char usage_precompile[] =
 	"$JITK_REMOTE_CACHE), what the cache lacks is fetched from it (verified,\n"
 	"counted as remote) or compiled and uploaded (not with\n"
 	"JITK_REMOTE_READONLY=1); a remote that fails is warned about once and\n"
-	"fails nothing. Ends with one summary line; exit 1 if any failed. Needs\n"
-	"no GPU.\n";
+	"fails nothing. A --cache DIR that cannot be written (not this user's,\n"
+	"writable by others, not a directory, JITK_CACHE_READONLY) fails the run\n"
+	"before anything compiles; without --cache, an unusable default cache is\n"
+	"one warning and a build in memory. Ends with one summary line; exit 1 if\n"
+	"any failed. Needs no GPU.\n";
 
 static const char usage_cache[] =
 	"usage: jitk cache stats|verify|clear|prune [--cache DIR] [--max-bytes SIZE]\n"
@@ -757,7 +760,21 @@ static int cmd_precompile(int argc, char **argv)
 	list = o.arch ? o.arch : "sm_80,sm_86,sm_89,sm_90,sm_100,sm_120";
 	x.archs = xcalloc(strlen(list) + 1, sizeof(*x.archs));
 	narchs = parse_arch_list(x.archs, list);
+	/* An explicit --cache is the point of the run: one that cannot be
+	 * written is a failure, not a warning and a build into memory. */
+	if (o.cache && jitk_cache_check_writable(o.cache)) {
+		fprintf(stderr, "%s: cannot precompile into %s: %s\n", prog, o.cache,
+			jitk_error_last()->message);
+		free(x.archs);
+		return 1;
+	}
 	x.c = open_compiler(&o);
+	if (o.cache && !jitk_compiler_cache_dir(x.c)) {
+		fprintf(stderr, "%s: cannot precompile into %s: the cache is read-only "
+			"(JITK_CACHE_READONLY)\n", prog, o.cache);
+		rc = 1;
+		goto done;
+	}
 	for (j = 0; j < narchs; j++)
 		check_arch(x.c, x.archs[j]);
 	x.tty = isatty(STDOUT_FILENO);

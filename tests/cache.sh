@@ -133,5 +133,56 @@ check "verify counts it" 1 ", 3 bad\$" "$jitk" cache verify --cache "$c"
 check "prune removes it" 0 "removed 3 bad entries" "$jitk" cache prune --cache "$c"
 check "verify is clean after prune" 0 ": 1 entries, .*, 0 bad\$" "$jitk" cache verify --cache "$c"
 
+# An explicit --cache that cannot be written fails precompile (exit 1, one
+# line, nothing compiled); it used to compile "into (memory)" and exit 0.
+# So does unpack, without "compiling in memory" in its message.
+mkdir -p "$w/ww/v1"
+chmod 777 "$w/ww/v1"
+mkfifo "$w/fifo"
+pre() { "$jitk" precompile static_quant_fp8 --specs specs --arch sm_90 -j 1 "$@"; }
+check "precompile into a file" 1 "^jitk: cannot precompile into $w/a-file: $w/a-file is a regular file, not a directory\$" \
+	pre --cache "$w/a-file"
+count "precompile into a file: one line" 1 "."
+check "precompile into a FIFO" 1 "^jitk: cannot precompile into $w/fifo: $w/fifo is a FIFO, not a directory\$" \
+	pre --cache "$w/fifo"
+check "precompile under a file" 1 "^jitk: cannot precompile into $w/a-file/c: cannot make or write $w/a-file/c/v1: Not a directory\$" \
+	pre --cache "$w/a-file/c"
+check "precompile into a world-writable v1" 1 "^jitk: cannot precompile into $w/ww: $w/ww/v1 is world-writable without the sticky bit\$" \
+	pre --cache "$w/ww"
+count "a world-writable v1: one line" 1 "."
+check "precompile with JITK_CACHE_READONLY=1" 1 "^jitk: cannot precompile into $c: the cache is read-only \(JITK_CACHE_READONLY\)\$" \
+	env JITK_CACHE_READONLY=1 "$jitk" precompile static_quant_fp8 --specs specs --arch sm_90 --cache "$c"
+count "JITK_CACHE_READONLY=1: one line" 1 "."
+check "a FIFO as a layer says what it is" 0 "^jitk: warning: cache layer $w/fifo ignored: a FIFO, not a directory or a jitk bundle\$" \
+	env JITK_CACHE_PATH="$w/fifo" "$jitk" precompile static_quant_fp8 --specs specs --cache "$c" --arch sm_90
+check "pack" 0 "packed 1 entries" "$jitk" cache pack --cache "$c" -o "$w/k.jitkb"
+check "unpack into a world-writable v1" 1 "^jitk: cannot unpack into $w/ww: $w/ww/v1 is world-writable without the sticky bit\$" \
+	"$jitk" cache unpack "$w/k.jitkb" --cache "$w/ww"
+check "unpack under a file" 1 "^jitk: cannot unpack into $w/a-file/c: cannot make or write $w/a-file/c/v1: Not a directory\$" \
+	"$jitk" cache unpack "$w/k.jitkb" --cache "$w/a-file/c"
+check "pack -o a FIFO" 1 "^jitk: the bundle $w/fifo is a FIFO, not a regular file: not writing it\$" \
+	"$jitk" cache pack --cache "$c" -o "$w/fifo"
+[ -p "$w/fifo" ] || fail "pack -o a FIFO replaced it"
+ln -s "$w/k.jitkb" "$w/link.jitkb"
+check "pack -o a link" 1 "^jitk: the bundle $w/link.jitkb is a symbolic link, not a regular file: not writing it\$" \
+	"$jitk" cache pack --cache "$c" -o "$w/link.jitkb"
+[ -L "$w/link.jitkb" ] || fail "pack -o a link replaced it"
+# As root, -o /dev/null would have replaced /dev/null: a device node of
+# the test's own stands in for it (a regression replaces only that one).
+if [ "$(id -u)" = 0 ] && mknod "$w/null" c 1 3 2>/dev/null; then
+	check "pack -o a character device" 1 "^jitk: the bundle $w/null is a character device, not a regular file: not writing it\$" \
+		"$jitk" cache pack --cache "$c" -o "$w/null"
+	[ -c "$w/null" ] || fail "pack -o a character device replaced it"
+fi
+
+# docs/cache-format.md gives the entry format the library writes, in the
+# entry header and in the bundle header (it said 2 there after format 3).
+v=$("$jitk" --version | sed -n 's/.*cache format \([0-9]*\).*/\1/p')
+for what in "| 8 | 4 | format version ($v) |" "| 16 | 4 | the entries' format ($v," \
+	"bytes of an entry file (format $v, above)"; do
+	n=$((n + 1))
+	grep -qF -- "$what" docs/cache-format.md || fail "docs/cache-format.md lacks '$what'"
+done
+
 [ "$fails" = 0 ] || { echo "cache: $fails of $n checks failed"; exit 1; }
 echo "cache: $n checks of the cache commands passed"

@@ -214,5 +214,36 @@ expect 1 "$nogpu" bench --family qk --heads 12,4 --specs $specs
 expect 1 "$nogpu" bench --family axes --rows 128,4096 --hidden 3072
 unset CUDA_VISIBLE_DEVICES
 
+# The default specs (next to the library: build/../specs) are named by
+# their real path in messages, not "build/../specs/x.yaml".
+n=$((n + 1))
+got=$(env -u JITK_SPECS "$jitk" explain fused_norm_scale_shift_fp8 --arch sm_89 2>&1 | grep -m 1 'reason:')
+case $got in
+*"/../"*) echo "FAIL: explain names a spec path with '..': $got"; fails=$((fails + 1)) ;;
+*"[$(pwd -P)/specs/norm_scale_shift.yaml:"*) ;;
+*) echo "FAIL: explain's gate reason names no spec path under $(pwd -P)/specs: $got"; fails=$((fails + 1)) ;;
+esac
+
+# Every build/PROGRAM the README's examples run is built by its two
+# commands (ninja cache, ninja test): build/qwen_block was built by neither.
+ninja=$(command -v ninja || command -v ninja-build || true)
+if [ -n "$ninja" ] && cmds=$("$ninja" -t commands cache test 2>/dev/null); then
+	for prog in $(sed -n 's|^build/\([a-z_]*\) .*|\1|p' README.md | sort -u); do
+		n=$((n + 1))
+		printf '%s\n' "$cmds" | grep -q -- "-o $b/$prog\( \|\$\)" ||
+			{ echo "FAIL: README runs build/$prog, which neither ninja cache nor ninja test builds"; fails=$((fails + 1)); }
+	done
+fi
+
+# What the README's examples write (-o FILE) lands where git ignores it, not
+# as an untracked file in the source tree (kernels.jitkb did).
+if command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; then
+	for out in $(sed -n 's|^build/.* -o \([^ ]*\).*|\1|p' README.md); do
+		n=$((n + 1))
+		git check-ignore -q "$out" ||
+			{ echo "FAIL: the README's example writes $out, which git does not ignore"; fails=$((fails + 1)); }
+	done
+fi
+
 [ "$fails" = 0 ] || { echo "cli: $fails of $n invocations failed"; exit 1; }
 echo "cli: $n invocations: hostile ones refused with the right message and status, names as documented"

@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "build/compile.h"
+#include "build/remote.h"
 
 #define SYM "static_quant_fp8"
 
@@ -331,7 +332,61 @@ static void test_max_bytes_sizes(void **state)
 		assert_int_equal(t_count_files(f->cache, ".jitk"), 1);
 		jitk_compiler_free(c);
 	}
+	/* A bound smaller than one entry empties the cache after every
+	 * write: one warning says so (it used to be silent). */
+	setenv("JITK_CACHE_MAX_BYTES", "1k", 1);
+	{
+		t_log log = { 0, "" };
+		jitk_compiler *c;
+		int origin;
+
+		t_rmtree(f->cache);
+		c = t_compiler(f->specs, f->cache, NULL, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(t_build(c, SYM, "sm_100", &origin), 0);
+		assert_int_equal(t_count_files(f->cache, ".jitk"), 0);
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, "JITK_CACHE_MAX_BYTES=1024 bytes is smaller than one "
+						 "cache entry"));
+		jitk_compiler_free(c);
+	}
 	unsetenv("JITK_CACHE_MAX_BYTES");
+}
+
+/* A NULL where a handle belongs is named: a binding whose object was
+ * closed (a Python Compiler after close()) passes NULL, and "NULL
+ * argument" did not say which. */
+static void test_null_arguments_are_named(void **state)
+{
+	t_fixture *f = *state;
+	jitk_compiler *c = t_compiler(f->specs, NULL, NULL, NULL);
+	jitk_cache_summary sum;
+	jitk_origin origin;
+	char *text = NULL;
+	size_t *sel = NULL, n;
+	int major;
+
+	assert_int_equal(jitk_precompile(&origin, NULL, SYM, "sm_90"), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_precompile: compiler is NULL");
+	assert_int_equal(jitk_precompile(&origin, c, SYM, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_precompile: arch is NULL");
+	assert_int_equal(jitk_explain(&text, NULL, SYM, "sm_90"), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_explain: compiler is NULL");
+	assert_int_equal(jitk_source(&text, NULL, c, NULL, "sm_90"), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_source: name is NULL");
+	assert_int_equal(jitk_select(&sel, &n, c, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_select: selector is NULL");
+	assert_int_equal(jitk_list(&text, NULL, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_list: compiler is NULL");
+	assert_int_equal(jitk_describe(NULL, c, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_describe: out is NULL");
+	assert_int_equal(jitk_cache_stats(&sum, NULL, 0, NULL, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_cache_stats: dir is NULL");
+	assert_int_equal(jitk_nvrtc_version(&major, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message, "jitk_nvrtc_version: minor is NULL");
+	assert_null(text);
+	assert_null(sel);
+	jitk_compiler_free(c);
 }
 
 /* JITK_TEST_ASSUME_UID used to be read from the environment by the trust
@@ -541,6 +596,197 @@ static void test_environment(void **state)
 	unsetenv("JITK_SPECS");
 }
 
+/* A compiler from the environment alone (the switches unset in the
+ * options), logging into log. */
+static jitk_compiler *env_compiler(const t_fixture *f, t_log *log)
+{
+	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+	jitk_compiler *c = NULL;
+
+	o.specs = f->specs;
+	o.cache_dir = f->cache;
+	o.cache_path = "";
+	o.log = t_log_fn;
+	o.log_payload = log;
+	assert_int_equal(jitk_compiler_new(&c, &o), 0);
+	return c;
+}
+
+/* Boolean variables are parsed strictly: any case of 1/true/yes/on and
+ * 0/false/no/off, and anything else ("2", " 1", "enabled") is one warning
+ * and the safe meaning, never the unsafe one. Before, only the exact
+ * lower-case words counted: JITK_REMOTE_READONLY=TRUE uploaded. */
+static void test_boolean_variables_fail_safe(void **state)
+{
+	static const char *const yes[] = { "1", "TRUE", "Yes", "oN", "true" };
+	static const char *const no[] = { "0", "FALSE", "No", "off" };
+	static const char *const bad[] = { "2", " 1", "1 ", "enabled", "y", "\x1b[31m" };
+	static const char *const safe_on[] = { "JITK_CACHE_READONLY", "JITK_NO_COMPILE",
+					       "JITK_REMOTE_READONLY" };
+	t_fixture *f = *state;
+	jitk_compiler *c;
+	size_t i, v;
+	int origin;
+
+	/* a cache that is there, so that read-only is one layer without a warning */
+	c = t_compiler(f->specs, f->cache, NULL, NULL);
+	jitk_compiler_free(c);
+	setenv("JITK_REMOTE_CACHE", "http://127.0.0.1:9/never-used", 1);
+	for (i = 0; i < sizeof(safe_on) / sizeof(*safe_on); i++) {
+		for (v = 0; v < sizeof(yes) / sizeof(*yes) + sizeof(no) / sizeof(*no) +
+				    sizeof(bad) / sizeof(*bad);
+		     v++) {
+			size_t ny = sizeof(yes) / sizeof(*yes), nn = sizeof(no) / sizeof(*no);
+			const char *val = v < ny ? yes[v] : v < ny + nn ? no[v - ny] : bad[v - ny - nn];
+			int want = v < ny || v >= ny + nn, warned = v >= ny + nn, on = -1;
+			t_log log = { 0, "" };
+
+			setenv(safe_on[i], val, 1);
+			c = env_compiler(f, &log);
+			if (i == 0)
+				on = jitk__cache_root(c->cache) == NULL;
+			else if (i == 1)
+				on = c->no_compile;
+			else
+				on = jitk__remote_read_only(c->remote);
+			if (on != want || log.warnings != warned)
+				fprintf(stderr, "%s='%s': on %d, %d warnings: %s\n", safe_on[i], val, on,
+					log.warnings, log.last);
+			assert_int_equal(on, want);
+			assert_int_equal(log.warnings, warned);
+			if (warned) {
+				assert_non_null(strstr(log.last, safe_on[i]));
+				assert_non_null(strstr(log.last, "taken as 1"));
+				assert_null(strchr(log.last, '\x1b')); /* one printable line */
+			}
+			jitk_compiler_free(c);
+			unsetenv(safe_on[i]);
+		}
+	}
+	unsetenv("JITK_REMOTE_CACHE");
+	/* The behaviours behind them: a read-only cache gets no entry, a
+	 * no-compile miss is an error. */
+	{
+		t_log log = { 0, "" };
+
+		setenv("JITK_CACHE_READONLY", "Yes", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		assert_int_equal(t_count_files(f->cache, ".jitk"), 0);
+		jitk_compiler_free(c);
+		unsetenv("JITK_CACHE_READONLY");
+		setenv("JITK_NO_COMPILE", "2", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), JITK_ENOCOMPILE);
+		jitk_compiler_free(c);
+		unsetenv("JITK_NO_COMPILE");
+	}
+	/* JITK_FORCE_COMPILE's safe meaning is off (the verified cache is
+	 * used): an unknown value compiles no more than unset. */
+	{
+		t_log log = { 0, "" };
+
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		jitk_compiler_free(c);
+		setenv("JITK_FORCE_COMPILE", "maybe", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, "JITK_FORCE_COMPILE='maybe'"));
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_CACHE);
+		jitk_compiler_free(c);
+		setenv("JITK_FORCE_COMPILE", "YES", 1);
+		c = env_compiler(f, &log);
+		assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+		assert_int_equal(origin, JITK_ORIGIN_COMPILED);
+		jitk_compiler_free(c);
+		unsetenv("JITK_FORCE_COMPILE");
+		assert_int_equal(log.warnings, 1);
+	}
+}
+
+/* cache pack -o FILE: the temporary is a fresh name made with O_EXCL, and
+ * only it is removed; what is at FILE must be a regular file of this user.
+ * Before, pack wrote FILE.tmp.PID, and when that name was taken (another
+ * user's file, a PID reused in another namespace on shared storage) it
+ * failed and then unlinked the file it had not made; and it renamed its
+ * bundle over a FIFO, a device or a symbolic link at FILE. */
+static void test_pack_output_and_temporary(void **state)
+{
+	t_fixture *f = *state;
+	jitk_bundle_summary sum = JITK_BUNDLE_SUMMARY_INIT;
+	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
+	char *out_dir = t_path(f->dir, "out"), *out, *planted, *fifo, *link, *target, *sub;
+	char name[64];
+	struct stat st;
+	size_t len;
+	char *text;
+	int origin;
+
+	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
+	jitk_compiler_free(c);
+	assert_int_equal(mkdir(out_dir, 0700), 0);
+	out = t_path(out_dir, "k.jitkb");
+	/* someone else's file under the name pack used to take */
+	snprintf(name, sizeof(name), "k.jitkb.tmp.%ld", (long)getpid());
+	planted = t_path(out_dir, name);
+	t_writef(planted, "not yours\n");
+	assert_int_equal(jitk_cache_pack(&sum, out, f->cache, NULL, NULL, NULL), 0);
+	assert_int_equal(sum.entries, 1);
+	text = t_read(planted, &len);
+	assert_string_equal(text, "not yours\n");
+	free(text);
+	assert_int_equal(t_count_files(out_dir, ""), 2); /* the bundle and the planted file */
+	assert_int_equal(stat(out, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* packing over its own earlier bundle is fine */
+	assert_int_equal(jitk_cache_pack(&sum, out, f->cache, NULL, NULL, NULL), 0);
+	assert_int_equal(t_count_files(out_dir, ""), 2);
+
+	/* a FIFO, a directory, a symbolic link: refused, left as they are */
+	fifo = t_path(out_dir, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(jitk_cache_pack(&sum, fifo, f->cache, NULL, NULL, NULL), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a FIFO, not a regular file"));
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	sub = t_path(out_dir, "sub");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(jitk_cache_pack(&sum, sub, f->cache, NULL, NULL, NULL), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a directory"));
+	target = t_path(out_dir, "target");
+	t_writef(target, "keep\n");
+	link = t_path(out_dir, "link");
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(jitk_cache_pack(&sum, link, f->cache, NULL, NULL, NULL), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a symbolic link"));
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	text = t_read(target, &len);
+	assert_string_equal(text, "keep\n");
+	free(text);
+	/* another user's file (pretended: this user is uid 4242 now) */
+	jitk__test_assume_uid = 4242;
+	assert_int_equal(jitk_cache_pack(&sum, target, f->cache, NULL, NULL, NULL), JITK_EIO);
+	jitk__test_assume_uid = -1;
+	assert_non_null(strstr(jitk_error_last()->message, "not by this user (uid 4242)"));
+	text = t_read(target, &len);
+	assert_string_equal(text, "keep\n");
+	free(text);
+	/* no temporary file of any attempt is left: k.jitkb, the planted
+	 * file, the FIFO and the link's target (nftw counts no link) */
+	assert_int_equal(t_count_files(out_dir, ""), 4);
+	free(out_dir);
+	free(out);
+	free(planted);
+	free(fifo);
+	free(link);
+	free(target);
+	free(sub);
+}
+
 static void test_unusable_cache_dir(void **state)
 {
 	t_fixture *f = *state;
@@ -559,6 +805,15 @@ static void test_unusable_cache_dir(void **state)
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(log.warnings, 1); /* one warning, not one per kernel */
 	jitk_compiler_free(c);
+	/* what the compiler only warns about, jitk_cache_check_writable says
+	 * (jitk precompile --cache fails on it) */
+	assert_int_equal(jitk_cache_check_writable(under), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "Not a directory"));
+	assert_int_equal(jitk_cache_check_writable(file), JITK_EIO);
+	assert_non_null(strstr(jitk_error_last()->message, "is a regular file, not a directory"));
+	assert_int_equal(jitk_cache_check_writable(f->cache), JITK_OK);
+	assert_int_equal(jitk_cache_check_writable(""), JITK_EINVAL);
+	assert_int_equal(jitk_cache_check_writable(NULL), JITK_EINVAL);
 	free(file);
 	free(under);
 }
@@ -1451,6 +1706,7 @@ int main(void)
 		cmocka_unit_test(test_header_fully_covered),
 		cmocka_unit_test_setup_teardown(test_max_bytes_sizes, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_no_environment_hook, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_null_arguments_are_named, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_layers_warn_once, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_lock_wait_names_holder, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_admin_never_follows_links, t_setup, t_teardown),
@@ -1461,6 +1717,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_path_links, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_layer, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_environment, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_boolean_variables_fail_safe, t_setup, t_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_output_and_temporary, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_unusable_cache_dir, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_untrusted_dirs, t_setup, t_teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_entries, t_setup, t_teardown),

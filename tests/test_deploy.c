@@ -6,10 +6,12 @@
  * cache, and the profiler ranges (NVTX) a resolve opens, seen through an
  * injection linked into this binary. The test family of tests/families
  * keeps the compiles small. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* An NVTX tool linked in statically (nvtxInit.h, "static injection"): the
@@ -643,6 +645,90 @@ static void test_manifest_from_the_environment(void **state)
 	free(cache);
 }
 
+/* Outputs at paths the user names are regular files of this user: a
+ * manifest (JITK_MANIFEST_OUT) or a source dump (JITK_DUMP_DIR) that is a
+ * FIFO or a symbolic link is refused with one warning, and what is there
+ * is left alone. Before, the manifest was opened through the link and into
+ * the FIFO (without a reader, open waited for one forever), and a dump
+ * followed a link planted in a shared dump directory and truncated its
+ * target. */
+static void test_outputs_are_regular_files(void **state)
+{
+	fixture *f = *state;
+	char *fifo = sub(f, "fifo"), *target = sub(f, "target"), *link = sub(f, "link");
+	char *dump = sub(f, "dump"), *planted, *text, hex[2 * JITK_HASH_SIZE + 1], name[160];
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_compiler *c;
+	jitk_kernel *k;
+	struct stat st;
+	int reader;
+
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	t_writef(target, "keep\n");
+	assert_int_equal(symlink(target, link), 0);
+	/* a FIFO with a reader (so that the old code would not block) */
+	reader = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(reader >= 0);
+	f->log.warnings = 0;
+	rt = runtime_over(f, &fake, 90, NULL, NULL, JITK_SEAL_OFF, fifo);
+	assert_int_equal(f->log.warnings, 1);
+	assert_non_null(strstr(f->log.last, "is a FIFO, not a regular file"));
+	assert_non_null(strstr(f->log.last, "not recording a manifest"));
+	assert_int_equal(jitk_kernel_get(&k, rt, "tadd3[cols=64]"), 0);
+	jitk_runtime_free(rt);
+	close(reader);
+	/* and without one: refused at once, no wait */
+	f->log.warnings = 0;
+	setenv("JITK_MANIFEST_OUT", fifo, 1);
+	rt = runtime_over(f, &fake, 90, NULL, NULL, JITK_SEAL_OFF, NULL);
+	unsetenv("JITK_MANIFEST_OUT");
+	assert_int_equal(f->log.warnings, 1);
+	assert_non_null(strstr(f->log.last, "is a FIFO"));
+	jitk_runtime_free(rt);
+	/* a link: refused, its target untouched */
+	f->log.warnings = 0;
+	rt = runtime_over(f, &fake, 90, NULL, NULL, JITK_SEAL_OFF, link);
+	assert_int_equal(f->log.warnings, 1);
+	assert_non_null(strstr(f->log.last, "is a symbolic link"));
+	assert_int_equal(jitk_kernel_get(&k, rt, "tadd3[cols=64]"), 0);
+	jitk_runtime_free(rt);
+	text = t_read(target, NULL);
+	assert_string_equal(text, "keep\n");
+	free(text);
+
+	/* a link planted under the name of a source dump */
+	c = t_compiler(SPECS, NULL, NULL, NULL);
+	key_hex(hex, c, "tadd3[cols=64]", "sm_90");
+	jitk_compiler_free(c);
+	assert_int_equal(mkdir(dump, 0700), 0);
+	snprintf(name, sizeof(name), "tadd3_cols_64_.sm_90.%.12s.cu", hex);
+	planted = t_path(dump, name);
+	assert_int_equal(symlink(target, planted), 0);
+	setenv("JITK_DUMP_DIR", dump, 1);
+	f->log.warnings = 0;
+	rt = runtime_over(f, &fake, 90, NULL, NULL, JITK_SEAL_OFF, NULL);
+	assert_int_equal(jitk_kernel_get(&k, rt, "tadd3[cols=64]"), 0);
+	assert_int_equal(f->log.warnings, 1);
+	assert_non_null(strstr(f->log.last, "JITK_DUMP_DIR"));
+	assert_non_null(strstr(f->log.last, "is a symbolic link"));
+	/* another symbol's dump, with nothing in the way, is written */
+	assert_int_equal(jitk_kernel_get(&k, rt, "tadd2[cols=64]"), 0);
+	jitk_runtime_free(rt);
+	unsetenv("JITK_DUMP_DIR");
+	assert_int_equal(lstat(planted, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	text = t_read(target, NULL);
+	assert_string_equal(text, "keep\n");
+	free(text);
+	assert_int_equal(t_count_files(dump, ".cu"), 1);
+	free(planted);
+	free(dump);
+	free(fifo);
+	free(target);
+	free(link);
+}
+
 /* What a manifest may hold, and the one-line errors for what it may not. */
 static void test_manifest_reading(void **state)
 {
@@ -1005,6 +1091,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_manifest_records_and_precompiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_from_the_environment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_reading, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outputs_are_regular_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_explain_with_a_cache, setup, teardown),

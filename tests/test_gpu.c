@@ -54,7 +54,7 @@ static int group_setup(void **state)
 	char *specs, *specs90, *cache;
 
 	(void)state;
-	quick = jitk__env_flag("JITK_GPU_QUICK");
+	quick = jitk__env_bool(NULL, "JITK_GPU_QUICK", 0, "");
 	cu = jitk__cuda(&why_no_gpu);
 	if (!cu)
 		return 0;

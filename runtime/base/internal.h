@@ -59,6 +59,14 @@ int jitk__error_detail(int status, const char *detail, const char *fmt, ...)
 	JITK_PRINTF(3, 4);
 void jitk__error_clear(void);
 
+/* An API call's pointer arguments: JITK_EINVAL "FN: NAME is NULL" for the
+ * first that is NULL (names: the arguments' names, space-separated, in
+ * order), else 0. JITK_NULL_ARGS("jitk_list", "out compiler", out, c). */
+int jitk__null_args(const char *fn, const char *names, size_t n, const void *const *ptrs);
+#define JITK_NULL_ARGS(fn, names, ...)                                                  \
+	jitk__null_args(fn, names, sizeof((const void *[]){ __VA_ARGS__ }) / sizeof(void *), \
+			(const void *[]){ __VA_ARGS__ })
+
 /* ------------------------------------------------------------- logging */
 
 typedef struct {
@@ -80,10 +88,19 @@ int jitk__log_level_from_env(int def);
  * FIFO, not a regular file" without being read. JITK_EIO (errno in the
  * message), JITK_EINVAL when the file is larger than max. */
 int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max);
+/* "a FIFO", "a character device", "a regular file"... for a st_mode. */
+const char *jitk__file_kind(unsigned mode);
+
 /* mkdir -p with mode for each created level. 0 or -1 (errno set). */
 int jitk__mkdirs(const char *path, unsigned mode);
-/* Environment flag: 1 for "1", "true", "yes", "on"; 0 otherwise. */
-int jitk__env_flag(const char *name);
+/* A boolean environment variable, the one parser of them all: unset or
+ * empty is 0; "1", "true", "yes", "on" are 1 and "0", "false", "no", "off"
+ * are 0, in any case; anything else ("2", " 1", "enabled") is the safe
+ * value, with one warning through lg (NULL: none) naming the variable and
+ * saying what it was taken as: safe_means describes that meaning
+ * ("read-only"). JITK_ENV_BOOL_VALUES says the accepted spellings. */
+int jitk__env_bool(const jitk_logger *lg, const char *name, int safe, const char *safe_means);
+#define JITK_ENV_BOOL_VALUES "1, true, yes, on or 0, false, no, off"
 /* getenv, but NULL for empty values. */
 const char *jitk__env(const char *name);
 

@@ -297,6 +297,19 @@ int jitk__error_detail(int status, const char *detail, const char *fmt, ...)
 	return status;
 }
 
+int jitk__null_args(const char *fn, const char *names, size_t n, const void *const *ptrs)
+{
+	size_t i, len;
+
+	for (i = 0; i < n; i++) {
+		len = strcspn(names, " ");
+		if (!ptrs[i])
+			return jitk__error(JITK_EINVAL, "%s: %.*s is NULL", fn, (int)len, names);
+		names += len + (names[len] == ' ');
+	}
+	return 0;
+}
+
 void jitk__error_clear(void)
 {
 	struct error_slot *s = error_slot_get(0);
@@ -346,14 +359,14 @@ int jitk__log_level_from_env(int def)
 	if (!v)
 		return def;
 	for (i = 0; i < JITK_ARRAY_SIZE(names); i++)
-		if (!strcmp(v, names[i]))
+		if (!strcasecmp(v, names[i]))
 			return (int)i;
 	return def;
 }
 
 /* --------------------------------------------------------------- files */
 
-static const char *file_kind(unsigned mode)
+const char *jitk__file_kind(unsigned mode)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG: return "a regular file";
@@ -392,7 +405,7 @@ int jitk__read_file(char **out, size_t *out_len, const char *path, size_t max)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		rc = jitk__error(JITK_EIO, "%s: is %s, not a regular file", path,
-				 file_kind((unsigned)st.st_mode));
+				 jitk__file_kind((unsigned)st.st_mode));
 		goto done;
 	}
 	if ((uint64_t)st.st_size > max) {
@@ -463,12 +476,30 @@ const char *jitk__env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-int jitk__env_flag(const char *name)
+int jitk__env_bool(const jitk_logger *lg, const char *name, int safe, const char *safe_means)
 {
+	static const char *const on[] = { "1", "true", "yes", "on" };
+	static const char *const off[] = { "0", "false", "no", "off" };
 	const char *v = jitk__env(name);
+	char shown[48];
+	size_t i;
 
-	return v && (!strcmp(v, "1") || !strcmp(v, "true") ||
-		     !strcmp(v, "yes") || !strcmp(v, "on"));
+	if (!v)
+		return 0;
+	for (i = 0; i < JITK_ARRAY_SIZE(on); i++) {
+		if (!strcasecmp(v, on[i]))
+			return 1;
+		if (!strcasecmp(v, off[i]))
+			return 0;
+	}
+	/* the value as one printable line, however it was spelled */
+	for (i = 0; v[i] && i < sizeof(shown) - 4; i++)
+		shown[i] = v[i] >= 0x20 && v[i] < 0x7f ? v[i] : '?';
+	snprintf(shown + i, sizeof(shown) - i, "%s", v[i] ? "..." : "");
+	if (lg)
+		jitk__log(lg, JITK_LOG_WARN, "%s='%s' is not one of " JITK_ENV_BOOL_VALUES
+			  ": taken as %d (%s)", name, shown, safe ? 1 : 0, safe_means);
+	return safe ? 1 : 0;
 }
 
 int jitk__parse_size(uint64_t *out, const char *s)

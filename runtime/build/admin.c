@@ -10,28 +10,38 @@
 int jitk_cache_stats(jitk_cache_summary *out, const char *dir, int verify,
 		     jitk_cache_report_fn report, void *ctx)
 {
-	if (!out || !dir)
-		return jitk__error(JITK_EINVAL, "jitk_cache_stats: NULL argument");
+	int rc;
+
+	if ((rc = JITK_NULL_ARGS("jitk_cache_stats", "out dir", out, dir)))
+		return rc;
 	return jitk__cache_scan(out, dir, verify, report, ctx);
 }
 
 int jitk_cache_clear(jitk_clear_result *out, const char *dir)
 {
-	if (!out || !dir)
-		return jitk__error(JITK_EINVAL, "jitk_cache_clear: NULL argument");
+	int rc;
+
+	if ((rc = JITK_NULL_ARGS("jitk_cache_clear", "out dir", out, dir)))
+		return rc;
 	return jitk__cache_clear(out, dir);
 }
 
 int jitk_cache_prune(jitk_prune_result *out, const char *dir, const char *max_bytes)
 {
 	uint64_t bound = 0;
+	int rc;
 
-	if (!out || !dir)
-		return jitk__error(JITK_EINVAL, "jitk_cache_prune: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_cache_prune", "out dir", out, dir)))
+		return rc;
 	if (max_bytes && (jitk__parse_size(&bound, max_bytes) || !bound))
 		return jitk__error(JITK_EINVAL, "'%.64s' is not a size (" JITK_SIZE_SYNTAX ")",
 				   max_bytes);
 	return jitk__cache_prune(out, dir, bound, JITK_TEMP_MAX_AGE_S, JITK_PRUNE_VERIFY);
+}
+
+int jitk_cache_check_writable(const char *dir)
+{
+	return jitk__cache_writable(dir);
 }
 
 int jitk_parse_size(uint64_t *out, const char *text)
@@ -63,8 +73,10 @@ int jitk_nearest(const char *word, const char *const *cands, size_t n)
 
 int jitk_nvrtc_version(int *major, int *minor)
 {
-	if (!major || !minor)
-		return jitk__error(JITK_EINVAL, "jitk_nvrtc_version: NULL argument");
+	int rc;
+
+	if ((rc = JITK_NULL_ARGS("jitk_nvrtc_version", "major minor", major, minor)))
+		return rc;
 	return jitk__nvrtc_version(major, minor);
 }
 
@@ -78,7 +90,7 @@ int jitk_check_target(const jitk_compiler *c, const char *arch)
 	jitk_arch a;
 
 	if (!arch)
-		return jitk__error(JITK_EINVAL, "jitk_check_target: NULL argument");
+		return jitk__error(JITK_EINVAL, "jitk_check_target: arch is NULL");
 	if (jitk__arch_parse(&a, arch))
 		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
 				   arch);
@@ -120,8 +132,8 @@ int jitk_list(char **out, const jitk_compiler *c, const char *selector)
 	jbuf b;
 	int rc;
 
-	if (!out || !c)
-		return jitk__error(JITK_EINVAL, "jitk_list: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_list", "out compiler", out, c)))
+		return rc;
 	*out = NULL;
 	set = c->specs;
 	if (selector) {

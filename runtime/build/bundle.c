@@ -582,7 +582,7 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	p.out = out;
 	p.report = report;
 	p.payload = payload;
-	if ((rc = parse_archs(&p, archs)))
+	if ((rc = parse_archs(&p, archs)) || (rc = jitk__output_check("the bundle", file)))
 		goto done;
 	if (!cache_dir)
 		rc = jitk_cache_default_dir(&root);
@@ -597,17 +597,12 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	}
 	if (p.n)
 		qsort(p.items, p.n, sizeof(*p.items), by_record_key);
-	dir = dir_of(file);
-	tmp = jitk__asprintf("%s.tmp.%ld", file, (long)getpid());
-	if (!dir || !tmp) {
+	if (!(dir = dir_of(file))) {
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
 		goto done;
 	}
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = jitk__error(JITK_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	if ((rc = jitk__temp_create(&tmp, &fd, file)))
 		goto done;
-	}
 	if ((rc = pack_write(&p, fd, &index, &index_at, &count)))
 		goto done;
 	memset(head, 0, sizeof(head));
@@ -624,10 +619,14 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 	}
 	if (write_all_at(fd, index, count * JITK_BUNDLE_RECORD, index_at) ||
 	    write_all_at(fd, head, sizeof(head), 0) ||
-	    ftruncate(fd, (off_t)(index_at + (uint64_t)count * JITK_BUNDLE_RECORD)) || fsync(fd)) {
+	    ftruncate(fd, (off_t)(index_at + (uint64_t)count * JITK_BUNDLE_RECORD)) ||
+	    fchmod(fd, 0644) || fsync(fd)) {
 		rc = jitk__error(JITK_EIO, "cannot write %s: %s", tmp, strerror(errno));
 		goto done;
 	}
+	/* once more: what is at FILE may have changed while packing */
+	if ((rc = jitk__output_check("the bundle", file)))
+		goto done;
 	if (rename(tmp, file)) {
 		rc = jitk__error(JITK_EIO, "cannot rename %s to %s: %s", tmp, file, strerror(errno));
 		goto done;
@@ -638,12 +637,12 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 		(void)fsync(dfd);
 	rc = JITK_OK;
 done:
+	if (tmp)
+		jitk__temp_remove(tmp, fd);
 	if (fd >= 0)
 		close(fd);
 	if (dfd >= 0)
 		close(dfd);
-	if (tmp)
-		(void)unlink(tmp);
 	for (i = 0; i < p.n; i++)
 		free(p.paths[i]);
 	free(p.paths);
@@ -658,27 +657,15 @@ done:
 
 /* -------------------------------------------------------------- unpack */
 
-typedef struct {
-	char last[512];
-} last_warning;
-
-static void keep_warning(void *payload, jitk_log_level level, const char *msg)
-{
-	last_warning *w = payload;
-
-	if (level <= JITK_LOG_WARN)
-		snprintf(w->last, sizeof(w->last), "%s", msg);
-}
-
 int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
 		      jitk_bundle_report_fn report, void *payload)
 {
-	last_warning w = { "" };
-	jitk_logger log = { keep_warning, &w, JITK_LOG_WARN };
+	jitk_logger quiet = { NULL, NULL, JITK_LOG_ERROR };
 	jitk_bundle *b = NULL;
 	jitk_cache *c = NULL;
 	char *root = NULL;
 	uint64_t failed = 0;
+	char why[256] = "";
 	uint32_t i;
 	int rc;
 
@@ -690,11 +677,20 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 		rc = jitk_cache_default_dir(&root);
 	else if (!(root = jitk__strdup(cache_dir)))
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
-	if (rc || (rc = jitk__cache_open(&c, root, NULL, &log)))
+	if (rc)
 		goto done;
-	if (!*root || !jitk__cache_root(c)) {
-		rc = jitk__error(JITK_EIO, "cannot unpack into %s: %s", *root ? root : "(no cache directory)",
-				 *w.last ? w.last : "not a usable cache directory");
+	/* what a compiler only warns about (and then compiles in memory) is
+	 * the whole failure here */
+	if (!*root || jitk__cache_writable(root)) {
+		rc = jitk__error(JITK_EIO, "cannot unpack into %s: %s",
+				 *root ? root : "(no cache directory)",
+				 *root ? jitk_error_last()->message : "no cache directory given");
+		goto done;
+	}
+	if ((rc = jitk__cache_open(&c, root, NULL, &quiet)))
+		goto done;
+	if (!jitk__cache_root(c)) {
+		rc = jitk__error(JITK_EIO, "cannot unpack into %s: not a usable cache directory", root);
 		goto done;
 	}
 	for (i = 0; i < b->count; i++) {
@@ -718,7 +714,8 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 			if (out)
 				out->skipped++;
 		} else if (jitk__cache_put(c, &e)) {
-			failed++;
+			if (!failed++)
+				snprintf(why, sizeof(why), "%s", jitk_error_last()->message);
 		} else if (out) {
 			out->entries++;
 			out->bytes += r->size;
@@ -726,7 +723,7 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 		jitk__cache_entry_free(&e);
 	}
 	rc = failed ? jitk__error(JITK_EIO, "%llu entries could not be written into %s: %s",
-				  (unsigned long long)failed, root, w.last)
+				  (unsigned long long)failed, root, why)
 		    : JITK_OK;
 done:
 	jitk__cache_close(c);

@@ -73,6 +73,7 @@ struct jitk_cache {
 	size_t nlayers;
 	jitk_logger log;
 	jitk_cache_counters n;
+	atomic_int small_bound_warned; /* max_bytes < an entry: said once */
 };
 
 /* ------------------------------------------------------------ encoding */
@@ -302,7 +303,8 @@ static const char *st_untrusted(const struct stat *st, const char *path, int roo
 	unsigned uid = jitk__trusted_uid();
 
 	if (!S_ISDIR(st->st_mode)) {
-		snprintf(why, n, "%s is not a directory", path);
+		snprintf(why, n, "%s is %s, not a directory", path,
+			 jitk__file_kind((unsigned)st->st_mode));
 		return why;
 	}
 	if (st->st_uid != uid && !(root_ok && st->st_uid == 0)) {
@@ -362,6 +364,98 @@ static const char *cache_untrusted(const char *dir, const char *root, char *why,
 		free(p);
 	}
 	return bad;
+}
+
+/* -------------------------------------------------------------- outputs */
+
+/* What an existing output must be: a regular file of this user. */
+static int output_refused(const char *what, const char *path, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode))
+		return jitk__error(JITK_EIO, "%s %s is %s, not a regular file: not writing it", what,
+				   path, jitk__file_kind((unsigned)st->st_mode));
+	if (st->st_uid != jitk__trusted_uid())
+		return jitk__error(JITK_EIO, "%s %s is owned by uid %ld, not by this user (uid %ld): "
+				   "not writing it", what, path, (long)st->st_uid,
+				   (long)jitk__trusted_uid());
+	return 0;
+}
+
+int jitk__output_check(const char *what, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0
+				       : jitk__error(JITK_EIO, "cannot stat %s %s: %s", what, path,
+						     strerror(errno));
+	return output_refused(what, path, &st);
+}
+
+int jitk__output_open(int *out, const char *what, const char *path, int flags)
+{
+	struct stat st;
+	int fd, rc, e;
+
+	*out = -1;
+	/* O_NOFOLLOW: a link is refused (ELOOP); O_NONBLOCK: a FIFO without
+	 * a reader fails at once (ENXIO) instead of waiting for one, a device
+	 * opens and is refused below. Nothing is truncated before the checks. */
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+				(flags & O_APPEND),
+		  0644);
+	if (fd < 0) {
+		e = errno;
+		if ((e == ELOOP || e == ENXIO) && !lstat(path, &st) && output_refused(what, path, &st))
+			return JITK_EIO;
+		return jitk__error(JITK_EIO, "cannot open %s %s: %s", what, path, strerror(e));
+	}
+	if (fstat(fd, &st))
+		rc = jitk__error(JITK_EIO, "cannot stat %s %s: %s", what, path, strerror(errno));
+	else if (!(rc = output_refused(what, path, &st)) &&
+		 (fcntl(fd, F_SETFL, flags & O_APPEND) || ((flags & O_TRUNC) && ftruncate(fd, 0))))
+		rc = jitk__error(JITK_EIO, "cannot write %s %s: %s", what, path, strerror(errno));
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*out = fd;
+	return 0;
+}
+
+int jitk__temp_create(char **out, int *fd_out, const char *path)
+{
+	char *name = jitk__asprintf("%s.tmp.XXXXXX", path);
+	int fd;
+
+	*out = NULL;
+	*fd_out = -1;
+	if (!name)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	/* mkostemp: O_CREAT | O_EXCL under a fresh random name, another one
+	 * while a name is taken; 0600 until the file is whole. */
+	fd = mkostemp(name, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		free(name);
+		return jitk__error(JITK_EIO, "cannot create a temporary file next to %s: %s", path,
+				   strerror(e));
+	}
+	*out = name;
+	*fd_out = fd;
+	return 0;
+}
+
+void jitk__temp_remove(const char *name, int fd)
+{
+	struct stat mine, now;
+
+	/* only the file this process made: the name may have been taken
+	 * over since (a writer in the directory renamed over it) */
+	if (name && fd >= 0 && !fstat(fd, &mine) && !lstat(name, &now) &&
+	    mine.st_dev == now.st_dev && mine.st_ino == now.st_ino)
+		(void)unlink(name);
 }
 
 /* ------------------------------------------------------ names and dirs */
@@ -562,8 +656,11 @@ static const char *layer_unusable(const char *top, char *why, size_t n)
 		snprintf(why, n, "%s", strerror(errno));
 		return why;
 	}
-	if (!S_ISDIR(st.st_mode))
-		return "not a directory";
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, n, "%s, not a directory or a jitk bundle",
+			 jitk__file_kind((unsigned)st.st_mode));
+		return why;
+	}
 	v1 = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR);
 	e = v1 ? lstat(v1, &st) : -1;
 	free(v1);
@@ -647,6 +744,35 @@ static int add_layers(jitk_cache *c, const char *layers)
 	return 0;
 }
 
+/* Why the writable cache at dir (root: dir/v1) cannot be used, in why,
+ * or NULL when it can (its directories made). */
+static const char *root_unusable(const char *dir, const char *root, char *why, size_t n)
+{
+	const char *bad = cache_untrusted(dir, root, why, n);
+
+	if (!bad && make_dirs(root)) {
+		snprintf(why, n, "cannot make or write %s: %s", root, strerror(errno));
+		return why;
+	}
+	if (bad || (bad = cache_untrusted(dir, root, why, n)))
+		return bad;
+	return NULL;
+}
+
+int jitk__cache_writable(const char *dir)
+{
+	char why[512], *root;
+	const char *bad;
+
+	if (!dir || !*dir)
+		return jitk__error(JITK_EINVAL, "no cache directory given");
+	if (!(root = jitk__asprintf("%s/%s", dir, JITK_CACHE_SUBDIR)))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	bad = root_unusable(dir, root, why, sizeof(why));
+	free(root);
+	return bad ? jitk__error(JITK_EIO, "%s", bad) : JITK_OK;
+}
+
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		     const jitk_logger *log)
 {
@@ -674,16 +800,9 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 			free(c);
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		}
-		bad = cache_untrusted(dir, c->root, why, sizeof(why));
-		if (!bad && make_dirs(c->root)) {
+		if ((bad = root_unusable(dir, c->root, why, sizeof(why)))) {
 			jitk__log(&c->log, JITK_LOG_WARN,
-				  "cache directory %s is not usable (%s); compiling in memory",
-				  dir, strerror(errno));
-			free(c->root);
-			c->root = NULL;
-		} else if (bad || (bad = cache_untrusted(dir, c->root, why, sizeof(why)))) {
-			jitk__log(&c->log, JITK_LOG_WARN,
-				  "not using cache directory: %s; compiling in memory", bad);
+				  "not using cache directory %s: %s; compiling in memory", dir, bad);
 			free(c->root);
 			c->root = NULL;
 		} else if (!(c->top = jitk__strdup(dir))) {
@@ -1061,6 +1180,13 @@ int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e)
 	rc = JITK_OK;
 	if (c->max_bytes && c->top) {
 		jitk_prune_result pr;
+
+		/* the prune below takes the entry just written at once */
+		if (len > c->max_bytes && !atomic_exchange(&c->small_bound_warned, 1))
+			jitk__log(&c->log, JITK_LOG_WARN,
+				  "JITK_CACHE_MAX_BYTES=%llu bytes is smaller than one cache entry "
+				  "(%zu bytes): every entry is evicted as soon as it is written",
+				  (unsigned long long)c->max_bytes, len);
 
 		(void)jitk__cache_prune(&pr, c->top, c->max_bytes, JITK_TEMP_MAX_AGE_S, 0);
 	}

@@ -195,4 +195,29 @@ extern long jitk__test_assume_uid;
  * test build, jitk__test_assume_uid when it is set). */
 unsigned jitk__trusted_uid(void);
 
+/* JITK_OK when a compiler's cache could be written at dir: its
+ * directories are this user's (made when missing) and writable; else
+ * JITK_EIO with the reason ("DIR/v1 is world-writable without the sticky
+ * bit"), as a compiler would warn before compiling in memory. */
+int jitk__cache_writable(const char *dir);
+
+/* Outputs jitk writes at a path the user names (a bundle, a manifest, a
+ * source dump) are regular files of this user: a symbolic link, a FIFO, a
+ * device, a directory or another user's file there is refused (JITK_EIO,
+ * "WHAT PATH is a FIFO, not a regular file: not writing it"; what: "the
+ * bundle"), never opened for writing or replaced. jitk__output_check: 0
+ * when path is missing or such a file (for an output that a rename will
+ * replace). jitk__output_open: opens it for writing (created 0644 when
+ * missing; flags: O_APPEND and/or O_TRUNC, applied after the checks), *out
+ * the descriptor; JITK_EIO "cannot open WHAT PATH: REASON". */
+int jitk__output_check(const char *what, const char *path);
+int jitk__output_open(int *out, const char *what, const char *path, int flags);
+/* A temporary file next to path, for a file that a rename will publish:
+ * PATH.tmp.XXXXXX created with O_EXCL under a random name (0600), *out
+ * its name (the caller frees it), *fd its descriptor. JITK_EIO naming it.
+ * jitk__temp_remove unlinks name only while it is still the file of fd:
+ * never a file this process did not create. */
+int jitk__temp_create(char **out, int *fd, const char *path);
+void jitk__temp_remove(const char *name, int fd);
+
 #endif

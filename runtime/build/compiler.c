@@ -58,7 +58,17 @@ static char *default_specs(void)
 	if (!found && is_dir(JITK_DATADIR "/specs"))
 		found = jitk__strdup(JITK_DATADIR "/specs");
 	if (!found)
-		found = jitk__strdup("specs");
+		return jitk__strdup("specs");
+	/* without the "lib/.." every message would carry: "build/../specs/x.yaml:3:1" */
+	{
+		char *real = realpath(found, NULL);
+
+		if (real) {
+			free(found);
+			found = jitk__strdup(real);
+			free(real);
+		}
+	}
 	return found;
 }
 
@@ -164,7 +174,9 @@ static int remote_open(jitk_compiler *c, const jitk_compiler_options *o)
 {
 	const char *urls = o->remote ? o->remote : jitk__env("JITK_REMOTE_CACHE");
 	const char *lease = o->remote_lease ? o->remote_lease : jitk__env("JITK_REMOTE_LEASE");
-	int ro = o->remote_read_only >= 0 ? o->remote_read_only : jitk__env_flag("JITK_REMOTE_READONLY");
+	int ro = o->remote_read_only >= 0
+			 ? o->remote_read_only
+			 : jitk__env_bool(&c->log, "JITK_REMOTE_READONLY", 1, "read-only: nothing is uploaded");
 	int rc = jitk__remote_open(&c->remote, urls, ro, o->remote_connect_timeout_ms,
 				   o->remote_timeout_ms, &c->log);
 
@@ -202,9 +214,15 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	c->log.fn = o.log;
 	c->log.payload = o.log_payload;
 	c->log.level = o.log_level >= 0 ? o.log_level : jitk__log_level_from_env(JITK_LOG_WARN);
-	c->no_compile = o.no_compile >= 0 ? o.no_compile : jitk__env_flag("JITK_NO_COMPILE");
-	c->force_compile = o.force_compile >= 0 ? o.force_compile
-						 : jitk__env_flag("JITK_FORCE_COMPILE");
+	/* An unknown value of a switch means what compiles and writes less
+	 * (docs/api.md, "Environment"). */
+	c->no_compile = o.no_compile >= 0 ? o.no_compile
+					  : jitk__env_bool(&c->log, "JITK_NO_COMPILE", 1,
+							   "a cache miss is an error");
+	c->force_compile = o.force_compile >= 0
+				   ? o.force_compile
+				   : jitk__env_bool(&c->log, "JITK_FORCE_COMPILE", 0,
+						    "cached kernels are used");
 	if (o.dump_dir || jitk__env("JITK_DUMP_DIR"))
 		c->dump_dir = jitk__strdup(o.dump_dir ? o.dump_dir : jitk__env("JITK_DUMP_DIR"));
 
@@ -242,7 +260,10 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	if (!*cache_dir && !o.cache_dir)
 		jitk__log(&c->log, JITK_LOG_WARN,
 			  "no HOME, XDG_CACHE_HOME or JITK_CACHE_DIR: compiling in memory");
-	if ((o.cache_read_only >= 0 ? o.cache_read_only : jitk__env_flag("JITK_CACHE_READONLY")) &&
+	if ((o.cache_read_only >= 0
+		     ? o.cache_read_only
+		     : jitk__env_bool(&c->log, "JITK_CACHE_READONLY", 1,
+				      "read-only: nothing is written to the cache")) &&
 	    *cache_dir) {
 		/* The cache directory becomes the first read-only layer. */
 		char *both = layers ? jitk__asprintf("%s:%s", cache_dir, layers) : jitk__strdup(cache_dir);
@@ -434,13 +455,22 @@ static void dump_source(const jitk_compiler *c, const jitk_build *b,
 			name[i] = '_';
 	if (jitk__mkdirs(c->dump_dir, 0755) == 0 &&
 	    (path = jitk__asprintf("%s/%s.%s.%.12s.cu", c->dump_dir, name, arch, b->key_hex))) {
-		if ((f = fopen(path, "w"))) {
+		int fd;
+
+		/* not through a link or into a FIFO planted in a shared dump
+		 * directory: a regular file of this user, or none */
+		if (jitk__output_open(&fd, "the source dump", path, O_TRUNC)) {
+			jitk__log(&c->log, JITK_LOG_WARN, "JITK_DUMP_DIR: %s", jitk_error_last()->message);
+			jitk__error_clear();
+		} else if ((f = fdopen(fd, "w"))) {
 			fputs(tu->source, f);
 			fprintf(f, "\n// options:");
 			for (i = 0; i < tu->noptions; i++)
 				fprintf(f, " %s", tu->options[i]);
 			fprintf(f, "\n// name-expression %s\n", tu->name_expr);
 			fclose(f);
+		} else {
+			close(fd);
 		}
 		free(path);
 	}
@@ -1029,8 +1059,8 @@ int jitk_precompile(jitk_origin *out_origin, jitk_compiler *c, const char *name,
 	size_t inst;
 	int rc;
 
-	if (!c || !name || !arch)
-		return jitk__error(JITK_EINVAL, "jitk_precompile: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_precompile", "compiler name arch", c, name, arch)))
+		return rc;
 	if (jitk__arch_parse(&a, arch))
 		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
 				   arch);
@@ -1049,7 +1079,7 @@ int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler)
 	jitk_remote_stats s = JITK_REMOTE_STATS_INIT;
 
 	if (!out || !compiler)
-		return jitk__error(JITK_EINVAL, "jitk_remote_stats_get: NULL argument");
+		return JITK_NULL_ARGS("jitk_remote_stats_get", "out compiler", out, compiler);
 	if (out->version != JITK_REMOTE_STATS_VERSION)
 		return jitk__error(JITK_EINVAL, "jitk_remote_stats version %u is not %d", out->version,
 				   JITK_REMOTE_STATS_VERSION);

@@ -47,8 +47,8 @@ int jitk_select(size_t **out, size_t *n, const jitk_compiler *c, const char *sel
 	size_t i, k = 0;
 	int rc;
 
-	if (!out || !n || !c || !selector)
-		return jitk__error(JITK_EINVAL, "jitk_select: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_select", "out n compiler selector", out, n, c, selector)))
+		return rc;
 	*out = NULL;
 	*n = 0;
 	if ((rc = jitk__spec_select(&sel, c->specs, selector)))
@@ -377,9 +377,9 @@ static int explain(char **out, jitk_compiler *c, const char *name, const char *a
 	char archs[JITK_ARCH_STRLEN];
 	int rc, runs = 1;
 
-	if (!out || !c || !name || !arch)
-		return jitk__error(JITK_EINVAL, "%s: NULL argument",
-				   with_cache ? "jitk_explain_cache" : "jitk_explain");
+	if ((rc = JITK_NULL_ARGS(with_cache ? "jitk_explain_cache" : "jitk_explain",
+				 "out compiler name arch", out, c, name, arch)))
+		return rc;
 	*out = NULL;
 	if ((rc = check_arch(c, &a, arch)))
 		return rc;
@@ -431,8 +431,8 @@ int jitk_source(char **out, char **out_options, jitk_compiler *c, const char *na
 	jbuf o;
 	int rc;
 
-	if (!out || !c || !name || !arch)
-		return jitk__error(JITK_EINVAL, "jitk_source: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_source", "out compiler name arch", out, c, name, arch)))
+		return rc;
 	*out = NULL;
 	if (out_options)
 		*out_options = NULL;
@@ -626,8 +626,8 @@ int jitk_describe(char **out, const jitk_compiler *c, const char *selector)
 	jbuf b;
 	int rc;
 
-	if (!out || !c)
-		return jitk__error(JITK_EINVAL, "jitk_describe: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_describe", "out compiler", out, c)))
+		return rc;
 	*out = NULL;
 	memset(&sel, 0, sizeof(sel));
 	if (selector && (rc = jitk__spec_select(&sel, c->specs, selector)))

@@ -225,8 +225,8 @@ int jitk_manifest_read(jitk_manifest_item **out, size_t *n, const jitk_compiler 
 	char *text = NULL, *p;
 	int rc;
 
-	if (!out || !n || !c || !path)
-		return jitk__error(JITK_EINVAL, "jitk_manifest_read: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_manifest_read", "out n compiler path", out, n, c, path)))
+		return rc;
 	*out = NULL;
 	*n = 0;
 	memset(&l, 0, sizeof(l));

@@ -65,7 +65,7 @@ int jitk_op_call_dlpack(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, c
 	if (out)
 		memset(out, 0, sizeof(*out));
 	if (!op || (nargs && !args))
-		return jitk__error(JITK_EINVAL, "jitk_op_call_dlpack: NULL argument");
+		return jitk__error(JITK_EINVAL, "jitk_op_call_dlpack: %s is NULL", op ? "args" : "op");
 	if (nargs > JITK_MAX_SPEC_ARGS)
 		return jitk__error(JITK_EINVAL, "%s: %zu arguments is more than any symbol takes",
 				   op->sym->name, nargs);

@@ -666,13 +666,11 @@ int jitk_runtime_manifest(jitk_runtime *rt, const char *path)
 	if (path) {
 		if (!(copy = jitk__strdup(path)))
 			return jitk__error(JITK_ENOMEM, "out of memory");
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			int e = errno;
-
+		/* a regular file of this user: not through a link, and never a
+		 * FIFO (opening one would wait for a reader) or a device */
+		if (jitk__output_open(&fd, "the manifest", path, O_APPEND)) {
 			free(copy);
-			return jitk__error(JITK_EIO, "cannot open the manifest %s: %s", path,
-					   strerror(e));
+			return JITK_EIO;
 		}
 	}
 	pthread_mutex_lock(&rt->manifest_mu);
@@ -745,8 +743,8 @@ int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *name)
 	size_t inst;
 	int rc;
 
-	if (!out || !rt || !name)
-		return jitk__error(JITK_EINVAL, "jitk_kernel_get: NULL argument");
+	if ((rc = JITK_NULL_ARGS("jitk_kernel_get", "out runtime name", out, rt, name)))
+		return rc;
 	*out = NULL;
 	if ((rc = jitk__spec_find(rt->comp->specs, name, &inst)))
 		return rc;
@@ -761,7 +759,7 @@ const char *jitk_kernel_target(const jitk_kernel *k)
 int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k)
 {
 	if (!out || !k)
-		return jitk__error(JITK_EINVAL, "jitk_kernel_info_get: NULL argument");
+		return JITK_NULL_ARGS("jitk_kernel_info_get", "out kernel", out, k);
 	out->instance = k->rt->comp->specs->insts[k->inst].name;
 	out->lowered = k->lowered;
 	out->handle = k->fn;
@@ -827,7 +825,7 @@ int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name)
 	int rc;
 
 	if (!out || !rt)
-		return jitk__error(JITK_EINVAL, "jitk_stats_get: NULL argument");
+		return JITK_NULL_ARGS("jitk_stats_get", "out runtime", out, rt);
 	memset(out, 0, sizeof(*out));
 	if (!name) {
 		for (i = 0; i < rt->nslots; i++)

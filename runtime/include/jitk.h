@@ -328,6 +328,14 @@ JITK_API int jitk_list(char **out, const jitk_compiler *compiler, const char *se
  * when it works without one. */
 JITK_API const char *jitk_compiler_cache_dir(const jitk_compiler *compiler);
 
+/* JITK_OK when a compiler given dir as its cache_dir would write cache
+ * entries there: the directories are this user's (made when missing), not
+ * writable by others, and writable. Else JITK_EIO with the reason in
+ * jitk_error_last(), which a compiler only warns about before compiling
+ * in memory; for callers to whom a cache that cannot be written is a
+ * failure (jitk precompile --cache DIR). JITK_EINVAL for NULL or "". */
+JITK_API int jitk_cache_check_writable(const char *dir);
+
 /* The version of the NVRTC library jitk runs with. */
 JITK_API int jitk_nvrtc_version(int *major, int *minor);
 
