@@ -142,16 +142,18 @@ static int parse_archs(jitk_arch **out, size_t *n, const jitk_compiler *c, const
 	return rc;
 }
 
-/* Prefix the error of a line with where it is. */
+/* Prefix the error of a line with where it is (the detail, a malformed
+ * selector's caret, stays). */
 static int line_error(const char *path, size_t line)
 {
 	const jitk_error *e = jitk_error_last();
 	int status = e->status;
-	char *msg = jitk__strdup(e->message);
-	int rc = jitk__spec_error(status, NULL, "%s:%zu: error: %s", path, line,
+	char *msg = jitk__strdup(e->message), *detail = jitk__strdup(e->detail);
+	int rc = jitk__spec_error(status, detail, "%s:%zu: error: %s", path, line,
 				  msg ? msg : "out of memory");
 
 	free(msg);
+	free(detail);
 	return rc;
 }
 

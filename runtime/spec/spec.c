@@ -2180,15 +2180,110 @@ static const char *nearest_symbol(const spec_set *s, const char *name, size_t le
 	return best;
 }
 
+/* An error in selector sel at byte at: the message names the column (in
+ * characters), the detail quotes the selector with a caret under it. */
+static int sel_error(int status, const char *sel, const char *at, const char *fmt, ...)
+	JITK_PRINTF(4, 5);
+
+static int sel_error(int status, const char *sel, const char *at, const char *fmt, ...)
+{
+	ytree t = { NULL, (char *)sel, strlen(sel) };
+	int col = (int)chars_before_pos(sel, (size_t)(at - sel)) + 1;
+	jbuf msg, detail;
+	va_list ap;
+	int rc;
+
+	jitk__jbuf_init(&msg);
+	jitk__jbuf_init(&detail);
+	va_start(ap, fmt);
+	jitk__jbuf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	excerpt(&detail, &t, 1, col);
+	if (msg.oom || detail.oom)
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+	else
+		rc = jitk__spec_error(status, detail.data, "'%s': column %d: %s", q(sel), col,
+				      msg.data);
+	jitk__jbuf_free(&msg);
+	jitk__jbuf_free(&detail);
+	return rc;
+}
+
+#define SEL_FORM "(a selector is symbol[param=value,...])"
+
+/* The selector's list "[param=value,...]" at br, strictly: every item is
+ * name=value, the list ends with the one ']' and nothing follows it. The
+ * values wanted go to want and given. */
+static int parse_selector_list(const spec_symbol *sym, const char *sel, const char *br,
+			       int64_t *want, unsigned char *given)
+{
+	const spec_family *f = sym->fam;
+	const char *p = br + 1;
+	char buf[32];
+	size_t i;
+
+	for (;;) {
+		const char *name = p, *val, *end;
+		int k = -1;
+
+		while (*p && *p != '=' && *p != ',' && *p != ']' && *p != '[')
+			p++;
+		if (p == name)
+			return sel_error(JITK_EINVAL, sel, p, "expected param=value after '%c' %s",
+					 name[-1], SEL_FORM);
+		if (*p != '=')
+			return sel_error(JITK_EINVAL, sel, p, "expected '=' after the parameter name %s",
+					 SEL_FORM);
+		for (i = 0; i < f->nparams; i++)
+			if (strlen(f->params[i].name) == (size_t)(p - name) &&
+			    !strncmp(f->params[i].name, name, (size_t)(p - name)))
+				k = (int)i;
+		if (k < 0)
+			return sel_error(JITK_EINVAL, sel, name, "%s has no parameter '%s'", sym->name,
+					 q(bare_name(name, (size_t)(p - name))));
+		if (given[k])
+			return sel_error(JITK_EINVAL, sel, name, "parameter '%s' given twice",
+					 f->params[k].name);
+		val = end = p + 1;
+		while (*end && *end != '=' && *end != ',' && *end != ']' && *end != '[')
+			end++;
+		if (end == val)
+			return sel_error(JITK_EINVAL, sel, end, "expected a value after '=' %s", SEL_FORM);
+		if (*end != ',' && *end != ']')
+			return sel_error(JITK_EINVAL, sel, end, "expected ',' or ']' after the value %s",
+					 SEL_FORM);
+		/* The value as text must be one the parameter can take. */
+		for (i = 0; i < sym->nvals[k]; i++) {
+			const char *t = jitk__spec_value_text(&f->params[k], sym->vals[k][i], buf);
+
+			if (strlen(t) == (size_t)(end - val) && !strncmp(t, val, (size_t)(end - val)))
+				break;
+		}
+		if (i == sym->nvals[k])
+			return sel_error(JITK_ENOENT, sel, val, "%s has no instance with %s=%s (see jitk list)",
+					 sym->name, f->params[k].name,
+					 q(bare_name(val, (size_t)(end - val))));
+		given[k] = 1;
+		want[k] = sym->vals[k][i];
+		p = end + 1;
+		if (*end == ']')
+			break;
+	}
+	if (*p)
+		return sel_error(JITK_EINVAL, sel, p, "unexpected text after the selector's ']' %s",
+				 SEL_FORM);
+	return JITK_OK;
+}
+
 int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 {
 	const char *br = strchr(sel, '[');
 	size_t nlen = br ? (size_t)(br - sel) : strlen(sel), i;
 	const spec_symbol *sym = NULL;
 	const spec_family *f;
-	const char *p;
 	int64_t want[64];
 	unsigned char given[64];
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < s->nsyms; i++)
@@ -2197,8 +2292,15 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 			break;
 		}
 	if (!sym) {
-		const char *near = nearest_symbol(s, sel, nlen);
+		/* A name with a selector's punctuation in it ("x]]]",
+		 * "x,y") is malformed, not a near miss. */
+		size_t bad = strcspn(sel, "]=,");
+		const char *near;
 
+		if (bad < nlen)
+			return sel_error(JITK_EINVAL, sel, sel + bad,
+					 "unexpected '%c' in the symbol name %s", sel[bad], SEL_FORM);
+		near = nearest_symbol(s, sel, nlen);
 		if (near)
 			return jitk__spec_error(JITK_ENOENT, NULL,
 						"no symbol named '%s' (did you mean '%s'? see jitk list)",
@@ -2210,47 +2312,8 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 	if (f->nparams > JITK_ARRAY_SIZE(want))
 		return jitk__error(JITK_EINVAL, "%s: too many parameters to select by", sym->name);
 	memset(given, 0, sizeof(given));
-	if (br) {
-		size_t len = strlen(br);
-
-		if (len < 3 || br[len - 1] != ']')
-			return jitk__error(JITK_EINVAL, "'%s': a selector is symbol[param=value,...]", sel);
-		for (p = br + 1; *p != ']';) {
-			const char *eq = strchr(p, '='), *end = p;
-			char buf[32];
-			int k = -1;
-
-			while (*end && *end != ',' && *end != ']')
-				end++;
-			if (!eq || eq > end)
-				return jitk__error(JITK_EINVAL, "'%s': expected param=value in the selector", sel);
-			for (i = 0; i < f->nparams; i++)
-				if (strlen(f->params[i].name) == (size_t)(eq - p) &&
-				    !strncmp(f->params[i].name, p, (size_t)(eq - p)))
-					k = (int)i;
-			if (k < 0)
-				return jitk__error(JITK_EINVAL, "'%s': %s has no parameter '%.*s'", sel,
-						   sym->name, (int)(eq - p), p);
-			if (given[k])
-				return jitk__error(JITK_EINVAL, "'%s': parameter '%s' given twice", sel,
-						   f->params[k].name);
-			/* The value as text must be one the parameter can take. */
-			for (i = 0; i < sym->nvals[k]; i++) {
-				const char *t = jitk__spec_value_text(&f->params[k], sym->vals[k][i], buf);
-
-				if (strlen(t) == (size_t)(end - eq - 1) &&
-				    !strncmp(t, eq + 1, (size_t)(end - eq - 1)))
-					break;
-			}
-			if (i == sym->nvals[k])
-				return jitk__error(JITK_ENOENT, "'%s': %s has no instance with %s=%.*s (see jitk list)",
-						   sel, sym->name, f->params[k].name,
-						   (int)(end - eq - 1), eq + 1);
-			given[k] = 1;
-			want[k] = sym->vals[k][i];
-			p = *end == ',' ? end + 1 : end;
-		}
-	}
+	if (br && (rc = parse_selector_list(sym, sel, br, want, given)))
+		return rc;
 	out->sym = sym;
 	out->match = calloc(sym->ninsts ? sym->ninsts : 1, 1);
 	if (!out->match)
@@ -2268,7 +2331,8 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 	}
 	if (!out->n) {
 		jitk__spec_selection_free(out);
-		return jitk__error(JITK_ENOENT, "'%s' selects no instance (see jitk list)", sel);
+		return jitk__spec_error(JITK_ENOENT, NULL, "'%s' selects no instance (see jitk list)",
+					q(sel));
 	}
 	return JITK_OK;
 }
