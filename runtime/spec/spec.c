@@ -303,6 +303,32 @@ static int is_qualified(const char *s)
 	}
 }
 
+/* Why the n bytes at s cannot be a C++ identifier in the source jitk
+ * generates (a member of the parameter struct, the struct itself, an
+ * enumerator, a component of a qualified name), or NULL: C++20 keywords
+ * and alternative tokens, and the names C++ reserves to the
+ * implementation (any "__", or '_' and a capital letter: CUDA's own
+ * __global__, __shared__...). Refused at load rather than left to NVRTC. */
+static const char *cxx_name_problem(const char *s, size_t n)
+{
+	if (jitk__cxx_keyword(s, n))
+		return "a C++ keyword";
+	if ((n >= 2 && s[0] == '_' && isupper((unsigned char)s[1])) || memmem(s, n, "__", 2))
+		return "reserved in C++ (it has '__', or starts with '_' and a capital letter)";
+	return NULL;
+}
+
+/* n is what (in the generated source): it must be a name C++ lets a spec
+ * use. */
+static int check_cxx_name(const sctx *c, const ynode *n, const char *path, const char *what)
+{
+	const char *why = cxx_name_problem(n->str, strlen(n->str));
+
+	if (!why)
+		return 0;
+	return ERR(c, n, path, "'%s' is %s, so it cannot be %s", q(n->str), why, what);
+}
+
 static int get_ident(const sctx *c, const ynode *n, const char *path, char **out)
 {
 	int rc;
@@ -560,8 +586,20 @@ static int p_string(sctx *c, const ynode *v, const char *path, void *out, const 
 	char **s = AT(out, fd->off, char *);
 	int rc = get_string(c, v, path, s);
 
+	const char *p, *why = NULL;
+	size_t n = 0;
+
 	if (!rc && fd->arg && !is_qualified(*s))
 		return ERR(c, v, path, "'%s' is not a C++ %sname", q(*s), fd->arg == 1 ? "type " : "");
+	/* each component: "jitk::int" is no more a type than "int" */
+	for (p = rc || !fd->arg ? "" : *s; *p; p += n + 2) {
+		n = strcspn(p, ":");
+		if ((why = cxx_name_problem(p, n)) || !p[n])
+			break;
+	}
+	if (why)
+		return ERR(c, v, path, "'%s' is not a C++ %sname ('%.*s' is %s)", q(*s),
+			   fd->arg == 1 ? "type " : "", (int)n, p, why);
 	return rc;
 }
 
@@ -734,6 +772,16 @@ static int name_budget(const sctx *c, const spec_family *f, const ynode *n, cons
 		   q(n->str), SPEC_MAX_NAMES);
 }
 
+/* A parameter, tuning key or derived value: a member of the instance's
+ * parameter struct (P::name), one of at most SPEC_MAX_NAMES. */
+static int member_name(const sctx *c, const spec_family *f, const ynode *n, const char *path)
+{
+	int rc = check_cxx_name(c, n, path,
+				"a member of the instance's parameter struct (the template reads P::name)");
+
+	return rc ? rc : name_budget(c, f, n, path);
+}
+
 /* params: { name: { type, ... } }. Which other keys a definition may have
  * depends on its type, checked when the type is read (in the order the
  * messages have always come in). */
@@ -785,6 +833,7 @@ static int p_param_values(sctx *c, const ynode *v, const char *path, void *out,
 	static const field names = { .item = &name_item, .size = sizeof(char *),
 				     .dup = "value " };
 	spec_param *p = out;
+	size_t i;
 	int rc;
 
 	if (p->type == PT_INT)
@@ -798,6 +847,9 @@ static int p_param_values(sctx *c, const ynode *v, const char *path, void *out,
 		return rc;
 	if (!jitk__ymap_get(c->map, "cpp"))
 		return ERR(c, c->map, path, "missing required key 'cpp' (the C++ enum type)");
+	for (i = 0; i < v->n; i++)
+		if ((rc = check_cxx_name(c, v->kids[i], path, "an enumerator of the 'cpp' type")))
+			return rc;
 	return 0;
 }
 
@@ -817,7 +869,7 @@ static int p_param(sctx *c, const ynode *d, const char *path, void *out, const f
 	int rc;
 
 	if ((rc = check_keys(c, d, path, param_fields)) ||
-	    (rc = name_budget(c, c->f, c->key, "params")) || (rc = copy(c, &p->name, c->key->str)))
+	    (rc = member_name(c, c->f, c->key, "params")) || (rc = copy(c, &p->name, c->key->str)))
 		return rc;
 	p->loc = loc_of(c, c->key);
 	p->min = INT64_MIN;
@@ -879,7 +931,7 @@ static int tuning_value(sctx *c, spec_tuning *t, const ynode *k, const ynode *v)
 	for (i = 0; i < f->ntuning_keys; i++)
 		if (!strcmp(f->tuning_keys[i], kv->key))
 			return 0;
-	if ((rc = name_budget(c, f, k, "tuning")))
+	if ((rc = member_name(c, f, k, "tuning")))
 		return rc;
 	/* name_budget keeps the keys within SPEC_MAX_NAMES. */
 	if (!f->tuning_keys && !(f->tuning_keys = ARRAY(c, SPEC_MAX_NAMES, char *)))
@@ -1081,7 +1133,7 @@ static int p_derived(sctx *c, const ynode *v, const char *path, void *out, const
 
 	if (name_defined(c->f, c->key->str, c->index))
 		return ERR(c, c->key, path, "'%s' is already defined", q(c->key->str));
-	if ((rc = name_budget(c, c->f, c->key, path)) ||
+	if ((rc = member_name(c, c->f, c->key, path)) ||
 	    (rc = copy(c, &((spec_expr *)out)->name, c->key->str)))
 		return rc;
 	return parse_expr(c, v, path, c->index, NAMES_SPEC, out);
@@ -1514,7 +1566,9 @@ static int p_symbol(sctx *c, const ynode *d, const char *path, void *out, const 
 
 	if (!(s->vals = ARRAY(c, np, int64_t *)) || !(s->nvals = ARRAY(c, np, size_t)))
 		return JITK_ENOMEM;
-	if ((rc = copy(c, &s->name, c->key->str)))
+	if ((rc = check_cxx_name(c, c->key, path,
+				       "a symbol (its instances' parameter structs are named after it)")) ||
+	    (rc = copy(c, &s->name, c->key->str)))
 		return rc;
 	s->fam = c->f;
 	s->loc = loc_of(c, c->key);
