@@ -527,7 +527,7 @@ static void test_generic_call_checks(void **state)
 			    "no symbol named 'static_quant_fp9' (did you mean 'static_quant_fp8'? see jitk list)");
 	assert_int_equal(jitk_op_get(&op2, rt, "fused_norm_scale_shift[hidden=1563]"), JITK_ENOENT);
 	assert_string_equal(jitk_error_last()->message,
-			    "'fused_norm_scale_shift[hidden=1563]': fused_norm_scale_shift has no instance "
+			    "'fused_norm_scale_shift[hidden=1563]': column 31: fused_norm_scale_shift has no instance "
 			    "with hidden=1563 (see jitk list)");
 	assert_int_equal(fake.nlaunches, 3);
 	/* An empty problem launches nothing. */
@@ -705,6 +705,10 @@ static void test_data_only_family(void **state)
 			/* split: out = x + y, then acc (= out) += z */
 			assert_int_equal(info.fallback, 1);
 			assert_non_null(strstr(info.reason, "needs sm_90 or newer"));
+			/* issue 22 #19: the first step's instance, as jitk.h
+			 * says (was NULL) */
+			assert_non_null(info.instance);
+			assert_string_equal(info.instance, "tadd2[cols=256]");
 			assert_int_equal(fake.nlaunches, 2);
 			assert_int_equal(fake.launches[0].values[0], ADDR(1));
 			assert_int_equal(fake.launches[0].values[2], ADDR(2));

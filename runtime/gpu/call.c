@@ -972,9 +972,10 @@ static int flatten(jitk_tensor *out, const jitk_tensor *t, const char *name)
 }
 
 /* One fallback step: a strict call of its symbol with the mapped
- * arguments (dry: checked, not launched). */
+ * arguments (dry: checked, not launched); *instance is the step's
+ * instance. */
 static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size_t nargs,
-		    jitk_stream stream, int dry)
+		    jitk_stream stream, int dry, const char **instance)
 {
 	jitk_runtime *rt = c->op->rt;
 	const spec_family *callee =
@@ -1047,21 +1048,29 @@ static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size
 			sub.want_set[i] = 1;
 		}
 	}
-	return call_once(&sub, &info, out, n, stream);
+	rc = call_once(&sub, &info, out, n, stream);
+	*instance = info.instance;
+	return rc;
 }
 
 /* The fallback steps, in order; every step is checked before the first
- * launches, so that a bad argument never leaves the work half done. */
-static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream stream)
+ * launches, so that a bad argument never leaves the work half done.
+ * *first is the first step's instance (jitk_call_info.instance). */
+static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream stream,
+			const char **first)
 {
 	const spec_symbol *s = c->op->sym;
+	const char *instance = NULL;
 	size_t step;
 	int rc, dry;
 
 	for (dry = 1; dry >= 0; dry--)
-		for (step = 0; step < s->nfallback; step++)
-			if ((rc = run_step(c, &s->fallback[step], args, nargs, stream, dry)))
+		for (step = 0; step < s->nfallback; step++) {
+			if ((rc = run_step(c, &s->fallback[step], args, nargs, stream, dry, &instance)))
 				return rc;
+			if (!step)
+				*first = instance;
+		}
 	return JITK_OK;
 }
 
@@ -1115,7 +1124,9 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 						 c.name, c.reason);
 			} else {
 				info.instance = NULL;
-				rc = run_fallback(&c, args, nargs, stream);
+				rc = run_fallback(&c, args, nargs, stream, &info.instance);
+				if (rc)
+					info.instance = NULL;
 			}
 		}
 	} else if (!rc) {
