@@ -2171,6 +2171,87 @@ static int link_argmaps(const spec_set *set, const spec_symbol *s, const texts_t
 	return 0;
 }
 
+/* ------------------------------------- scalars that may be absent */
+
+static int name_is(void *ctx, const char *name, int pos)
+{
+	(void)pos;
+	return !strcmp(name, ctx);
+}
+
+static int expr_uses(const spec_expr *x, const char *name)
+{
+	return x->e && jitk__expr_visit_names(x->e, name_is, (void *)name);
+}
+
+/* The first shape or stride of tensor t that names scalar name, or NULL. */
+static const spec_expr *tensor_use(const spec_arg *t, const char *name)
+{
+	size_t d;
+
+	for (d = 0; d < t->ndim; d++) {
+		if (expr_uses(&t->shape[d], name))
+			return &t->shape[d];
+		if (t->strides && expr_uses(&t->strides[d], name))
+			return &t->strides[d];
+	}
+	return NULL;
+}
+
+/* Issue 22 #10: an integer scalar with a `when` is absent from the
+ * instances where it does not hold, and the kernel gets 0 there. A shape
+ * or stride of a tensor those instances take, or the grid, must not use
+ * it: the call would bind it from the tensor's shape (or evaluate the
+ * grid with it) and pass the kernel 0, computing nothing and reporting
+ * success. Launch checks may use it (they see 0, what the kernel gets:
+ * "!batched || L > 0"). */
+static int check_absent_scalars(const spec_set *set, const spec_symbol *s, const texts_t *tx)
+{
+	const spec_family *f = s->fam;
+	uint32_t users[JITK_MAX_SPEC_ARGS]; /* per conditional scalar: tensors that use it */
+	unsigned char grid[JITK_MAX_SPEC_ARGS], any = 0;
+	size_t i, j, k;
+
+	for (i = 0; i < f->nargs && i < JITK_MAX_SPEC_ARGS; i++) {
+		const spec_arg *a = &f->args[i];
+
+		users[i] = 0;
+		grid[i] = 0;
+		if (a->type == AT_TENSOR || a->type == AT_F32 || !a->when.n)
+			continue;
+		for (k = 0; k < f->nargs && k < JITK_MAX_SPEC_ARGS; k++)
+			if (f->args[k].type == AT_TENSOR && tensor_use(&f->args[k], a->name))
+				users[i] |= (uint32_t)1 << k;
+		grid[i] = (unsigned char)expr_uses(&f->grid, a->name);
+		any |= grid[i] || users[i];
+	}
+	for (j = 0; any && j < s->ninsts; j++) {
+		const spec_instance *in = &set->insts[s->first + j];
+
+		for (i = 0; i < f->nargs && i < JITK_MAX_SPEC_ARGS; i++) {
+			const spec_expr *use = grid[i] ? &f->grid : NULL;
+			const spec_arg *t = NULL;
+
+			if (!(grid[i] || users[i]) || jitk__spec_cond_holds(&f->args[i].when, in->vals))
+				continue;
+			for (k = 0; k < f->nargs && k < JITK_MAX_SPEC_ARGS && !t; k++)
+				if (users[i] >> k & 1 && jitk__spec_cond_holds(&f->args[k].when, in->vals))
+					use = tensor_use(t = &f->args[k], f->args[i].name);
+			if (!use)
+				continue;
+			return link_error(tx, set, &use->loc,
+					  "'%s' is used by %s%s, but %s does not take it (its 'when' leaves "
+					  "it out): the kernel would get 0 (a scalar that a shape, a stride "
+					  "or the grid uses must be present wherever they are)",
+					  f->args[i].name,
+					  !t ? "the grid" : use >= t->shape && use < t->shape + t->ndim
+							    ? "the shape of " : "the strides of ",
+					  t ? t->name : "", in->name);
+		}
+	}
+	return 0;
+}
+
 static int link_instances(spec_set *set, const texts_t *tx)
 {
 	size_t i;
@@ -2190,6 +2271,8 @@ static int link_instances(spec_set *set, const texts_t *tx)
 		rc = link_argmaps(set, set->syms[i], tx);
 	for (i = 0; i < set->nsyms && !rc; i++)
 		rc = check_tuning_coverage(set, set->syms[i], tx);
+	for (i = 0; i < set->nsyms && !rc; i++)
+		rc = check_absent_scalars(set, set->syms[i], tx);
 	return rc;
 }
 
