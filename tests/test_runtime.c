@@ -538,6 +538,135 @@ static void test_generic_call_checks(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* A [tokens, heads, head_dim] bf16 view at data with the given strides. */
+static void heads3(jitk_tensor *t, jitk_devptr data, int64_t tokens, int64_t heads, int64_t dim,
+		   int64_t s0, int64_t s1)
+{
+	const jitk_dtype bf16 = JITK_DTYPE_BF16;
+	const int64_t shape[3] = { 1, 1, 1 };
+
+	assert_int_equal(jitk_tensor_contiguous(t, data, bf16, 3, shape), 0);
+	t->shape[0] = tokens;
+	t->shape[1] = heads;
+	t->shape[2] = dim;
+	t->strides[0] = s0;
+	t->strides[1] = s1;
+}
+
+/* Issue 22 #11: the generic call took tensors no memory can hold. A
+ * negative dimension was accepted (rc 0, nothing launched), row strides
+ * of 2^40 or INT64_MAX were launched, a negative stride was taken as a
+ * positive one by the overlap check, and an i32 scalar bound from a
+ * dimension of 2^32 + 2 reached the kernel as 2. Each is refused now,
+ * naming the argument and the shape and strides it has. */
+static void test_impossible_tensors_are_refused(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	const char *want;
+	jitk_tensor dst, src;
+	jitk_arg args[2];
+	jitk_op *op;
+	int mode;
+
+	assert_int_equal(jitk_op_get(&op, rt, "copy_heads"), 0);
+	args[0] = targ("dst", &dst);
+	args[1] = targ("src", &src);
+	/* a well-formed call launches */
+	heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+	heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
+	assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	for (mode = JITK_CALL_STRICT; mode <= JITK_CALL_AUTO; mode++) {
+		/* a negative dimension (every mode: no fallback holds it) */
+		heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
+		heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+		dst.shape[0] = -1;
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message, "copy_heads: dst: shape [-1, 2, 64]: "
+				    "dimension 0 is negative (nothing launched)");
+		/* a rank no tensor has */
+		dst.ndim = 7;
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads: dst has 7 dimensions; jitk takes 0 to 6 (nothing launched)");
+		dst.ndim = -1;
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		/* a row stride of 2^40: 4095 rows of 2 TiB, more than any
+		 * allocation */
+		heads3(&dst, ADDR(1), 4096, 2, 64, (int64_t)1 << 40, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads: dst: shape [4096, 2, 64] with strides [1099511627776, 64, 1] "
+				    "at 0x1000000000: it spans more than 2^48 bytes (256 TiB), more than any "
+				    "allocation (nothing launched)");
+		/* INT64_MAX: the extent overflows */
+		heads3(&dst, ADDR(1), 4096, 2, 64, INT64_MAX, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "its extent overflows 64 bits"));
+		heads3(&dst, ADDR(1), 2, 2, 64, INT64_MIN, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "its extent overflows 64 bits"));
+		/* the end of the address space, from either side */
+		heads3(&dst, UINT64_MAX - 4096 + 1, 4096, 2, 64, 128, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message,
+				       "it wraps around the end of the address space"));
+		heads3(&dst, 1024, 4096, 2, 64, -128, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message,
+				       "it wraps around the end of the address space"));
+		/* a negative row stride reaches below the address: dst's
+		 * rows run down into src */
+		heads3(&dst, ADDR(2) + 4096 * 256, 4096, 2, 64, -128, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads[head_dim=64]: dst overlaps src in memory (nothing launched)");
+		/* heads is an i32 the shapes tell: 2^32 + 2 is not 2 */
+		heads3(&dst, ADDR(1), 1, ((int64_t)1 << 32) + 2, 64, 0, 64);
+		heads3(&src, ADDR(3), 1, ((int64_t)1 << 32) + 2, 64, 0, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads[head_dim=64]: argument heads (4294967298, from the tensors' "
+				    "shapes) is out of range for i32 (nothing launched)");
+	}
+	/* the memo takes a repeated call's new address only if it cannot
+	 * wrap either */
+	heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+	heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
+	assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), 0);
+	dst.data = UINT64_MAX - 4096 + 1;
+	assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), JITK_EINVAL);
+	want = "it wraps around the end of the address space";
+	assert_non_null(strstr(jitk_error_last()->message, want));
+	assert_int_equal(fake.nlaunches, 2);
+	/* jitk_tensor_contiguous: strides past 64 bits are refused (they
+	 * overflowed, undefined behaviour) */
+	{
+		const jitk_dtype bf16 = JITK_DTYPE_BF16;
+		const int64_t huge[3] = { (int64_t)1 << 62, 2, 64 };
+		jitk_tensor t;
+
+		assert_int_equal(jitk_tensor_contiguous(&t, ADDR(1), bf16, 3, huge), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "jitk_tensor_contiguous: the number of elements overflows 64 bits");
+	}
+	/* a broadcast dimension (stride 0) costs nothing: 2^62 of them
+	 * are one row */
+	heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+	{
+		jitk_tensor wide;
+
+		heads3(&wide, ADDR(5), (int64_t)1 << 62, 2, 64, 0, 64);
+		args[1] = targ("src", &wide);
+		assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), JITK_EINVAL);
+		/* refused for its shape, not its extent */
+		assert_non_null(strstr(jitk_error_last()->message, "expected shape"));
+	}
+	jitk_runtime_free(rt);
+}
+
 /* The call memo: a call repeated with the same names, shapes, strides and
  * scalars skips what those decide, launches with this call's addresses,
  * and still checks - and reports as the full path does - what the
@@ -1230,6 +1359,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sm80, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_guards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_generic_call_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_impossible_tensors_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_only_family, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),
