@@ -1362,10 +1362,18 @@ static int p_args(sctx *c, const ynode *n, const char *path, void *out, const fi
 
 static int p_dim_name(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
+	const ynode *args = c->t ? jitk__ymap_get(c->t->root, "args") : NULL;
 	int rc = get_ident(c, n, path, out);
+	size_t i;
 
 	if (!rc && name_defined(c->f, *(char **)out, c->f->nderived))
 		return ERR(c, n, path, "'%s' is already defined", q(n->str));
+	/* An argument of that name (read later) would take the name's
+	 * place in every shape, and the dim would never be bound. */
+	for (i = 0; !rc && args && args->kind == YN_MAP && i < args->n; i++)
+		if (!strcmp(ymap_key(args, i)->str, n->str))
+			return ERR(c, n, path, "'%s' is already defined (an argument, at %d:%d)",
+				   q(n->str), ymap_key(args, i)->line, ymap_key(args, i)->col);
 	return rc;
 }
 
