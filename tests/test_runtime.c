@@ -667,6 +667,71 @@ static void test_impossible_tensors_are_refused(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* Issue 22 #19: a shape's division by zero was reported as "overflows".
+ * A copy of tests/families' tadd whose z shape and grid divide by an
+ * expression of sx: the message says which dimension (or the grid),
+ * its expression, and whether it divides by zero or overflows. */
+static void test_shape_division_by_zero_says_so(void **state)
+{
+	fixture *f = *state;
+	char *fam = t_path(f->dir, "fam"), *specs = t_path(fam, "specs"), *tpl = t_path(fam, "templates");
+	char *src = t_path(t_root(), "tests/families/specs/tadd.yaml");
+	char *srct = t_path(t_root(), "tests/families/templates/tadd.cuh");
+	char *yaml = t_path(specs, "tadd.yaml"), *cuh = t_path(tpl, "tadd.cuh"), *text;
+	const jitk_dtype i32 = JITK_DTYPE_I32;
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_tensor acc, z;
+	jitk_arg args[3];
+	size_t len;
+
+	assert_int_equal(jitk__mkdirs(specs, 0755), 0);
+	assert_int_equal(jitk__mkdirs(tpl, 0755), 0);
+	text = t_read(src, &len);
+	t_write(yaml, text, len);
+	free(text);
+	text = t_read(srct, &len);
+	t_write(cuh, text, len);
+	free(text);
+	t_edit(yaml, "z:    { type: const i32, shape: [rows, cols]",
+	       "z:    { type: const i32, shape: [rows, cols * sx / sx]");
+	t_edit(yaml, "grid: cdiv(rows * cols, threads)",
+	       "grid: cdiv(rows * cols, threads) + 0 * (cols / (sx + 1))");
+	rt = runtime(f, &fake, 90, specs);
+	tensor2(&acc, ADDR(1), i32, 100, 64);
+	tensor2(&z, ADDR(2), i32, 100, 64);
+	args[0] = targ("acc", &acc);
+	args[1] = targ("z", &z);
+	args[2].name = "sx";
+	args[2].type = JITK_ARG_I64;
+	args[2].v.i64 = 0;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd_acc[cols=64]: z: dimension 1 of its shape, 'cols * sx / sx', divides by zero "
+			    "for these arguments (nothing launched)");
+	args[2].v.i64 = (int64_t)1 << 60;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd_acc[cols=64]: z: dimension 1 of its shape, 'cols * sx / sx', overflows "
+			    "for these arguments (nothing launched)");
+	args[2].v.i64 = -1;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd_acc[cols=64]: the grid 'cdiv(rows * cols, threads) + 0 * (cols / (sx + 1))' "
+			    "divides by zero for these arguments (nothing launched)");
+	args[2].v.i64 = 1;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	jitk_runtime_free(rt);
+	free(fam);
+	free(specs);
+	free(tpl);
+	free(src);
+	free(srct);
+	free(yaml);
+	free(cuh);
+}
+
 /* The call memo: a call repeated with the same names, shapes, strides and
  * scalars skips what those decide, launches with this call's addresses,
  * and still checks - and reports as the full path does - what the
@@ -1360,6 +1425,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_guards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_generic_call_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_impossible_tensors_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shape_division_by_zero_says_so, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_only_family, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),

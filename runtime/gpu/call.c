@@ -614,6 +614,12 @@ static int may_alias(const spec_family *f, size_t a, size_t b)
 	return 0;
 }
 
+/* What jitk__expr_eval_args's failure rc means, for a message. */
+static const char *eval_failure(int rc)
+{
+	return rc == -2 ? "divides by zero" : "overflows";
+}
+
 /* A dimension or stride of a rule for this call: a constant of the
  * variant, a slot, or an expression over the slots. */
 static int rule_value(const call *c, signed char kind, signed char slot, int64_t value,
@@ -641,6 +647,7 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 	uint64_t lo[JITK_MAX_SPEC_ARGS], hi[JITK_MAX_SPEC_ARGS];
 	unsigned char has[JITK_MAX_SPEC_ARGS];
 	size_t i, j, d;
+	int rc;
 
 	for (i = 0; i < f->nargs; i++) {
 		const spec_arg *a = &f->args[i];
@@ -662,10 +669,11 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 			return jitk__error(JITK_EINVAL, "%s: %s must be %s, not a tensor of dtype code %u bits %u (nothing launched)",
 					   c->name, a->name, a->elem->name, t->dtype.code, t->dtype.bits);
 		for (d = 0; d < a->ndim; d++)
-			if (rule_value(c, r->shape_kind[d], r->shape_slot[d], r->shape_value[d],
-				       r->shape[d], &dims[d]))
-				return jitk__error(JITK_EINVAL, "%s: the shape of %s overflows (nothing launched)",
-						   c->name, a->name);
+			if ((rc = rule_value(c, r->shape_kind[d], r->shape_slot[d], r->shape_value[d],
+					     r->shape[d], &dims[d])))
+				return jitk__error(JITK_EINVAL, "%s: %s: dimension %zu of its shape, '%s', %s "
+						   "for these arguments (nothing launched)", c->name,
+						   a->name, d, a->shape[d].text, eval_failure(rc));
 		for (d = 0; d < a->ndim; d++)
 			if ((size_t)t->ndim != a->ndim || t->shape[d] != dims[d])
 				return jitk__error(JITK_EINVAL, "%s: %s: expected shape %s, got %s (nothing launched)",
@@ -676,13 +684,20 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 		 * stride is not looked at. */
 		for (d = a->ndim; d-- > 0;) {
 			if (a->strides) {
-				if (rule_value(c, r->stride_kind[d], r->stride_slot[d], r->stride_value[d],
-					       r->strides[d], &strides[d]))
-					return jitk__error(JITK_EINVAL, "%s: the strides of %s overflow (nothing launched)",
-							   c->name, a->name);
+				if ((rc = rule_value(c, r->stride_kind[d], r->stride_slot[d],
+						     r->stride_value[d], r->strides[d], &strides[d])))
+					return jitk__error(JITK_EINVAL, "%s: %s: stride %zu, '%s', %s for "
+							   "these arguments (nothing launched)", c->name,
+							   a->name, d, a->strides[d].text, eval_failure(rc));
 			} else {
 				strides[d] = stride;
-				stride *= dims[d] ? dims[d] : 1;
+				/* (a broadcast tensor of this shape is checked
+				 * against strides that overflow: it is not
+				 * contiguous) */
+				if (__builtin_mul_overflow(stride, dims[d] ? dims[d] : 1, &stride))
+					return rule_out(c, JITK_EINVAL, "%s: shape %s: contiguous "
+							"strides overflow 64 bits", a->name,
+							shape_text(want, sizeof(want), dims, (int)a->ndim));
 			}
 		}
 		for (d = 0; d < a->ndim; d++)
@@ -737,15 +752,16 @@ static int launch_grid(const jitk_kernel *k, const int64_t *slots, unsigned *gri
 	const char *name = k->rt->comp->specs->insts[k->inst].name;
 	int64_t grid = 0, ok;
 	size_t i;
+	int rc;
 
 	*grid_out = 0;
 	for (i = 0; i < k->nchecks; i++)
 		if (k->checks[i] && (jitk__expr_eval_args(k->checks[i], slots, &ok) || !ok))
 			return jitk__error(JITK_EINVAL, "%s: %s (%s; nothing launched)", name,
 					   f->checks[i].message, f->checks[i].text);
-	if (jitk__expr_eval_args(k->grid, slots, &grid))
-		return jitk__error(JITK_EINVAL, "%s: the grid '%s' overflows for these arguments",
-				   name, f->grid.text);
+	if ((rc = jitk__expr_eval_args(k->grid, slots, &grid)))
+		return jitk__error(JITK_EINVAL, "%s: the grid '%s' %s for these arguments "
+				   "(nothing launched)", name, f->grid.text, eval_failure(rc));
 	if (grid <= 0)
 		return JITK_OK; /* empty problem: nothing to launch */
 	if (grid > 0x7fffffff)
