@@ -53,6 +53,13 @@ expect 2 "jitk: '' is not an architecture (sm_90, sm_100a, compute_90...)" \
 	explain static_quant_fp8 --arch= --specs $specs
 expect 2 "jitk: 'sm_90;rm -rf ~' is not an architecture (sm_90, sm_100a, compute_90...)" \
 	explain static_quant_fp8 --arch 'sm_90;rm -rf ~' --specs $specs
+# (issue 22 #19: a newline in it is quoted, the message stays one line)
+nl='
+'
+expect 2 "jitk: 'sm_90\\n' is not an architecture (sm_90, sm_100a, compute_90...)" \
+	explain static_quant_fp8 --arch "sm_90$nl" --specs $specs
+expect 2 "jitk: 'sm_90\\n' is not an architecture (sm_90, sm_100a, compute_90...)" \
+	precompile --arch "sm_100,sm_90$nl" --specs $specs --cache "$tmp/c"
 expect 2 "jitk: missing --arch ARCH" source static_quant_fp8 --specs $specs
 expect 2 "jitk: option '--options' takes no value" source static_quant_fp8 --arch sm_90 --options=yes
 expect 2 "jitk: 'compute_' is not an architecture (sm_90, sm_100a, compute_90...)" \

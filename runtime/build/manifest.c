@@ -90,9 +90,7 @@ static int pairs_add(pair_list *l, size_t inst, jitk_arch a)
 static int parse_arch(jitk_arch *out, const char *text)
 {
 	if (jitk__arch_parse(out, text))
-		return jitk__spec_error(JITK_EINVAL, NULL,
-					"'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
-					jitk__spec_quote(text));
+		return jitk__spec_arch_error(text, strlen(text));
 	return 0;
 }
 

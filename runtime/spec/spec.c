@@ -123,6 +123,17 @@ static const char *q(const char *s)
 	return jitk__spec_quote(s);
 }
 
+int jitk__spec_arch_error(const char *text, size_t len)
+{
+	char shown[2 * QUOTE_MAX];
+	size_t n = len < sizeof(shown) - 1 ? len : sizeof(shown) - 1;
+
+	memcpy(shown, text, n);
+	shown[n] = '\0';
+	return jitk__spec_error(JITK_EINVAL, NULL,
+				"'%s' is not an architecture (sm_90, sm_100a, compute_90...)", q(shown));
+}
+
 #define EXCERPT_WIDTH 160 /* characters of a long line shown around col */
 
 /* Byte length of the UTF-8 character at p (1 for stray bytes). */
