@@ -623,6 +623,18 @@ static void test_impossible_tensors_are_refused(void **state)
 		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
 		assert_string_equal(jitk_error_last()->message,
 				    "copy_heads[head_dim=64]: dst overlaps src in memory (nothing launched)");
+		/* an output broadcast over tokens (row stride 0): 4096
+		 * tokens written to one row, racing */
+		heads3(&dst, ADDR(1), 4096, 2, 64, 0, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads[head_dim=64]: dst is written, but dimension 0 (4096 elements) "
+				    "has stride 0: they are one place in memory (nothing launched)");
+		/* ...an input may be one (src, every token reading row 0) */
+		heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+		heads3(&src, ADDR(2), 4096, 2, 64, 0, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), 0);
+		heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
 		/* heads is an i32 the shapes tell: 2^32 + 2 is not 2 */
 		heads3(&dst, ADDR(1), 1, ((int64_t)1 << 32) + 2, 64, 0, 64);
 		heads3(&src, ADDR(3), 1, ((int64_t)1 << 32) + 2, 64, 0, 64);
@@ -640,7 +652,7 @@ static void test_impossible_tensors_are_refused(void **state)
 	assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), JITK_EINVAL);
 	want = "it wraps around the end of the address space";
 	assert_non_null(strstr(jitk_error_last()->message, want));
-	assert_int_equal(fake.nlaunches, 2);
+	assert_int_equal(fake.nlaunches, 5);
 	/* jitk_tensor_contiguous: strides past 64 bits are refused (they
 	 * overflowed, undefined behaviour) */
 	{

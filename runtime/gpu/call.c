@@ -709,6 +709,15 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 		params[i] = t->data;
 		if (is_empty(t))
 			continue; /* an empty tensor's address is never used */
+		/* A tensor the kernel writes must not be a broadcast: the
+		 * elements of a dimension of stride 0 are one place, and the
+		 * threads writing them would race. */
+		for (d = 0; d < a->ndim && a->io != IO_IN; d++)
+			if (dims[d] > 1 && !t->strides[d])
+				return jitk__error(JITK_EINVAL, "%s: %s is written, but dimension %zu "
+						   "(%lld elements) has stride 0: they are one place in "
+						   "memory (nothing launched)", c->name, a->name, d,
+						   (long long)dims[d]);
 		if (!t->data) {
 			if (a->nullable)
 				continue;
