@@ -53,6 +53,13 @@ expect 2 "jitk: '' is not an architecture (sm_90, sm_100a, compute_90...)" \
 	explain static_quant_fp8 --arch= --specs $specs
 expect 2 "jitk: 'sm_90;rm -rf ~' is not an architecture (sm_90, sm_100a, compute_90...)" \
 	explain static_quant_fp8 --arch 'sm_90;rm -rf ~' --specs $specs
+# (issue 22 #19: a newline in it is quoted, the message stays one line)
+nl='
+'
+expect 2 "jitk: 'sm_90\\n' is not an architecture (sm_90, sm_100a, compute_90...)" \
+	explain static_quant_fp8 --arch "sm_90$nl" --specs $specs
+expect 2 "jitk: 'sm_90\\n' is not an architecture (sm_90, sm_100a, compute_90...)" \
+	precompile --arch "sm_100,sm_90$nl" --specs $specs --cache "$tmp/c"
 expect 2 "jitk: missing --arch ARCH" source static_quant_fp8 --specs $specs
 expect 2 "jitk: option '--options' takes no value" source static_quant_fp8 --arch sm_90 --options=yes
 expect 2 "jitk: 'compute_' is not an architecture (sm_90, sm_100a, compute_90...)" \
@@ -81,8 +88,14 @@ expect 1 "jitk: no symbol named 'static_quant_fp9' (did you mean 'static_quant_f
 expect 1 "jitk: no symbol named 'zzz' (see jitk list)" explain zzz --arch sm_90 --specs $specs
 expect 1 "jitk: no symbol named 'extra' (see jitk list)" list extra --specs $specs
 # malformed and ambiguous selectors: exit 1, saying what is wrong
-expect 1 "jitk: 'static_quant_fp8[': a selector is symbol[param=value,...]" \
+expect 1 "jitk: 'static_quant_fp8[': column 18: expected param=value after '[' (a selector is symbol[param=value,...])" \
 	explain 'static_quant_fp8[' --arch sm_90 --specs $specs
+# (issue 22 #7: nothing after the ']' is ignored; the selector is quoted
+# with a caret under the column)
+expect 1 "jitk: 'copy_heads[head_dim=64][head_dim=128]': column 24: unexpected text after the selector's ']' (a selector is symbol[param=value,...])" \
+	list 'copy_heads[head_dim=64][head_dim=128]' --specs $specs
+[ "$(sed -n 3p "$tmp/err")" = "      |                        ^" ] ||
+	{ echo "FAIL: a malformed selector's caret"; cat "$tmp/err"; fails=$((fails + 1)); }
 expect 1 "jitk: 'fused_norm_scale_shift_fp8' names 3 instances; name one: fused_norm_scale_shift_fp8[hidden=3072], fused_norm_scale_shift_fp8[hidden=1536], fused_norm_scale_shift_fp8[hidden=5120]" \
 	source fused_norm_scale_shift_fp8 --arch sm_90 --specs $specs
 # a 100 kB name and one with terminal escapes: refused, no crash; the

@@ -354,21 +354,27 @@ int t_run_tests(const char *name, const struct CMUnitTest *tests, size_t n,
 {
 	struct CMUnitTest *w = calloc(n ? n : 1, sizeof(*w));
 	const char *env = getenv("JITK_TEST_TIMEOUT");
-	size_t i;
+	/* JITK_TEST_ONLY=NAME: run only the tests whose name contains NAME
+	 * (while working on one) */
+	const char *only = getenv("JITK_TEST_ONLY");
+	size_t i, m = 0;
 	int rc;
 
 	assert_true(n <= T_MAX_TESTS && w);
 	t_seconds = env && atoi(env) > 0 ? (unsigned)atoi(env) : 300;
-	t_tests = tests;
+	t_tests = w;
 	t_next = 0;
 	for (i = 0; i < n; i++) {
-		w[i] = tests[i];
-		t_setups[i] = tests[i].setup_func;
-		t_teardowns[i] = tests[i].teardown_func;
-		w[i].setup_func = t_watch_setup;
-		w[i].teardown_func = t_watch_teardown;
+		if (only && *only && !strstr(tests[i].name, only))
+			continue;
+		w[m] = tests[i];
+		t_setups[m] = tests[i].setup_func;
+		t_teardowns[m] = tests[i].teardown_func;
+		w[m].setup_func = t_watch_setup;
+		w[m].teardown_func = t_watch_teardown;
+		m++;
 	}
-	rc = _cmocka_run_group_tests(name, w, n, group_setup, group_teardown);
+	rc = _cmocka_run_group_tests(name, w, m, group_setup, group_teardown);
 	free(w);
 	return rc;
 }

@@ -773,6 +773,14 @@ static void test_manifest_reading(void **state)
 	snprintf(want, sizeof(want), "%s:1: error: ", m);
 	assert_true(!strncmp(jitk_error_last()->message, want, strlen(want)));
 	assert_non_null(strstr(jitk_error_last()->message, "tadd4"));
+	/* issue 22 #7: a selector is read to its end, in a manifest too */
+	t_writef(m, "tadd2[cols=64][cols=256] sm_90\n");
+	assert_int_equal(jitk_manifest_read(&items, &n, c, m, NULL), JITK_EINVAL);
+	snprintf(want, sizeof(want), "%s:1: error: 'tadd2[cols=64][cols=256]': column 15: "
+		 "unexpected text after the selector's ']'", m);
+	assert_true(!strncmp(jitk_error_last()->message, want, strlen(want)));
+	assert_non_null(strstr(jitk_error_last()->detail, "tadd2[cols=64][cols=256]\n      | "));
+	assert_null(items);
 	t_writef(m, "tadd2 sm_9x\n");
 	assert_int_equal(jitk_manifest_read(&items, &n, c, m, NULL), JITK_EINVAL);
 	snprintf(want, sizeof(want),

@@ -124,6 +124,31 @@ static void test_dlpack_call(void **state)
 	assert_string_equal(jitk_error_last()->message,
 			    "tadd3: z has 7 dimensions; jitk takes 0 to 6 (nothing launched)");
 	z.t.ndim = 2;
+	/* issue 22 #11: impossible tensors, through DLPack too: a negative
+	 * dimension, a compact tensor whose strides overflow, a stride
+	 * whose extent does, data + byte_offset past the address space */
+	z.shape[0] = -100;
+	assert_int_equal(jitk_op_call_dlpack(&info, op, JITK_CALL_AUTO, args, 4, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd3: z: shape [-100, 256]: dimension 0 is negative (nothing launched)");
+	z.shape[0] = (int64_t)1 << 62;
+	assert_int_equal(jitk_op_call_dlpack(&info, op, JITK_CALL_AUTO, args, 4, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd3: z: its number of elements overflows 64 bits (nothing launched)");
+	z.shape[0] = 100;
+	z.t.strides = z.strides;
+	z.strides[0] = INT64_MAX;
+	assert_int_equal(jitk_op_call_dlpack(&info, op, JITK_CALL_AUTO, args, 4, NULL), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "tadd3: z: shape [100, 256] with strides "
+							    "[9223372036854775807, 1]"));
+	assert_non_null(strstr(jitk_error_last()->message, "its extent overflows 64 bits"));
+	z.strides[0] = 256;
+	z.t.byte_offset = UINT64_MAX - ADDR(4) - 100;
+	assert_int_equal(jitk_op_call_dlpack(&info, op, JITK_CALL_AUTO, args, 4, NULL), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "it wraps around the end of the address space"));
+	z.t.byte_offset = 0;
+	z.t.strides = NULL;
+	assert_int_equal(fake.nlaunches, 2);
 	args[3].v.dlpack = NULL;
 	assert_int_equal(jitk_op_call_dlpack(&info, op, JITK_CALL_AUTO, args, 4, NULL), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message,

@@ -527,7 +527,7 @@ static void test_generic_call_checks(void **state)
 			    "no symbol named 'static_quant_fp9' (did you mean 'static_quant_fp8'? see jitk list)");
 	assert_int_equal(jitk_op_get(&op2, rt, "fused_norm_scale_shift[hidden=1563]"), JITK_ENOENT);
 	assert_string_equal(jitk_error_last()->message,
-			    "'fused_norm_scale_shift[hidden=1563]': fused_norm_scale_shift has no instance "
+			    "'fused_norm_scale_shift[hidden=1563]': column 31: fused_norm_scale_shift has no instance "
 			    "with hidden=1563 (see jitk list)");
 	assert_int_equal(fake.nlaunches, 3);
 	/* An empty problem launches nothing. */
@@ -536,6 +536,212 @@ static void test_generic_call_checks(void **state)
 	assert_int_equal(jitk_op_call(&info, op, JITK_CALL_STRICT, args, 4, NULL), 0);
 	assert_int_equal(fake.nlaunches, 3);
 	jitk_runtime_free(rt);
+}
+
+/* A [tokens, heads, head_dim] bf16 view at data with the given strides. */
+static void heads3(jitk_tensor *t, jitk_devptr data, int64_t tokens, int64_t heads, int64_t dim,
+		   int64_t s0, int64_t s1)
+{
+	const jitk_dtype bf16 = JITK_DTYPE_BF16;
+	const int64_t shape[3] = { 1, 1, 1 };
+
+	assert_int_equal(jitk_tensor_contiguous(t, data, bf16, 3, shape), 0);
+	t->shape[0] = tokens;
+	t->shape[1] = heads;
+	t->shape[2] = dim;
+	t->strides[0] = s0;
+	t->strides[1] = s1;
+}
+
+/* Issue 22 #11: the generic call took tensors no memory can hold. A
+ * negative dimension was accepted (rc 0, nothing launched), row strides
+ * of 2^40 or INT64_MAX were launched, a negative stride was taken as a
+ * positive one by the overlap check, and an i32 scalar bound from a
+ * dimension of 2^32 + 2 reached the kernel as 2. Each is refused now,
+ * naming the argument and the shape and strides it has. */
+static void test_impossible_tensors_are_refused(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	const char *want;
+	jitk_tensor dst, src;
+	jitk_arg args[2];
+	jitk_op *op;
+	int mode;
+
+	assert_int_equal(jitk_op_get(&op, rt, "copy_heads"), 0);
+	args[0] = targ("dst", &dst);
+	args[1] = targ("src", &src);
+	/* a well-formed call launches */
+	heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+	heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
+	assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	for (mode = JITK_CALL_STRICT; mode <= JITK_CALL_AUTO; mode++) {
+		/* a negative dimension (every mode: no fallback holds it) */
+		heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
+		heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+		dst.shape[0] = -1;
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message, "copy_heads: dst: shape [-1, 2, 64]: "
+				    "dimension 0 is negative (nothing launched)");
+		/* a rank no tensor has */
+		dst.ndim = 7;
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads: dst has 7 dimensions; jitk takes 0 to 6 (nothing launched)");
+		dst.ndim = -1;
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		/* a row stride of 2^40: 4095 rows of 2 TiB, more than any
+		 * allocation */
+		heads3(&dst, ADDR(1), 4096, 2, 64, (int64_t)1 << 40, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads: dst: shape [4096, 2, 64] with strides [1099511627776, 64, 1] "
+				    "at 0x1000000000: it spans more than 2^48 bytes (256 TiB), more than any "
+				    "allocation (nothing launched)");
+		/* INT64_MAX: the extent overflows */
+		heads3(&dst, ADDR(1), 4096, 2, 64, INT64_MAX, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "its extent overflows 64 bits"));
+		heads3(&dst, ADDR(1), 2, 2, 64, INT64_MIN, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "its extent overflows 64 bits"));
+		/* the end of the address space, from either side */
+		heads3(&dst, UINT64_MAX - 4096 + 1, 4096, 2, 64, 128, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message,
+				       "it wraps around the end of the address space"));
+		heads3(&dst, 1024, 4096, 2, 64, -128, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message,
+				       "it wraps around the end of the address space"));
+		/* a negative row stride reaches below the address: dst's
+		 * rows run down into src */
+		heads3(&dst, ADDR(2) + 4096 * 256, 4096, 2, 64, -128, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads[head_dim=64]: dst overlaps src in memory (nothing launched)");
+		/* an output broadcast over tokens (row stride 0): 4096
+		 * tokens written to one row, racing */
+		heads3(&dst, ADDR(1), 4096, 2, 64, 0, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads[head_dim=64]: dst is written, but dimension 0 (4096 elements) "
+				    "has stride 0: they are one place in memory (nothing launched)");
+		/* ...an input may be one (src, every token reading row 0) */
+		heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+		heads3(&src, ADDR(2), 4096, 2, 64, 0, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), 0);
+		heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
+		/* heads is an i32 the shapes tell: 2^32 + 2 is not 2 */
+		heads3(&dst, ADDR(1), 1, ((int64_t)1 << 32) + 2, 64, 0, 64);
+		heads3(&src, ADDR(3), 1, ((int64_t)1 << 32) + 2, 64, 0, 64);
+		assert_int_equal(jitk_op_call(NULL, op, mode, args, 2, NULL), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "copy_heads[head_dim=64]: argument heads (4294967298, from the tensors' "
+				    "shapes) is out of range for i32 (nothing launched)");
+	}
+	/* the memo takes a repeated call's new address only if it cannot
+	 * wrap either */
+	heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+	heads3(&src, ADDR(2), 4096, 2, 64, 128, 64);
+	assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), 0);
+	dst.data = UINT64_MAX - 4096 + 1;
+	assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), JITK_EINVAL);
+	want = "it wraps around the end of the address space";
+	assert_non_null(strstr(jitk_error_last()->message, want));
+	assert_int_equal(fake.nlaunches, 5);
+	/* jitk_tensor_contiguous: strides past 64 bits are refused (they
+	 * overflowed, undefined behaviour) */
+	{
+		const jitk_dtype bf16 = JITK_DTYPE_BF16;
+		const int64_t huge[3] = { (int64_t)1 << 62, 2, 64 };
+		jitk_tensor t;
+
+		assert_int_equal(jitk_tensor_contiguous(&t, ADDR(1), bf16, 3, huge), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "jitk_tensor_contiguous: the number of elements overflows 64 bits");
+	}
+	/* a broadcast dimension (stride 0) costs nothing: 2^62 of them
+	 * are one row */
+	heads3(&dst, ADDR(1), 4096, 2, 64, 128, 64);
+	{
+		jitk_tensor wide;
+
+		heads3(&wide, ADDR(5), (int64_t)1 << 62, 2, 64, 0, 64);
+		args[1] = targ("src", &wide);
+		assert_int_equal(jitk_op_call(NULL, op, JITK_CALL_STRICT, args, 2, NULL), JITK_EINVAL);
+		/* refused for its shape, not its extent */
+		assert_non_null(strstr(jitk_error_last()->message, "expected shape"));
+	}
+	jitk_runtime_free(rt);
+}
+
+/* Issue 22 #19: a shape's division by zero was reported as "overflows".
+ * A copy of tests/families' tadd whose z shape and grid divide by an
+ * expression of sx: the message says which dimension (or the grid),
+ * its expression, and whether it divides by zero or overflows. */
+static void test_shape_division_by_zero_says_so(void **state)
+{
+	fixture *f = *state;
+	char *fam = t_path(f->dir, "fam"), *specs = t_path(fam, "specs"), *tpl = t_path(fam, "templates");
+	char *src = t_path(t_root(), "tests/families/specs/tadd.yaml");
+	char *srct = t_path(t_root(), "tests/families/templates/tadd.cuh");
+	char *yaml = t_path(specs, "tadd.yaml"), *cuh = t_path(tpl, "tadd.cuh"), *text;
+	const jitk_dtype i32 = JITK_DTYPE_I32;
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_tensor acc, z;
+	jitk_arg args[3];
+	size_t len;
+
+	assert_int_equal(jitk__mkdirs(specs, 0755), 0);
+	assert_int_equal(jitk__mkdirs(tpl, 0755), 0);
+	text = t_read(src, &len);
+	t_write(yaml, text, len);
+	free(text);
+	text = t_read(srct, &len);
+	t_write(cuh, text, len);
+	free(text);
+	t_edit(yaml, "z:    { type: const i32, shape: [rows, cols]",
+	       "z:    { type: const i32, shape: [rows, cols * sx / sx]");
+	t_edit(yaml, "grid: cdiv(rows * cols, threads)",
+	       "grid: cdiv(rows * cols, threads) + 0 * (cols / (sx + 1))");
+	rt = runtime(f, &fake, 90, specs);
+	tensor2(&acc, ADDR(1), i32, 100, 64);
+	tensor2(&z, ADDR(2), i32, 100, 64);
+	args[0] = targ("acc", &acc);
+	args[1] = targ("z", &z);
+	args[2].name = "sx";
+	args[2].type = JITK_ARG_I64;
+	args[2].v.i64 = 0;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd_acc[cols=64]: z: dimension 1 of its shape, 'cols * sx / sx', divides by zero "
+			    "for these arguments (nothing launched)");
+	args[2].v.i64 = (int64_t)1 << 60;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd_acc[cols=64]: z: dimension 1 of its shape, 'cols * sx / sx', overflows "
+			    "for these arguments (nothing launched)");
+	args[2].v.i64 = -1;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
+	assert_string_equal(jitk_error_last()->message,
+			    "tadd_acc[cols=64]: the grid 'cdiv(rows * cols, threads) + 0 * (cols / (sx + 1))' "
+			    "divides by zero for these arguments (nothing launched)");
+	args[2].v.i64 = 1;
+	assert_int_equal(jitk_call(NULL, rt, "tadd_acc", JITK_CALL_STRICT, args, 3, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	jitk_runtime_free(rt);
+	free(fam);
+	free(specs);
+	free(tpl);
+	free(src);
+	free(srct);
+	free(yaml);
+	free(cuh);
 }
 
 /* The call memo: a call repeated with the same names, shapes, strides and
@@ -705,6 +911,10 @@ static void test_data_only_family(void **state)
 			/* split: out = x + y, then acc (= out) += z */
 			assert_int_equal(info.fallback, 1);
 			assert_non_null(strstr(info.reason, "needs sm_90 or newer"));
+			/* issue 22 #19: the first step's instance, as jitk.h
+			 * says (was NULL) */
+			assert_non_null(info.instance);
+			assert_string_equal(info.instance, "tadd2[cols=256]");
 			assert_int_equal(fake.nlaunches, 2);
 			assert_int_equal(fake.launches[0].values[0], ADDR(1));
 			assert_int_equal(fake.launches[0].values[2], ADDR(2));
@@ -1242,6 +1452,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sm80, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_guards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_generic_call_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_impossible_tensors_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shape_division_by_zero_says_so, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_only_family, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),

@@ -611,6 +611,81 @@ static void test_repo_specs(void **state)
 	free(dir);
 }
 
+/* Issue 22 #7: a selector is parsed to its end. Text after the first ']'
+ * was ignored, so "x[a=1][a=2]" selected a=1 and "x[a=1],b=2]" all of a's
+ * instances; a trailing comma and stray brackets passed. Each malformed
+ * selector is now refused with the column of the offending character, and
+ * the detail quotes the selector with a caret under it. */
+static void test_selectors_are_parsed_to_their_end(void **state)
+{
+	static const struct {
+		const char *sel;
+		int status, col;
+		const char *msg; /* after "'SEL': column COL: " */
+	} bad[] = {
+		{ "copy_heads[head_dim=64][head_dim=128]", JITK_EINVAL, 24,
+		  "unexpected text after the selector's ']'" },
+		{ "copy_heads[head_dim=64],head_dim=128]", JITK_EINVAL, 24,
+		  "unexpected text after the selector's ']'" },
+		{ "copy_heads[head_dim=64]]]", JITK_EINVAL, 24,
+		  "unexpected text after the selector's ']'" },
+		{ "copy_heads[head_dim=64] ", JITK_EINVAL, 24,
+		  "unexpected text after the selector's ']'" },
+		{ "copy_heads]]]", JITK_EINVAL, 11, "unexpected ']' in the symbol name" },
+		{ "copy_heads,x", JITK_EINVAL, 11, "unexpected ',' in the symbol name" },
+		{ "copy_heads[head_dim=64,]", JITK_EINVAL, 24, "expected param=value after ','" },
+		{ "copy_heads[]", JITK_EINVAL, 12, "expected param=value after '['" },
+		{ "copy_heads[", JITK_EINVAL, 12, "expected param=value after '['" },
+		{ "copy_heads[=64]", JITK_EINVAL, 12, "expected param=value after '['" },
+		{ "copy_heads[head_dim]", JITK_EINVAL, 20, "expected '=' after the parameter name" },
+		{ "copy_heads[head_dim[=64]", JITK_EINVAL, 20, "expected '=' after the parameter name" },
+		{ "copy_heads[head_dim=]", JITK_EINVAL, 21, "expected a value after '='" },
+		{ "copy_heads[head_dim=64", JITK_EINVAL, 23, "expected ',' or ']' after the value" },
+		{ "copy_heads[head_dim=64=1]", JITK_EINVAL, 23, "expected ',' or ']' after the value" },
+		{ "copy_heads[hd=64]", JITK_EINVAL, 12, "copy_heads has no parameter 'hd'" },
+		{ "copy_heads[head_dim=64,head_dim=64]", JITK_EINVAL, 24,
+		  "parameter 'head_dim' given twice" },
+		{ "copy_heads[head_dim=63]", JITK_ENOENT, 21,
+		  "copy_heads has no instance with head_dim=63 (see jitk list)" },
+	};
+	char *dir = t_path(t_root(), "specs");
+	const char *dirs[1] = { dir };
+	spec_set *set = NULL;
+	spec_selection sel;
+	size_t i, id;
+
+	(void)state;
+	assert_int_equal(jitk__spec_set_load_dirs(&set, dirs, 1), 0);
+	for (i = 0; i < JITK_ARRAY_SIZE(bad); i++) {
+		char *want = jitk__asprintf("'%s': column %d: %s", bad[i].sel, bad[i].col, bad[i].msg);
+		int rc = jitk__spec_select(&sel, set, bad[i].sel);
+
+		if (rc != bad[i].status || strncmp(jitk_error_last()->message, want, strlen(want)))
+			fprintf(stderr, "case %s\n  want: %s\n  got:  %s (%d)\n", bad[i].sel, want,
+				jitk_error_last()->message, rc);
+		assert_int_equal(rc, bad[i].status);
+		assert_true(!strncmp(jitk_error_last()->message, want, strlen(want)));
+		assert_null(sel.match);
+		check_message_and_caret(bad[i].sel, 1, bad[i].col);
+		/* jitk_kernel_get's path says the same */
+		assert_int_equal(jitk__spec_find(set, bad[i].sel, &id), bad[i].status);
+		assert_true(!strncmp(jitk_error_last()->message, want, strlen(want)));
+		free(want);
+	}
+	/* The well-formed ones still select what they say. */
+	assert_int_equal(jitk__spec_select(&sel, set, "copy_heads"), 0);
+	assert_int_equal(sel.n, 3);
+	jitk__spec_selection_free(&sel);
+	assert_int_equal(jitk__spec_select(&sel, set, "copy_heads[head_dim=128]"), 0);
+	assert_int_equal(sel.n, 1);
+	assert_true(sel.match[1]);
+	jitk__spec_selection_free(&sel);
+	assert_int_equal(jitk__spec_find(set, "fused_norm_scale_shift_fp8[norm=layer,hidden=1536]", &id), 0);
+	assert_string_equal(set->insts[id].name, "fused_norm_scale_shift_fp8[hidden=1536]");
+	jitk__spec_set_free(set);
+	free(dir);
+}
+
 /* jitk explain on a spec error: the instance's own error is the call's
  * status and message (the CLI prints it); a fallback's is named on its
  * step's line instead of the step being left out. */
@@ -1171,6 +1246,7 @@ int main(void)
 		cmocka_unit_test(test_paths_in_messages),
 		cmocka_unit_test(test_duplicate_symbol),
 		cmocka_unit_test(test_repo_specs),
+		cmocka_unit_test(test_selectors_are_parsed_to_their_end),
 		cmocka_unit_test(test_good_specs),
 		cmocka_unit_test(test_gate_reason_one_line),
 		cmocka_unit_test(test_explain_spec_errors),

@@ -179,5 +179,8 @@ const char *jitk__image_problem(const void *image, size_t size, int is_ptx,
  * neither read nor write files, nor change the target, the kind of output
  * or the numerics), else a static reason. */
 const char *jitk__nvrtc_option_problem(const char *opt);
+/* The n bytes at s are a C++20 keyword or alternative token ("int",
+ * "template", "and"; also "defined"). */
+int jitk__cxx_keyword(const char *s, size_t n);
 
 #endif

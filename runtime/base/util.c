@@ -840,6 +840,16 @@ static const char *const cxx_keywords[] = {
 	NULL
 };
 
+int jitk__cxx_keyword(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; cxx_keywords[i]; i++)
+		if (strlen(cxx_keywords[i]) == n && !strncmp(s, cxx_keywords[i], n))
+			return 1;
+	return 0;
+}
+
 static const char *macro_problem(const char *s, int value_allowed)
 {
 	static const char *const prefixes[] = { "cuda", "nvrtc", "jitk", NULL };
@@ -859,9 +869,8 @@ static const char *macro_problem(const char *s, int value_allowed)
 	for (i = 0; prefixes[i]; i++)
 		if (n >= strlen(prefixes[i]) && !strncasecmp(s, prefixes[i], strlen(prefixes[i])))
 			return "the macro name is reserved (CUDA*, NVRTC* and JITK* belong to the toolchain and jitk)";
-	for (i = 0; cxx_keywords[i]; i++)
-		if (strlen(cxx_keywords[i]) == n && !strncmp(s, cxx_keywords[i], n))
-			return "the macro name is a C++ keyword";
+	if (jitk__cxx_keyword(s, n))
+		return "the macro name is a C++ keyword";
 	return NULL;
 }
 

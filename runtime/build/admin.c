@@ -92,8 +92,7 @@ int jitk_check_target(const jitk_compiler *c, const char *arch)
 	if (!arch)
 		return jitk__error(JITK_EINVAL, "jitk_check_target: arch is NULL");
 	if (jitk__arch_parse(&a, arch))
-		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
-				   arch);
+		return jitk__spec_arch_error(arch, strlen(arch));
 	return c ? jitk__check_target(c, a) : JITK_OK;
 }
 

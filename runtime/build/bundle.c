@@ -473,8 +473,7 @@ static int parse_archs(pack_ctx *p, const char *archs)
 
 		snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), s);
 		if (!n || n >= sizeof(name) || jitk__arch_parse(&a, name))
-			return jitk__error(JITK_EINVAL, "'%.*s' is not an architecture (sm_90, sm_100a, compute_90...)",
-					   (int)(n > 64 ? 64 : n), s);
+			return jitk__spec_arch_error(s, n);
 		p->ccs[p->nccs++] = a.cc;
 		s += n + (s[n] == ',');
 	}

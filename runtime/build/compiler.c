@@ -1062,8 +1062,7 @@ int jitk_precompile(jitk_origin *out_origin, jitk_compiler *c, const char *name,
 	if ((rc = JITK_NULL_ARGS("jitk_precompile", "compiler name arch", c, name, arch)))
 		return rc;
 	if (jitk__arch_parse(&a, arch))
-		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
-				   arch);
+		return jitk__spec_arch_error(arch, strlen(arch));
 	if ((rc = jitk__spec_find(c->specs, name, &inst)))
 		return rc;
 	if ((rc = jitk__build(&b, c, inst, a, 0)))

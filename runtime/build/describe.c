@@ -69,8 +69,7 @@ int jitk_select(size_t **out, size_t *n, const jitk_compiler *c, const char *sel
 static int check_arch(const jitk_compiler *c, jitk_arch *a, const char *arch)
 {
 	if (jitk__arch_parse(a, arch))
-		return jitk__error(JITK_EINVAL, "'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
-				   arch);
+		return jitk__spec_arch_error(arch, strlen(arch));
 	return jitk__check_target(c, *a);
 }
 

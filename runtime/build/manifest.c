@@ -90,9 +90,7 @@ static int pairs_add(pair_list *l, size_t inst, jitk_arch a)
 static int parse_arch(jitk_arch *out, const char *text)
 {
 	if (jitk__arch_parse(out, text))
-		return jitk__spec_error(JITK_EINVAL, NULL,
-					"'%s' is not an architecture (sm_90, sm_100a, compute_90...)",
-					jitk__spec_quote(text));
+		return jitk__spec_arch_error(text, strlen(text));
 	return 0;
 }
 
@@ -142,16 +140,18 @@ static int parse_archs(jitk_arch **out, size_t *n, const jitk_compiler *c, const
 	return rc;
 }
 
-/* Prefix the error of a line with where it is. */
+/* Prefix the error of a line with where it is (the detail, a malformed
+ * selector's caret, stays). */
 static int line_error(const char *path, size_t line)
 {
 	const jitk_error *e = jitk_error_last();
 	int status = e->status;
-	char *msg = jitk__strdup(e->message);
-	int rc = jitk__spec_error(status, NULL, "%s:%zu: error: %s", path, line,
+	char *msg = jitk__strdup(e->message), *detail = jitk__strdup(e->detail);
+	int rc = jitk__spec_error(status, detail, "%s:%zu: error: %s", path, line,
 				  msg ? msg : "out of memory");
 
 	free(msg);
+	free(detail);
 	return rc;
 }
 

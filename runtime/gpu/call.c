@@ -34,21 +34,24 @@ int jitk_tensor_contiguous(jitk_tensor *t, jitk_devptr data, jitk_dtype dtype,
 					   (int)i);
 		t->shape[i] = shape[i];
 		t->strides[i] = stride;
-		stride *= shape[i] ? shape[i] : 1;
+		if (__builtin_mul_overflow(stride, shape[i] ? shape[i] : 1, &stride))
+			return jitk__error(JITK_EINVAL, "jitk_tensor_contiguous: the number of elements "
+					   "overflows 64 bits");
 	}
 	return JITK_OK;
 }
 
-static int64_t numel(const jitk_tensor *t)
+/* No element (a dimension of 0). The number of elements itself may
+ * overflow: a broadcast dimension (stride 0) costs no memory. */
+static int is_empty(const jitk_tensor *t)
 {
-	int64_t n = 1;
 	int32_t i;
 
 	for (i = 0; i < t->ndim; i++)
-		n *= t->shape[i];
-	return n;
+		if (!t->shape[i])
+			return 1;
+	return 0;
 }
-
 /* "[4096, 3072]" */
 static const char *shape_text(char *buf, size_t n, const int64_t *dims, int nd)
 {
@@ -223,12 +226,78 @@ static const char *kind_text(const spec_arg *a)
 	return "?";
 }
 
+/* No tensor spans more bytes than this: no allocation, in any memory a
+ * GPU reaches, is as large (256 TiB). */
+#define SPAN_MAX ((uint64_t)1 << 48)
+
+/* The byte range [*lo, *hi) tensor t spans, its dimensions not negative
+ * (*lo == *hi == data when it is empty; negative strides reach below
+ * data). NULL, or why no memory can hold it: the extent overflows 64
+ * bits, is more than SPAN_MAX bytes, or wraps around the address space
+ * (a NULL tensor's range is not looked at: it is passed as NULL). */
+static const char *tensor_span(const jitk_tensor *t, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t size = t->dtype.bits / 8u ? t->dtype.bits / 8u : 1u, up = 0, down = 0, m, s;
+	int32_t d;
+
+	*lo = *hi = t->data;
+	for (d = 0; d < t->ndim; d++)
+		if (!t->shape[d])
+			return NULL;
+	for (d = 0; d < t->ndim; d++) {
+		uint64_t *side = t->strides[d] < 0 ? &down : &up;
+
+		s = t->strides[d] < 0 ? -(uint64_t)t->strides[d] : (uint64_t)t->strides[d];
+		if (__builtin_mul_overflow((uint64_t)t->shape[d] - 1, s, &m) ||
+		    __builtin_add_overflow(*side, m, side))
+			return "its extent overflows 64 bits";
+	}
+	if (__builtin_add_overflow(up, 1, &up) || __builtin_mul_overflow(up, size, &up) ||
+	    __builtin_mul_overflow(down, size, &down) || __builtin_add_overflow(up, down, &m))
+		return "its extent overflows 64 bits";
+	if (m > SPAN_MAX)
+		return "it spans more than 2^48 bytes (256 TiB), more than any allocation";
+	if (t->data && (t->data < down || up > UINT64_MAX - t->data))
+		return "it wraps around the end of the address space";
+	*lo = t->data - down;
+	*hi = t->data + up;
+	return NULL;
+}
+
+/* A tensor no memory can hold is an error in every mode, whatever the
+ * spec says: a rank outside 0..JITK_MAX_DIMS, a negative dimension, an
+ * extent that overflows, exceeds any allocation or wraps around. */
+static int check_tensor(const call *c, const char *name, const jitk_tensor *t)
+{
+	char shape[128], strides[128];
+	uint64_t lo, hi;
+	const char *why;
+	int32_t d;
+
+	if (t->ndim < 0 || t->ndim > JITK_MAX_DIMS)
+		return jitk__error(JITK_EINVAL, "%s: %s has %d dimensions; jitk takes 0 to %d "
+				   "(nothing launched)", c->name, name, (int)t->ndim, JITK_MAX_DIMS);
+	for (d = 0; d < t->ndim; d++)
+		if (t->shape[d] < 0)
+			return jitk__error(JITK_EINVAL, "%s: %s: shape %s: dimension %d is negative "
+					   "(nothing launched)", c->name, name,
+					   shape_text(shape, sizeof(shape), t->shape, t->ndim), (int)d);
+	if ((why = tensor_span(t, &lo, &hi)))
+		return jitk__error(JITK_EINVAL, "%s: %s: shape %s with strides %s at 0x%llx: %s "
+				   "(nothing launched)", c->name, name,
+				   shape_text(shape, sizeof(shape), t->shape, t->ndim),
+				   shape_text(strides, sizeof(strides), t->strides, t->ndim),
+				   (unsigned long long)t->data, why);
+	return 0;
+}
+
 /* Match the given arguments to the family's by name. Misuse is always an
  * error. */
 static int match_args(call *c, const jitk_arg *args, size_t nargs)
 {
 	const spec_family *f = c->f;
 	size_t i, j, next = 0;
+	int rc;
 
 	memset(c->given, 0, sizeof(c->given));
 	for (i = 0; i < nargs; i++) {
@@ -262,6 +331,8 @@ static int match_args(call *c, const jitk_arg *args, size_t nargs)
 		if (g->type == JITK_ARG_TENSOR && !g->v.tensor)
 			return jitk__error(JITK_EINVAL, "%s: argument %s: the tensor pointer is NULL (nothing launched)",
 					   c->name, g->name);
+		if (g->type == JITK_ARG_TENSOR && (rc = check_tensor(c, g->name, g->v.tensor)))
+			return rc;
 		c->given[k] = g;
 	}
 	return 0;
@@ -440,6 +511,13 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 			if (g && !k->present[i] && !c->lenient)
 				return jitk__error(JITK_EINVAL, "%s takes no argument '%s' (nothing launched)",
 						   c->name, a->name);
+			/* An absent scalar is 0 for the launch checks too, as
+			 * for the kernel (the loader lets no shape, stride or
+			 * grid of this instance use it). */
+			if (a->type != AT_TENSOR) {
+				c->slots[i] = 0;
+				c->slot_set[i] = 1;
+			}
 			continue;
 		}
 		if (g) {
@@ -449,9 +527,6 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 				memcpy(&params[i], &g->v.f32, sizeof(float));
 				continue;
 			}
-			if (a->type == AT_I32 && (v < INT32_MIN || v > INT32_MAX))
-				return jitk__error(JITK_EINVAL, "%s: argument %s (%lld) is out of range for i32",
-						   c->name, a->name, (long long)v);
 			if (c->slot_set[i] && c->slots[i] != v)
 				return jitk__error(JITK_EINVAL, "%s: argument %s is %lld, but the tensors' shapes say %lld (nothing launched)",
 						   c->name, a->name, (long long)v, (long long)c->slots[i]);
@@ -475,6 +550,13 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 		if (a->type == AT_I32) {
 			int32_t v32 = (int32_t)c->slots[i];
 
+			/* given, or bound from a shape (a dimension of 2^32 + 2
+			 * must not reach the kernel as 2) */
+			if (c->slots[i] < INT32_MIN || c->slots[i] > INT32_MAX)
+				return jitk__error(JITK_EINVAL, "%s: argument %s (%lld%s) is out of range "
+						   "for i32 (nothing launched)", c->name, a->name,
+						   (long long)c->slots[i],
+						   g ? "" : ", from the tensors' shapes");
 			memcpy(&params[i], &v32, sizeof(v32));
 		} else {
 			params[i] = (uint64_t)c->slots[i];
@@ -521,18 +603,6 @@ static int configured_ok(jitk_runtime *rt, jitk_devptr data, enum spec_rule rule
 	return 1;
 }
 
-/* The byte range a tensor spans. */
-static void extent(const jitk_tensor *t, uint64_t *lo, uint64_t *hi)
-{
-	int64_t last = 0;
-	int32_t d;
-
-	for (d = 0; d < t->ndim; d++)
-		last += (t->shape[d] - 1) * (t->strides[d] < 0 ? -t->strides[d] : t->strides[d]);
-	*lo = t->data;
-	*hi = t->data + (uint64_t)(last + 1) * (t->dtype.bits / 8u ? t->dtype.bits / 8u : 1u);
-}
-
 static int may_alias(const spec_family *f, size_t a, size_t b)
 {
 	size_t i;
@@ -542,6 +612,12 @@ static int may_alias(const spec_family *f, size_t a, size_t b)
 		    (f->may_alias[i][0] == b && f->may_alias[i][1] == a))
 			return 1;
 	return 0;
+}
+
+/* What jitk__expr_eval_args's failure rc means, for a message. */
+static const char *eval_failure(int rc)
+{
+	return rc == -2 ? "divides by zero" : "overflows";
 }
 
 /* A dimension or stride of a rule for this call: a constant of the
@@ -571,6 +647,7 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 	uint64_t lo[JITK_MAX_SPEC_ARGS], hi[JITK_MAX_SPEC_ARGS];
 	unsigned char has[JITK_MAX_SPEC_ARGS];
 	size_t i, j, d;
+	int rc;
 
 	for (i = 0; i < f->nargs; i++) {
 		const spec_arg *a = &f->args[i];
@@ -592,10 +669,11 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 			return jitk__error(JITK_EINVAL, "%s: %s must be %s, not a tensor of dtype code %u bits %u (nothing launched)",
 					   c->name, a->name, a->elem->name, t->dtype.code, t->dtype.bits);
 		for (d = 0; d < a->ndim; d++)
-			if (rule_value(c, r->shape_kind[d], r->shape_slot[d], r->shape_value[d],
-				       r->shape[d], &dims[d]))
-				return jitk__error(JITK_EINVAL, "%s: the shape of %s overflows (nothing launched)",
-						   c->name, a->name);
+			if ((rc = rule_value(c, r->shape_kind[d], r->shape_slot[d], r->shape_value[d],
+					     r->shape[d], &dims[d])))
+				return jitk__error(JITK_EINVAL, "%s: %s: dimension %zu of its shape, '%s', %s "
+						   "for these arguments (nothing launched)", c->name,
+						   a->name, d, a->shape[d].text, eval_failure(rc));
 		for (d = 0; d < a->ndim; d++)
 			if ((size_t)t->ndim != a->ndim || t->shape[d] != dims[d])
 				return jitk__error(JITK_EINVAL, "%s: %s: expected shape %s, got %s (nothing launched)",
@@ -606,13 +684,20 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 		 * stride is not looked at. */
 		for (d = a->ndim; d-- > 0;) {
 			if (a->strides) {
-				if (rule_value(c, r->stride_kind[d], r->stride_slot[d], r->stride_value[d],
-					       r->strides[d], &strides[d]))
-					return jitk__error(JITK_EINVAL, "%s: the strides of %s overflow (nothing launched)",
-							   c->name, a->name);
+				if ((rc = rule_value(c, r->stride_kind[d], r->stride_slot[d],
+						     r->stride_value[d], r->strides[d], &strides[d])))
+					return jitk__error(JITK_EINVAL, "%s: %s: stride %zu, '%s', %s for "
+							   "these arguments (nothing launched)", c->name,
+							   a->name, d, a->strides[d].text, eval_failure(rc));
 			} else {
 				strides[d] = stride;
-				stride *= dims[d] ? dims[d] : 1;
+				/* (a broadcast tensor of this shape is checked
+				 * against strides that overflow: it is not
+				 * contiguous) */
+				if (__builtin_mul_overflow(stride, dims[d] ? dims[d] : 1, &stride))
+					return rule_out(c, JITK_EINVAL, "%s: shape %s: contiguous "
+							"strides overflow 64 bits", a->name,
+							shape_text(want, sizeof(want), dims, (int)a->ndim));
 			}
 		}
 		for (d = 0; d < a->ndim; d++)
@@ -622,8 +707,17 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 						shape_text(got, sizeof(got), t->strides, t->ndim),
 						a->strides ? "" : " (it must be contiguous)");
 		params[i] = t->data;
-		if (!numel(t))
+		if (is_empty(t))
 			continue; /* an empty tensor's address is never used */
+		/* A tensor the kernel writes must not be a broadcast: the
+		 * elements of a dimension of stride 0 are one place, and the
+		 * threads writing them would race. */
+		for (d = 0; d < a->ndim && a->io != IO_IN; d++)
+			if (dims[d] > 1 && !t->strides[d])
+				return jitk__error(JITK_EINVAL, "%s: %s is written, but dimension %zu "
+						   "(%lld elements) has stride 0: they are one place in "
+						   "memory (nothing launched)", c->name, a->name, d,
+						   (long long)dims[d]);
 		if (!t->data) {
 			if (a->nullable)
 				continue;
@@ -641,9 +735,9 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 	 * the byte range of each tensor, once. */
 	for (i = 0; i < f->nargs; i++) {
 		has[i] = f->args[i].type == AT_TENSOR && c->given[i] && k->present[i] &&
-			 numel(c->given[i]->v.tensor) && c->given[i]->v.tensor->data;
+			 !is_empty(c->given[i]->v.tensor) && c->given[i]->v.tensor->data;
 		if (has[i])
-			extent(c->given[i]->v.tensor, &lo[i], &hi[i]);
+			tensor_span(c->given[i]->v.tensor, &lo[i], &hi[i]); /* checked by match_args */
 	}
 	for (i = 0; i < f->nargs; i++) {
 		if (!has[i] || f->args[i].io == IO_IN)
@@ -667,15 +761,16 @@ static int launch_grid(const jitk_kernel *k, const int64_t *slots, unsigned *gri
 	const char *name = k->rt->comp->specs->insts[k->inst].name;
 	int64_t grid = 0, ok;
 	size_t i;
+	int rc;
 
 	*grid_out = 0;
 	for (i = 0; i < k->nchecks; i++)
 		if (k->checks[i] && (jitk__expr_eval_args(k->checks[i], slots, &ok) || !ok))
 			return jitk__error(JITK_EINVAL, "%s: %s (%s; nothing launched)", name,
 					   f->checks[i].message, f->checks[i].text);
-	if (jitk__expr_eval_args(k->grid, slots, &grid))
-		return jitk__error(JITK_EINVAL, "%s: the grid '%s' overflows for these arguments",
-				   name, f->grid.text);
+	if ((rc = jitk__expr_eval_args(k->grid, slots, &grid)))
+		return jitk__error(JITK_EINVAL, "%s: the grid '%s' %s for these arguments "
+				   "(nothing launched)", name, f->grid.text, eval_failure(rc));
 	if (grid <= 0)
 		return JITK_OK; /* empty problem: nothing to launch */
 	if (grid > 0x7fffffff)
@@ -769,7 +864,8 @@ typedef struct {
 	unsigned char configured; /* enum spec_rule, 0: none */
 	uint32_t overlap;       /* bit j: must not overlap tensor j (it writes) */
 	uint64_t align_mask;
-	uint64_t span;          /* bytes from the address past the last element; 0: empty */
+	uint64_t below;         /* bytes below the address (negative strides) */
+	uint64_t span;          /* bytes from the lowest past the highest element; 0: empty */
 } memo_tensor;
 
 typedef struct {
@@ -893,9 +989,10 @@ static void memo_store(const call *c, const int64_t *key, size_t nkey, const jit
 		mt->configured = (unsigned char)f->args[a].configured;
 		mt->align_mask = (uint64_t)k->tensors[a].align - 1;
 		mt->overlap = 0;
-		mt->span = 0;
-		if (numel(t)) {
-			extent(t, &lo, &hi);
+		mt->below = mt->span = 0;
+		if (!is_empty(t)) {
+			tensor_span(t, &lo, &hi); /* checked by match_args */
+			mt->below = t->data - lo;
 			mt->span = hi - lo;
 		}
 	}
@@ -934,16 +1031,19 @@ static int memo_call(int *rc, jitk_call_info *info, const memo_entry *e, const j
 		uint64_t data = args[mt->arg].v.tensor->data;
 
 		params[mt->fam] = data;
-		lo[i] = data;
-		hi[i] = data + mt->span;
+		lo[i] = hi[i] = data;
 		if (!mt->span)
 			continue;
 		if (!data) {
 			if (!mt->nullable)
 				return 0;
-			hi[i] = 0; /* passed as NULL, never overlaps */
-			continue;
+			continue; /* passed as NULL, never overlaps */
 		}
+		/* this address must not wrap around either */
+		if (data < mt->below || mt->span - mt->below > UINT64_MAX - data)
+			return 0;
+		lo[i] = data - mt->below;
+		hi[i] = lo[i] + mt->span;
 		if ((data & mt->align_mask) ||
 		    (mt->configured && !configured_ok(e->op->rt, data, mt->configured)))
 			return 0;
@@ -959,22 +1059,25 @@ static int memo_call(int *rc, jitk_call_info *info, const memo_entry *e, const j
 
 static int flatten(jitk_tensor *out, const jitk_tensor *t, const char *name)
 {
-	int64_t stride = 1, n = numel(t);
+	int64_t stride = 1;
 	int32_t d;
 
+	/* (the caller's call checked t's extent: the product cannot overflow
+	 * once every stride is the contiguous one) */
 	for (d = t->ndim; d-- > 0;) {
 		if (t->shape[d] > 1 && t->strides[d] != stride)
 			return jitk__error(JITK_EINVAL, "flat(%s): %s is not contiguous (nothing launched)",
 					   name, name);
 		stride *= t->shape[d];
 	}
-	return jitk_tensor_contiguous(out, t->data, t->dtype, 1, &n);
+	return jitk_tensor_contiguous(out, t->data, t->dtype, 1, &stride);
 }
 
 /* One fallback step: a strict call of its symbol with the mapped
- * arguments (dry: checked, not launched). */
+ * arguments (dry: checked, not launched); *instance is the step's
+ * instance. */
 static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size_t nargs,
-		    jitk_stream stream, int dry)
+		    jitk_stream stream, int dry, const char **instance)
 {
 	jitk_runtime *rt = c->op->rt;
 	const spec_family *callee =
@@ -1047,21 +1150,29 @@ static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size
 			sub.want_set[i] = 1;
 		}
 	}
-	return call_once(&sub, &info, out, n, stream);
+	rc = call_once(&sub, &info, out, n, stream);
+	*instance = info.instance;
+	return rc;
 }
 
 /* The fallback steps, in order; every step is checked before the first
- * launches, so that a bad argument never leaves the work half done. */
-static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream stream)
+ * launches, so that a bad argument never leaves the work half done.
+ * *first is the first step's instance (jitk_call_info.instance). */
+static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream stream,
+			const char **first)
 {
 	const spec_symbol *s = c->op->sym;
+	const char *instance = NULL;
 	size_t step;
 	int rc, dry;
 
 	for (dry = 1; dry >= 0; dry--)
-		for (step = 0; step < s->nfallback; step++)
-			if ((rc = run_step(c, &s->fallback[step], args, nargs, stream, dry)))
+		for (step = 0; step < s->nfallback; step++) {
+			if ((rc = run_step(c, &s->fallback[step], args, nargs, stream, dry, &instance)))
 				return rc;
+			if (!step)
+				*first = instance;
+		}
 	return JITK_OK;
 }
 
@@ -1115,7 +1226,9 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 						 c.name, c.reason);
 			} else {
 				info.instance = NULL;
-				rc = run_fallback(&c, args, nargs, stream);
+				rc = run_fallback(&c, args, nargs, stream, &info.instance);
+				if (rc)
+					info.instance = NULL;
 			}
 		}
 	} else if (!rc) {

@@ -49,7 +49,11 @@ static int from_dlpack(jitk_tensor *t, const DLTensor *d, const jitk_op *op, con
 	for (i = d->ndim; i-- > 0;) {
 		t->shape[i] = d->shape[i];
 		t->strides[i] = d->strides ? d->strides[i] : stride;
-		stride *= d->shape[i] > 0 ? d->shape[i] : 1;
+		/* (a compact tensor's strides; the call checks the extent) */
+		if (!d->strides && __builtin_mul_overflow(stride, d->shape[i] > 0 ? d->shape[i] : 1,
+							  &stride))
+			return jitk__error(JITK_EINVAL, "%s: %s: its number of elements overflows "
+					   "64 bits (nothing launched)", sym, name);
 	}
 	return JITK_OK;
 }

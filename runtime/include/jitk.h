@@ -199,9 +199,13 @@ JITK_API void jitk_compiler_free(jitk_compiler *compiler);
  * "symbol[param=value,...]" after the parameters the symbol lists several
  * values for (just "symbol" when it has one instance). A selector is a
  * symbol name with an optional "[param=value,...]" naming any parameters;
- * it selects the matching instances. Every function taking a NAME takes
- * a selector; those acting on one instance need it to select exactly one
- * (JITK_EINVAL naming the candidates otherwise). */
+ * it selects the matching instances. It is read to its end: nothing may
+ * follow the ']', and an empty item, a missing '=' or value, or a stray
+ * bracket is JITK_EINVAL, the message naming the column ("'x[a=1]]':
+ * column 8: ...") and the error's detail quoting the selector with a caret
+ * under it. Every function taking a NAME takes a selector; those acting
+ * on one instance need it to select exactly one (JITK_EINVAL naming the
+ * candidates otherwise). */
 JITK_API size_t jitk_symbol_count(const jitk_compiler *compiler);
 JITK_API const char *jitk_symbol_name(const jitk_compiler *compiler, size_t i);
 JITK_API size_t jitk_instance_count(const jitk_compiler *compiler);

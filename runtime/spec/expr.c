@@ -429,7 +429,9 @@ int jitk__expr_eval_args(const expr *e, const int64_t *args, int64_t *out)
 	char err[64];
 	evaluator ev = { NULL, NULL, args, err, sizeof(err) };
 
-	return eval(&ev, e, out);
+	if (!eval(&ev, e, out))
+		return 0;
+	return strcmp(err, "division by zero") ? -1 : -2;
 }
 
 /* Replace a bound node whose value the constants decide by that constant

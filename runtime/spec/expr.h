@@ -37,8 +37,8 @@ int jitk__expr_bind(expr **out, const expr *e, expr_resolve_fn resolve, void *ct
 /* Binding folds what the constants decide: 1 and *value set when e is
  * now a constant, else 0. */
 int jitk__expr_constant(const expr *e, int64_t *value);
-/* Evaluate a bound expression; no name lookups. -1 on overflow or
- * division by zero. */
+/* Evaluate a bound expression; no name lookups. -1 on overflow, -2 on
+ * division by zero (also % and cdiv). */
 int jitk__expr_eval_args(const expr *e, const int64_t *args, int64_t *out);
 
 #endif

@@ -123,6 +123,17 @@ static const char *q(const char *s)
 	return jitk__spec_quote(s);
 }
 
+int jitk__spec_arch_error(const char *text, size_t len)
+{
+	char shown[2 * QUOTE_MAX];
+	size_t n = len < sizeof(shown) - 1 ? len : sizeof(shown) - 1;
+
+	memcpy(shown, text, n);
+	shown[n] = '\0';
+	return jitk__spec_error(JITK_EINVAL, NULL,
+				"'%s' is not an architecture (sm_90, sm_100a, compute_90...)", q(shown));
+}
+
 #define EXCERPT_WIDTH 160 /* characters of a long line shown around col */
 
 /* Byte length of the UTF-8 character at p (1 for stray bytes). */
@@ -301,6 +312,32 @@ static int is_qualified(const char *s)
 			return 0;
 		s += 2;
 	}
+}
+
+/* Why the n bytes at s cannot be a C++ identifier in the source jitk
+ * generates (a member of the parameter struct, the struct itself, an
+ * enumerator, a component of a qualified name), or NULL: C++20 keywords
+ * and alternative tokens, and the names C++ reserves to the
+ * implementation (any "__", or '_' and a capital letter: CUDA's own
+ * __global__, __shared__...). Refused at load rather than left to NVRTC. */
+static const char *cxx_name_problem(const char *s, size_t n)
+{
+	if (jitk__cxx_keyword(s, n))
+		return "a C++ keyword";
+	if ((n >= 2 && s[0] == '_' && isupper((unsigned char)s[1])) || memmem(s, n, "__", 2))
+		return "reserved in C++ (it has '__', or starts with '_' and a capital letter)";
+	return NULL;
+}
+
+/* n is what (in the generated source): it must be a name C++ lets a spec
+ * use. */
+static int check_cxx_name(const sctx *c, const ynode *n, const char *path, const char *what)
+{
+	const char *why = cxx_name_problem(n->str, strlen(n->str));
+
+	if (!why)
+		return 0;
+	return ERR(c, n, path, "'%s' is %s, so it cannot be %s", q(n->str), why, what);
 }
 
 static int get_ident(const sctx *c, const ynode *n, const char *path, char **out)
@@ -560,8 +597,20 @@ static int p_string(sctx *c, const ynode *v, const char *path, void *out, const 
 	char **s = AT(out, fd->off, char *);
 	int rc = get_string(c, v, path, s);
 
+	const char *p, *why = NULL;
+	size_t n = 0;
+
 	if (!rc && fd->arg && !is_qualified(*s))
 		return ERR(c, v, path, "'%s' is not a C++ %sname", q(*s), fd->arg == 1 ? "type " : "");
+	/* each component: "jitk::int" is no more a type than "int" */
+	for (p = rc || !fd->arg ? "" : *s; *p; p += n + 2) {
+		n = strcspn(p, ":");
+		if ((why = cxx_name_problem(p, n)) || !p[n])
+			break;
+	}
+	if (why)
+		return ERR(c, v, path, "'%s' is not a C++ %sname ('%.*s' is %s)", q(*s),
+			   fd->arg == 1 ? "type " : "", (int)n, p, why);
 	return rc;
 }
 
@@ -734,6 +783,16 @@ static int name_budget(const sctx *c, const spec_family *f, const ynode *n, cons
 		   q(n->str), SPEC_MAX_NAMES);
 }
 
+/* A parameter, tuning key or derived value: a member of the instance's
+ * parameter struct (P::name), one of at most SPEC_MAX_NAMES. */
+static int member_name(const sctx *c, const spec_family *f, const ynode *n, const char *path)
+{
+	int rc = check_cxx_name(c, n, path,
+				"a member of the instance's parameter struct (the template reads P::name)");
+
+	return rc ? rc : name_budget(c, f, n, path);
+}
+
 /* params: { name: { type, ... } }. Which other keys a definition may have
  * depends on its type, checked when the type is read (in the order the
  * messages have always come in). */
@@ -785,6 +844,7 @@ static int p_param_values(sctx *c, const ynode *v, const char *path, void *out,
 	static const field names = { .item = &name_item, .size = sizeof(char *),
 				     .dup = "value " };
 	spec_param *p = out;
+	size_t i;
 	int rc;
 
 	if (p->type == PT_INT)
@@ -798,6 +858,9 @@ static int p_param_values(sctx *c, const ynode *v, const char *path, void *out,
 		return rc;
 	if (!jitk__ymap_get(c->map, "cpp"))
 		return ERR(c, c->map, path, "missing required key 'cpp' (the C++ enum type)");
+	for (i = 0; i < v->n; i++)
+		if ((rc = check_cxx_name(c, v->kids[i], path, "an enumerator of the 'cpp' type")))
+			return rc;
 	return 0;
 }
 
@@ -817,7 +880,7 @@ static int p_param(sctx *c, const ynode *d, const char *path, void *out, const f
 	int rc;
 
 	if ((rc = check_keys(c, d, path, param_fields)) ||
-	    (rc = name_budget(c, c->f, c->key, "params")) || (rc = copy(c, &p->name, c->key->str)))
+	    (rc = member_name(c, c->f, c->key, "params")) || (rc = copy(c, &p->name, c->key->str)))
 		return rc;
 	p->loc = loc_of(c, c->key);
 	p->min = INT64_MIN;
@@ -879,7 +942,7 @@ static int tuning_value(sctx *c, spec_tuning *t, const ynode *k, const ynode *v)
 	for (i = 0; i < f->ntuning_keys; i++)
 		if (!strcmp(f->tuning_keys[i], kv->key))
 			return 0;
-	if ((rc = name_budget(c, f, k, "tuning")))
+	if ((rc = member_name(c, f, k, "tuning")))
 		return rc;
 	/* name_budget keeps the keys within SPEC_MAX_NAMES. */
 	if (!f->tuning_keys && !(f->tuning_keys = ARRAY(c, SPEC_MAX_NAMES, char *)))
@@ -1081,7 +1144,7 @@ static int p_derived(sctx *c, const ynode *v, const char *path, void *out, const
 
 	if (name_defined(c->f, c->key->str, c->index))
 		return ERR(c, c->key, path, "'%s' is already defined", q(c->key->str));
-	if ((rc = name_budget(c, c->f, c->key, path)) ||
+	if ((rc = member_name(c, c->f, c->key, path)) ||
 	    (rc = copy(c, &((spec_expr *)out)->name, c->key->str)))
 		return rc;
 	return parse_expr(c, v, path, c->index, NAMES_SPEC, out);
@@ -1310,10 +1373,18 @@ static int p_args(sctx *c, const ynode *n, const char *path, void *out, const fi
 
 static int p_dim_name(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
+	const ynode *args = c->t ? jitk__ymap_get(c->t->root, "args") : NULL;
 	int rc = get_ident(c, n, path, out);
+	size_t i;
 
 	if (!rc && name_defined(c->f, *(char **)out, c->f->nderived))
 		return ERR(c, n, path, "'%s' is already defined", q(n->str));
+	/* An argument of that name (read later) would take the name's
+	 * place in every shape, and the dim would never be bound. */
+	for (i = 0; !rc && args && args->kind == YN_MAP && i < args->n; i++)
+		if (!strcmp(ymap_key(args, i)->str, n->str))
+			return ERR(c, n, path, "'%s' is already defined (an argument, at %d:%d)",
+				   q(n->str), ymap_key(args, i)->line, ymap_key(args, i)->col);
 	return rc;
 }
 
@@ -1514,7 +1585,9 @@ static int p_symbol(sctx *c, const ynode *d, const char *path, void *out, const 
 
 	if (!(s->vals = ARRAY(c, np, int64_t *)) || !(s->nvals = ARRAY(c, np, size_t)))
 		return JITK_ENOMEM;
-	if ((rc = copy(c, &s->name, c->key->str)))
+	if ((rc = check_cxx_name(c, c->key, path,
+				       "a symbol (its instances' parameter structs are named after it)")) ||
+	    (rc = copy(c, &s->name, c->key->str)))
 		return rc;
 	s->fam = c->f;
 	s->loc = loc_of(c, c->key);
@@ -2117,6 +2190,87 @@ static int link_argmaps(const spec_set *set, const spec_symbol *s, const texts_t
 	return 0;
 }
 
+/* ------------------------------------- scalars that may be absent */
+
+static int name_is(void *ctx, const char *name, int pos)
+{
+	(void)pos;
+	return !strcmp(name, ctx);
+}
+
+static int expr_uses(const spec_expr *x, const char *name)
+{
+	return x->e && jitk__expr_visit_names(x->e, name_is, (void *)name);
+}
+
+/* The first shape or stride of tensor t that names scalar name, or NULL. */
+static const spec_expr *tensor_use(const spec_arg *t, const char *name)
+{
+	size_t d;
+
+	for (d = 0; d < t->ndim; d++) {
+		if (expr_uses(&t->shape[d], name))
+			return &t->shape[d];
+		if (t->strides && expr_uses(&t->strides[d], name))
+			return &t->strides[d];
+	}
+	return NULL;
+}
+
+/* Issue 22 #10: an integer scalar with a `when` is absent from the
+ * instances where it does not hold, and the kernel gets 0 there. A shape
+ * or stride of a tensor those instances take, or the grid, must not use
+ * it: the call would bind it from the tensor's shape (or evaluate the
+ * grid with it) and pass the kernel 0, computing nothing and reporting
+ * success. Launch checks may use it (they see 0, what the kernel gets:
+ * "!batched || L > 0"). */
+static int check_absent_scalars(const spec_set *set, const spec_symbol *s, const texts_t *tx)
+{
+	const spec_family *f = s->fam;
+	uint32_t users[JITK_MAX_SPEC_ARGS]; /* per conditional scalar: tensors that use it */
+	unsigned char grid[JITK_MAX_SPEC_ARGS], any = 0;
+	size_t i, j, k;
+
+	for (i = 0; i < f->nargs && i < JITK_MAX_SPEC_ARGS; i++) {
+		const spec_arg *a = &f->args[i];
+
+		users[i] = 0;
+		grid[i] = 0;
+		if (a->type == AT_TENSOR || a->type == AT_F32 || !a->when.n)
+			continue;
+		for (k = 0; k < f->nargs && k < JITK_MAX_SPEC_ARGS; k++)
+			if (f->args[k].type == AT_TENSOR && tensor_use(&f->args[k], a->name))
+				users[i] |= (uint32_t)1 << k;
+		grid[i] = (unsigned char)expr_uses(&f->grid, a->name);
+		any |= grid[i] || users[i];
+	}
+	for (j = 0; any && j < s->ninsts; j++) {
+		const spec_instance *in = &set->insts[s->first + j];
+
+		for (i = 0; i < f->nargs && i < JITK_MAX_SPEC_ARGS; i++) {
+			const spec_expr *use = grid[i] ? &f->grid : NULL;
+			const spec_arg *t = NULL;
+
+			if (!(grid[i] || users[i]) || jitk__spec_cond_holds(&f->args[i].when, in->vals))
+				continue;
+			for (k = 0; k < f->nargs && k < JITK_MAX_SPEC_ARGS && !t; k++)
+				if (users[i] >> k & 1 && jitk__spec_cond_holds(&f->args[k].when, in->vals))
+					use = tensor_use(t = &f->args[k], f->args[i].name);
+			if (!use)
+				continue;
+			return link_error(tx, set, &use->loc,
+					  "'%s' is used by %s%s, but %s does not take it (its 'when' leaves "
+					  "it out): the kernel would get 0 (a scalar that a shape, a stride "
+					  "or the grid uses must be present wherever they are)",
+					  f->args[i].name,
+					  !t ? "the grid" : use >= t->shape && use < t->shape + t->ndim
+							    ? "the shape of " : "the strides of ",
+					  t ? t->name : "", in->name);
+		}
+	}
+	return 0;
+}
+
 static int link_instances(spec_set *set, const texts_t *tx)
 {
 	size_t i;
@@ -2136,6 +2290,8 @@ static int link_instances(spec_set *set, const texts_t *tx)
 		rc = link_argmaps(set, set->syms[i], tx);
 	for (i = 0; i < set->nsyms && !rc; i++)
 		rc = check_tuning_coverage(set, set->syms[i], tx);
+	for (i = 0; i < set->nsyms && !rc; i++)
+		rc = check_absent_scalars(set, set->syms[i], tx);
 	return rc;
 }
 
@@ -2180,15 +2336,110 @@ static const char *nearest_symbol(const spec_set *s, const char *name, size_t le
 	return best;
 }
 
+/* An error in selector sel at byte at: the message names the column (in
+ * characters), the detail quotes the selector with a caret under it. */
+static int sel_error(int status, const char *sel, const char *at, const char *fmt, ...)
+	JITK_PRINTF(4, 5);
+
+static int sel_error(int status, const char *sel, const char *at, const char *fmt, ...)
+{
+	ytree t = { NULL, (char *)sel, strlen(sel) };
+	int col = (int)chars_before_pos(sel, (size_t)(at - sel)) + 1;
+	jbuf msg, detail;
+	va_list ap;
+	int rc;
+
+	jitk__jbuf_init(&msg);
+	jitk__jbuf_init(&detail);
+	va_start(ap, fmt);
+	jitk__jbuf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	excerpt(&detail, &t, 1, col);
+	if (msg.oom || detail.oom)
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
+	else
+		rc = jitk__spec_error(status, detail.data, "'%s': column %d: %s", q(sel), col,
+				      msg.data);
+	jitk__jbuf_free(&msg);
+	jitk__jbuf_free(&detail);
+	return rc;
+}
+
+#define SEL_FORM "(a selector is symbol[param=value,...])"
+
+/* The selector's list "[param=value,...]" at br, strictly: every item is
+ * name=value, the list ends with the one ']' and nothing follows it. The
+ * values wanted go to want and given. */
+static int parse_selector_list(const spec_symbol *sym, const char *sel, const char *br,
+			       int64_t *want, unsigned char *given)
+{
+	const spec_family *f = sym->fam;
+	const char *p = br + 1;
+	char buf[32];
+	size_t i;
+
+	for (;;) {
+		const char *name = p, *val, *end;
+		int k = -1;
+
+		while (*p && *p != '=' && *p != ',' && *p != ']' && *p != '[')
+			p++;
+		if (p == name)
+			return sel_error(JITK_EINVAL, sel, p, "expected param=value after '%c' %s",
+					 name[-1], SEL_FORM);
+		if (*p != '=')
+			return sel_error(JITK_EINVAL, sel, p, "expected '=' after the parameter name %s",
+					 SEL_FORM);
+		for (i = 0; i < f->nparams; i++)
+			if (strlen(f->params[i].name) == (size_t)(p - name) &&
+			    !strncmp(f->params[i].name, name, (size_t)(p - name)))
+				k = (int)i;
+		if (k < 0)
+			return sel_error(JITK_EINVAL, sel, name, "%s has no parameter '%s'", sym->name,
+					 q(bare_name(name, (size_t)(p - name))));
+		if (given[k])
+			return sel_error(JITK_EINVAL, sel, name, "parameter '%s' given twice",
+					 f->params[k].name);
+		val = end = p + 1;
+		while (*end && *end != '=' && *end != ',' && *end != ']' && *end != '[')
+			end++;
+		if (end == val)
+			return sel_error(JITK_EINVAL, sel, end, "expected a value after '=' %s", SEL_FORM);
+		if (*end != ',' && *end != ']')
+			return sel_error(JITK_EINVAL, sel, end, "expected ',' or ']' after the value %s",
+					 SEL_FORM);
+		/* The value as text must be one the parameter can take. */
+		for (i = 0; i < sym->nvals[k]; i++) {
+			const char *t = jitk__spec_value_text(&f->params[k], sym->vals[k][i], buf);
+
+			if (strlen(t) == (size_t)(end - val) && !strncmp(t, val, (size_t)(end - val)))
+				break;
+		}
+		if (i == sym->nvals[k])
+			return sel_error(JITK_ENOENT, sel, val, "%s has no instance with %s=%s (see jitk list)",
+					 sym->name, f->params[k].name,
+					 q(bare_name(val, (size_t)(end - val))));
+		given[k] = 1;
+		want[k] = sym->vals[k][i];
+		p = end + 1;
+		if (*end == ']')
+			break;
+	}
+	if (*p)
+		return sel_error(JITK_EINVAL, sel, p, "unexpected text after the selector's ']' %s",
+				 SEL_FORM);
+	return JITK_OK;
+}
+
 int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 {
 	const char *br = strchr(sel, '[');
 	size_t nlen = br ? (size_t)(br - sel) : strlen(sel), i;
 	const spec_symbol *sym = NULL;
 	const spec_family *f;
-	const char *p;
 	int64_t want[64];
 	unsigned char given[64];
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < s->nsyms; i++)
@@ -2197,8 +2448,15 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 			break;
 		}
 	if (!sym) {
-		const char *near = nearest_symbol(s, sel, nlen);
+		/* A name with a selector's punctuation in it ("x]]]",
+		 * "x,y") is malformed, not a near miss. */
+		size_t bad = strcspn(sel, "]=,");
+		const char *near;
 
+		if (bad < nlen)
+			return sel_error(JITK_EINVAL, sel, sel + bad,
+					 "unexpected '%c' in the symbol name %s", sel[bad], SEL_FORM);
+		near = nearest_symbol(s, sel, nlen);
 		if (near)
 			return jitk__spec_error(JITK_ENOENT, NULL,
 						"no symbol named '%s' (did you mean '%s'? see jitk list)",
@@ -2210,47 +2468,8 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 	if (f->nparams > JITK_ARRAY_SIZE(want))
 		return jitk__error(JITK_EINVAL, "%s: too many parameters to select by", sym->name);
 	memset(given, 0, sizeof(given));
-	if (br) {
-		size_t len = strlen(br);
-
-		if (len < 3 || br[len - 1] != ']')
-			return jitk__error(JITK_EINVAL, "'%s': a selector is symbol[param=value,...]", sel);
-		for (p = br + 1; *p != ']';) {
-			const char *eq = strchr(p, '='), *end = p;
-			char buf[32];
-			int k = -1;
-
-			while (*end && *end != ',' && *end != ']')
-				end++;
-			if (!eq || eq > end)
-				return jitk__error(JITK_EINVAL, "'%s': expected param=value in the selector", sel);
-			for (i = 0; i < f->nparams; i++)
-				if (strlen(f->params[i].name) == (size_t)(eq - p) &&
-				    !strncmp(f->params[i].name, p, (size_t)(eq - p)))
-					k = (int)i;
-			if (k < 0)
-				return jitk__error(JITK_EINVAL, "'%s': %s has no parameter '%.*s'", sel,
-						   sym->name, (int)(eq - p), p);
-			if (given[k])
-				return jitk__error(JITK_EINVAL, "'%s': parameter '%s' given twice", sel,
-						   f->params[k].name);
-			/* The value as text must be one the parameter can take. */
-			for (i = 0; i < sym->nvals[k]; i++) {
-				const char *t = jitk__spec_value_text(&f->params[k], sym->vals[k][i], buf);
-
-				if (strlen(t) == (size_t)(end - eq - 1) &&
-				    !strncmp(t, eq + 1, (size_t)(end - eq - 1)))
-					break;
-			}
-			if (i == sym->nvals[k])
-				return jitk__error(JITK_ENOENT, "'%s': %s has no instance with %s=%.*s (see jitk list)",
-						   sel, sym->name, f->params[k].name,
-						   (int)(end - eq - 1), eq + 1);
-			given[k] = 1;
-			want[k] = sym->vals[k][i];
-			p = *end == ',' ? end + 1 : end;
-		}
-	}
+	if (br && (rc = parse_selector_list(sym, sel, br, want, given)))
+		return rc;
 	out->sym = sym;
 	out->match = calloc(sym->ninsts ? sym->ninsts : 1, 1);
 	if (!out->match)
@@ -2268,7 +2487,8 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 	}
 	if (!out->n) {
 		jitk__spec_selection_free(out);
-		return jitk__error(JITK_ENOENT, "'%s' selects no instance (see jitk list)", sel);
+		return jitk__spec_error(JITK_ENOENT, NULL, "'%s' selects no instance (see jitk list)",
+					q(sel));
 	}
 	return JITK_OK;
 }

@@ -272,5 +272,8 @@ void jitk__spec_escape(jbuf *b, const char *s);
 /* s, or its first 96 bytes and "..." when longer (a long expression quoted
  * in a message); from a small per-thread ring: use it at once. */
 const char *jitk__spec_quote(const char *s);
+/* JITK_EINVAL: the first len bytes of text are not an architecture (one
+ * printable line: "'sm_90\n' is not an architecture (sm_90, ...)"). */
+int jitk__spec_arch_error(const char *text, size_t len);
 
 #endif

@@ -43,6 +43,20 @@ class CompilerTests(unittest.TestCase):
         self.assertEqual(sym["fallback"][1]["symbol"], "static_quant_fp8")
         self.assertEqual(sym["fallback"][1]["map"]["x"], {"arg": "y", "flat": True})
 
+    def test_selectors_are_read_to_their_end(self):
+        # issue 22 #7: text after the first ']' was ignored here too
+        c = jitk.Compiler(specs=SPECS, cache_dir="")
+        for sel, col in (("copy_heads[head_dim=64][head_dim=128]", 24),
+                         ("copy_heads[head_dim=64],head_dim=128]", 24),
+                         ("copy_heads[head_dim=64,]", 24), ("copy_heads]]]", 11)):
+            with self.assertRaises(jitk.Error) as e:
+                c.explain(sel, "sm_90")
+            self.assertEqual(e.exception.status, "EINVAL")
+            self.assertIn("'%s': column %d: " % (sel, col), str(e.exception))
+            self.assertIn("    1 | %s\n      | %s^" % (sel, " " * (col - 1)), e.exception.detail)
+        runs, text = c.explain("copy_heads[head_dim=64]", "sm_90")
+        self.assertTrue(runs)
+
     def test_explain(self):
         c = jitk.Compiler(specs=SPECS, cache_dir="")
         runs, text = c.explain("fused_norm_scale_shift_fp8[hidden=3072]", "sm_90")
