@@ -301,6 +301,25 @@ char *t_entry_path(const char *dir, const uint8_t *key)
 	return p;
 }
 
+void t_assert_same_entry(const void *a, size_t la, const void *b, size_t lb)
+{
+	uint8_t *x = malloc(la ? la : 1), *y = malloc(lb ? lb : 1);
+
+	assert_int_equal(la, lb);
+	assert_true(la >= 128);
+	assert_non_null(x);
+	assert_non_null(y);
+	memcpy(x, a, la);
+	memcpy(y, b, lb);
+	memset(x + 88, 0, 16);
+	memset(y + 88, 0, 16);
+	memset(x + 108, 0, 4);
+	memset(y + 108, 0, 4);
+	assert_memory_equal(x, y, la);
+	free(x);
+	free(y);
+}
+
 /* ------------------------------------------------------ per-test timeout */
 
 /* Each test runs under its own alarm: a test that hangs fails by name

@@ -72,5 +72,9 @@ int t_build(void *c, const char *name, const char *arch, int *origin);
  * computes it, and the path of its entry in the cache at dir (malloc'd). */
 void t_key(void *c, const char *name, const char *arch, uint8_t *key);
 char *t_entry_path(const char *dir, const uint8_t *key);
+/* Two entry files' bytes hold the same entry: equal but for the origin
+ * field (where each cache got it from: bytes 108..111) and the checksum
+ * that covers it (bytes 88..103). */
+void t_assert_same_entry(const void *a, size_t la, const void *b, size_t lb);
 
 #endif

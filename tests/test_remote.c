@@ -386,8 +386,7 @@ static int build_sym(jitk_compiler *c, const fixture *f, int *origin, double *ms
 
 		*origin = b.origin;
 		assert_int_equal(jitk__entry_encode(&bytes, &len, &b.entry), 0);
-		assert_int_equal(len, f->ref_len);
-		assert_memory_equal(bytes, f->ref, len);
+		t_assert_same_entry(bytes, len, f->ref, f->ref_len);
 		free(bytes);
 		jitk__build_free(&b);
 	}
@@ -406,8 +405,7 @@ static void holds_only_ref(const fixture *f, const char *dir)
 	assert_int_equal(s.bad, 0);
 	assert_int_equal(s.temp_files, 0);
 	data = t_read(p, &len);
-	assert_int_equal(len, f->ref_len);
-	assert_memory_equal(data, f->ref, len);
+	t_assert_same_entry(data, len, f->ref, f->ref_len);
 	free(data);
 	free(p);
 }
@@ -562,8 +560,7 @@ static int same_entry(void *ctx, const char *path, const jitk_cache_entry *e)
 
 	a = t_read(path, &la);
 	b = t_read(mine, &lb);
-	assert_int_equal(la, lb);
-	assert_memory_equal(a, b, la);
+	t_assert_same_entry(a, la, b, lb);
 	s->n++;
 	free(a);
 	free(b);
@@ -1713,7 +1710,7 @@ static void test_options_and_urls(void **state)
 	assert_null(o.remote);
 	assert_int_equal(o.remote_read_only, -1);
 	assert_int_equal(o.remote_timeout_ms, -1);
-	assert_int_equal(jitk_compiler_options_init(&o, 3), JITK_EINVAL);
+	assert_int_equal(jitk_compiler_options_init(&o, JITK_COMPILER_OPTIONS_VERSION + 1), JITK_EINVAL);
 	c = compiler(f, NULL, "ftp://x/y,http://,http://h/a b,http://h/?q", "redis://h:99999", 0, &log);
 	assert_null(c->remote);
 	assert_int_equal(log.warnings, 5);

@@ -9,6 +9,7 @@
 #include "build/instance.h"
 #include "build/lease.h"
 #include "build/remote.h"
+#include "build/sign.h"
 #include "base/internal.h"
 #include "spec/spec.h"
 
@@ -54,6 +55,10 @@ struct jitk_compiler {
 	/* counters of this compiler (all symbols) */
 	atomic_ullong compiles;
 	atomic_ullong compile_us;
+	/* provenance (sign.h) */
+	jitk_signer *signer; /* NULL: what is published is not signed */
+	jitk_trust *trust;   /* NULL: nothing is checked */
+	atomic_ullong signed_entries;
 };
 
 
@@ -65,6 +70,7 @@ typedef struct {
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	char *log; /* NVRTC log when compiled now (warnings), else NULL */
 	unsigned rejects; /* cache entries this build found bad (also on failure) */
+	int refused; /* the remote's object was refused: no trusted key signed it */
 } jitk_build;
 
 /* Options of any version (1 to current) into the current layout. */
