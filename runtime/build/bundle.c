@@ -519,10 +519,15 @@ static int pack_write(pack_ctx *p, int fd, uint8_t **index_out, uint64_t *index_
 	*index_out = NULL;
 	if (!index)
 		return jitk__error(JITK_ENOMEM, "out of memory");
-	/* provenance: with $JITK_SIGNING_KEY, every entry is signed with it */
-	if ((rc = jitk__signer_open(&signer, NULL))) {
+	/* provenance: with $JITK_SIGNING_KEY, every entry is signed with it (a
+	 * key that cannot be used is an I/O error here: EINVAL is the
+	 * caller's bad architecture list) */
+	if (jitk__signer_open(&signer, NULL)) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", jitk_error_last()->message);
 		free(index);
-		return rc;
+		return jitk__error(JITK_EIO, "%s", why);
 	}
 	if (write_all_at(fd, zeros, sizeof(zeros), 0))
 		rc = -1;

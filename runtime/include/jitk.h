@@ -450,16 +450,21 @@ typedef void (*jitk_bundle_report_fn)(void *payload, const char *what, const cha
  * Each entry is verified as a lookup would verify it (bad ones are
  * reported and left out). The file is written next to its final name and
  * renamed into place, so a reader never sees part of one; entries are in
- * key order, so the same cache gives the same bytes. JITK_ENOENT or
- * JITK_EIO (refused as jitk cache verify refuses a cache), JITK_EINVAL for
- * a bad architecture list, JITK_EIO when the file cannot be written.
- * report and out may be NULL. */
+ * key order, so the same cache gives the same bytes. With
+ * $JITK_SIGNING_KEY set, every entry is signed with that key (replacing
+ * the signature it had; ed25519 is deterministic, so the bytes stay the
+ * same for the same key). JITK_ENOENT or JITK_EIO (refused as jitk cache
+ * verify refuses a cache), JITK_EINVAL for a bad architecture list,
+ * JITK_EIO when the file cannot be written or the signing key cannot be
+ * used. report and out may be NULL. */
 JITK_API int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
 			     const char *archs, jitk_bundle_report_fn report, void *payload);
 
 /* Publish every entry of the bundle file into the writable cache at
  * cache_dir (NULL: the default) with the normal atomic write path; entries
- * already there (and good) are skipped, bad ones reported and left out.
+ * already there (and good) are skipped, bad ones reported and left out -
+ * among them those $JITK_TRUSTED_KEYS and $JITK_REQUIRE_SIGS refuse, as a
+ * compiler would refuse them (JITK_EINVAL for a malformed key list).
  * JITK_ENOENT (no such file), JITK_EIO (not a bundle, a header or index
  * that fails verification, or a cache directory that cannot be used). */
 JITK_API int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
