@@ -39,7 +39,8 @@ struct jitk_signer {
 
 typedef struct {
 	char name[JITK_KEY_NAME_MAX + 1];
-	EVP_PKEY *key;
+	uint8_t pub[PUB_SIZE];
+	EVP_PKEY *key; /* made on first use, under the trust's lock */
 } trusted_key;
 
 struct jitk_trust {
@@ -47,7 +48,7 @@ struct jitk_trust {
 	size_t nkeys;
 	int require;
 	jitk_logger log;
-	pthread_mutex_t lock; /* warned */
+	pthread_mutex_t lock; /* warned, and the keys' EVP_PKEYs */
 	char **warned;        /* the sources a refusal was warned about */
 	size_t nwarned;
 	atomic_ullong verified, refused, unverified, verify_ns;
@@ -411,8 +412,11 @@ static int add_key(jitk_trust *t, const char *w, size_t n, const char *where)
 	k += t->nkeys;
 	memcpy(k->name, w, nlen);
 	k->name[nlen] = '\0';
-	if (!(k->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, PUB_SIZE)))
-		return jitk__error(JITK_EINVAL, "%s: OpenSSL does not take the key %s", where, k->name);
+	/* EVP waits for the first check: its start-up (OpenSSL's configuration
+	 * and provider, 0.6-0.7 ms) is not for processes that only read their
+	 * own cache */
+	memcpy(k->pub, pub, PUB_SIZE);
+	k->key = NULL;
 	t->nkeys++;
 	return 0;
 }
@@ -511,7 +515,8 @@ int jitk__trust_required(const jitk_trust *t)
 jitk_sig_state jitk__trust_check(jitk_trust *t, const jitk_cache_entry *e, const char **signer)
 {
 	char fp[JITK_FINGERPRINT_MAX];
-	const trusted_key *k = NULL;
+	trusted_key *k = NULL;
+	EVP_PKEY *key;
 	EVP_MD_CTX *m;
 	double t0;
 	size_t i;
@@ -526,8 +531,14 @@ jitk_sig_state jitk__trust_check(jitk_trust *t, const jitk_cache_entry *e, const
 	if (!k)
 		return JITK_SIG_UNTRUSTED;
 	t0 = jitk__now_ms();
+	pthread_mutex_lock(&t->lock);
+	if (!k->key)
+		k->key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, k->pub, PUB_SIZE);
+	key = k->key;
+	pthread_mutex_unlock(&t->lock);
 	m = EVP_MD_CTX_new();
-	ok = m && !jitk__fingerprint(fp, e) && EVP_DigestVerifyInit(m, NULL, NULL, NULL, k->key) == 1 &&
+	/* (no key object: OpenSSL failed, nothing verifies) */
+	ok = m && key && !jitk__fingerprint(fp, e) && EVP_DigestVerifyInit(m, NULL, NULL, NULL, key) == 1 &&
 	     EVP_DigestVerify(m, e->sig, JITK_SIG_SIZE, (const unsigned char *)fp, strlen(fp)) == 1;
 	EVP_MD_CTX_free(m);
 	atomic_fetch_add(&t->verify_ns, (unsigned long long)((jitk__now_ms() - t0) * 1e6));
