@@ -257,6 +257,12 @@ int t_teardown(void **state)
 
 int t_build(void *compiler, const char *name, const char *arch, int *origin)
 {
+	return t_build_flags(compiler, name, arch, 0, origin);
+}
+
+int t_build_flags(void *compiler, const char *name, const char *arch, unsigned flags,
+		  int *origin)
+{
 	jitk_compiler *c = compiler;
 	jitk_build b;
 	jitk_arch a;
@@ -265,7 +271,7 @@ int t_build(void *compiler, const char *name, const char *arch, int *origin)
 
 	assert_int_equal(jitk__arch_parse(&a, arch), 0);
 	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
-	rc = jitk__build(&b, c, inst, a, 0);
+	rc = jitk__build(&b, c, inst, a, flags);
 	if (!rc) {
 		if (origin)
 			*origin = b.origin;

@@ -96,23 +96,10 @@ static jitk_remote_stats remote_stats(const jitk_compiler *c)
 	return s;
 }
 
-/* Build name for ARCH: the status, *origin on success. */
+/* Build name for ARCH: the status, *origin on success (a cubin). */
 static int build(jitk_compiler *c, const char *name, unsigned flags, int *origin)
 {
-	jitk_build b;
-	jitk_arch a;
-	size_t inst;
-	int rc;
-
-	assert_int_equal(jitk__arch_parse(&a, ARCH), 0);
-	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
-	rc = jitk__build(&b, c, inst, a, flags);
-	if (!rc) {
-		*origin = b.origin;
-		assert_memory_equal(b.entry.image, "\177ELF", 4);
-		jitk__build_free(&b);
-	}
-	return rc;
+	return t_build_flags(c, name, ARCH, flags, origin);
 }
 
 static void entry_copy(jitk_cache_entry *out, const jitk_cache_entry *e)
@@ -166,6 +153,37 @@ static void plant_entry(const fixture *f, const char *prefix, const uint8_t *key
 static char *url_of(const fixture *f, const char *prefix)
 {
 	return jitk__asprintf("%s/%s", f->web.url, prefix);
+}
+
+/* What a case sets up: a fresh directory, a node's cache in it, the
+ * remote's objects under a prefix of the directory's name, and the usual
+ * node - read-only, trusting ci-a, signatures required by default. */
+typedef struct {
+	char *dir, *cache, *url;
+	const char *prefix;
+	node_cfg node;
+} scene;
+
+static void scene_open(fixture *f, scene *s, const char *what)
+{
+	s->dir = fresh(f, what);
+	s->prefix = s->dir + strlen(f->dir) + 1;
+	s->cache = t_path(s->dir, "node");
+	s->url = url_of(f, s->prefix);
+	memset(&s->node, 0, sizeof(s->node));
+	s->node.cache = s->cache;
+	s->node.remote = s->url;
+	s->node.read_only = 1;
+	s->node.key = -1;
+	s->node.require = -1;
+	s->node.trusted = f->pub[KEY_A];
+}
+
+static void scene_free(scene *s)
+{
+	free(s->dir);
+	free(s->cache);
+	free(s->url);
 }
 
 /* The node's own cache holds key's entry as it compiled it itself: made
@@ -272,9 +290,10 @@ static int group_teardown(void **state)
 static void test_a_signed_object_is_verified_once(void **state)
 {
 	fixture *f = *state;
-	char *dir, *bc, *nc, *url, *text = NULL, *p;
-	node_cfg bn = { 0 }, nn = { 0 };
+	char *bc, *text = NULL, *p;
+	node_cfg bn = { 0 };
 	t_log log = { 0, "" };
+	scene sc;
 	jitk_compiler *c;
 	jitk_sign_stats ss;
 	jitk_cache_entry e;
@@ -284,11 +303,9 @@ static void test_a_signed_object_is_verified_once(void **state)
 	int origin, i, reps = 2000;
 
 	NEED_WEB(f);
-	dir = fresh(f, "fleet");
-	bc = t_path(dir, "builder");
-	nc = t_path(dir, "node");
-	url = url_of(f, "fleet");
-	bn.cache = bc, bn.remote = url, bn.key = KEY_A, bn.require = -1;
+	scene_open(f, &sc, "fleet");
+	bc = t_path(sc.dir, "builder");
+	bn.cache = bc, bn.remote = sc.url, bn.key = KEY_A, bn.require = -1;
 	c = open_node(f, &bn, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
@@ -296,9 +313,7 @@ static void test_a_signed_object_is_verified_once(void **state)
 	assert_int_equal(remote_stats(c).uploads, 1);
 	jitk_compiler_free(c);
 
-	nn.cache = nc, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = -1;
-	nn.trusted = f->pub[KEY_A];
-	c = open_node(f, &nn, &log);
+	c = open_node(f, &sc.node, &log);
 	t0 = jitk__now_ms();
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	printf("sign: a remote hit with its signature verified: %.2f ms\n", jitk__now_ms() - t0);
@@ -312,13 +327,13 @@ static void test_a_signed_object_is_verified_once(void **state)
 
 	/* Stored with its origin and signature; the next load reads the
 	 * user's own cache and verifies nothing. */
-	p = t_entry_path(nc, f->ref1.key);
+	p = t_entry_path(sc.cache, f->ref1.key);
 	assert_int_equal(jitk__entry_read(&e, p, 0, &problem), 0);
 	free(p);
 	assert_int_equal(e.from, JITK_FROM_REMOTE | JITK_FROM_VERIFIED);
 	assert_string_equal(e.sig_name, "ci-a");
 	assert_memory_equal(e.image, f->ref1.image, f->ref1.size);
-	c = open_node(f, &nn, &log);
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_CACHE);
 	assert_int_equal(sign_stats(c).verified, 0);
@@ -351,7 +366,8 @@ static void test_a_signed_object_is_verified_once(void **state)
 	assert_true(us < 20000.0); /* a hang guard, not a speed test */
 	jitk__trust_free(t);
 	jitk__cache_entry_free(&e);
-	free(dir), free(bc), free(nc), free(url);
+	free(bc);
+	scene_free(&sc);
 }
 
 /* An object signed with a key the node does not trust is refused: not
@@ -360,25 +376,20 @@ static void test_a_signed_object_is_verified_once(void **state)
 static void test_an_untrusted_key_is_refused(void **state)
 {
 	fixture *f = *state;
-	char *dir, *nc, *url;
-	node_cfg nn = { 0 };
 	t_log log = { 0, "" };
 	jitk_cache_entry e1, e2;
 	jitk_compiler *c;
 	jitk_sign_stats ss;
+	scene sc;
 	int origin;
 
 	NEED_WEB(f);
-	dir = fresh(f, "untrusted");
-	nc = t_path(dir, "node");
-	url = url_of(f, "untrusted");
+	scene_open(f, &sc, "untrusted");
 	signed_copy(f, &e1, &f->ref1, KEY_E);
 	signed_copy(f, &e2, &f->ref2, KEY_E);
-	plant_entry(f, "untrusted", f->ref1.key, &e1);
-	plant_entry(f, "untrusted", f->ref2.key, &e2);
-	nn.cache = nc, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = -1;
-	nn.trusted = f->pub[KEY_A];
-	c = open_node(f, &nn, &log);
+	plant_entry(f, sc.prefix, f->ref1.key, &e1);
+	plant_entry(f, sc.prefix, f->ref2.key, &e2);
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(log.warnings, 1);
@@ -394,11 +405,11 @@ static void test_an_untrusted_key_is_refused(void **state)
 	assert_int_equal(remote_stats(c).rejects, 2);
 	assert_int_equal(atomic_load(&c->compiles), 2);
 	jitk_compiler_free(c);
-	assert_compiled_here(nc, &f->ref1);
-	assert_compiled_here(nc, &f->ref2);
+	assert_compiled_here(sc.cache, &f->ref1);
+	assert_compiled_here(sc.cache, &f->ref2);
 	jitk__cache_entry_free(&e1);
 	jitk__cache_entry_free(&e2);
-	free(dir), free(nc), free(url);
+	scene_free(&sc);
 }
 
 /* A trusted key's signature with one bit flipped (the checksum made
@@ -407,19 +418,16 @@ static void test_an_untrusted_key_is_refused(void **state)
 static void test_a_forged_signature_is_refused(void **state)
 {
 	fixture *f = *state;
-	char *dir, *nc, *url;
-	node_cfg nn = { 0 };
 	t_log log = { 0, "" };
 	jitk_cache_entry e, other;
 	jitk_compiler *c;
 	jitk_trust *t;
 	const char *signer;
+	scene sc;
 	int origin, bit;
 
 	NEED_WEB(f);
-	dir = fresh(f, "forged");
-	nc = t_path(dir, "node");
-	url = url_of(f, "forged");
+	scene_open(f, &sc, "forged");
 	assert_int_equal(jitk__trust_new(&t, f->pub[KEY_A], 1, NULL), 0);
 	signed_copy(f, &e, &f->ref1, KEY_A);
 	assert_int_equal(jitk__trust_check(t, &e, &signer), JITK_SIG_TRUSTED);
@@ -439,19 +447,17 @@ static void test_a_forged_signature_is_refused(void **state)
 	jitk__trust_free(t);
 
 	e.sig[17] ^= 0x10;
-	plant_entry(f, "forged", f->ref1.key, &e);
-	nn.cache = nc, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = -1;
-	nn.trusted = f->pub[KEY_A];
-	c = open_node(f, &nn, &log);
+	plant_entry(f, sc.prefix, f->ref1.key, &e);
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_non_null(strstr(log.last, "its signature does not verify"));
 	assert_int_equal(sign_stats(c).refused, 1);
 	assert_int_equal(remote_stats(c).hits, 0);
 	jitk_compiler_free(c);
-	assert_compiled_here(nc, &f->ref1);
+	assert_compiled_here(sc.cache, &f->ref1);
 	jitk__cache_entry_free(&e);
-	free(dir), free(nc), free(url);
+	scene_free(&sc);
 }
 
 /* The format 3 bytes of e (what jitk wrote before signatures): the same
@@ -478,36 +484,32 @@ static uint8_t *format3(const jitk_cache_entry *e, size_t *len)
 static void test_a_stripped_signature_is_refused(void **state)
 {
 	fixture *f = *state;
-	char *dir, *nc, *nc2, *url;
-	node_cfg nn = { 0 };
 	t_log log = { 0, "" };
 	jitk_cache_entry e, back;
 	jitk_compiler *c;
 	const char *problem;
 	uint8_t *bytes;
 	size_t len;
+	scene sc;
+	char *lax;
 	int origin;
 
 	NEED_WEB(f);
-	dir = fresh(f, "stripped");
-	nc = t_path(dir, "node");
-	nc2 = t_path(dir, "lax");
-	url = url_of(f, "stripped");
+	scene_open(f, &sc, "stripped");
+	lax = t_path(sc.dir, "lax");
 	signed_copy(f, &e, &f->ref1, KEY_A);
 	e.sig_name[0] = '\0';
-	plant_entry(f, "stripped", f->ref1.key, &e);
+	plant_entry(f, sc.prefix, f->ref1.key, &e);
 	bytes = format3(&f->ref2, &len);
 	/* a format 3 entry reads as an unsigned one */
 	assert_int_equal(jitk__entry_decode(&back, bytes, len, &problem), 0);
 	assert_int_equal(back.format, 3);
 	assert_string_equal(back.sig_name, "");
 	jitk__cache_entry_free(&back);
-	plant(f, "stripped", f->ref2.key, bytes, len);
+	plant(f, sc.prefix, f->ref2.key, bytes, len);
 	free(bytes);
 
-	nn.cache = nc, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = -1;
-	nn.trusted = f->pub[KEY_A];
-	c = open_node(f, &nn, &log);
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_non_null(strstr(log.last, "refused: not signed"));
@@ -516,12 +518,12 @@ static void test_a_stripped_signature_is_refused(void **state)
 	assert_int_equal(sign_stats(c).refused, 2);
 	assert_int_equal(remote_stats(c).hits, 0);
 	jitk_compiler_free(c);
-	assert_compiled_here(nc, &f->ref1);
-	assert_compiled_here(nc, &f->ref2);
+	assert_compiled_here(sc.cache, &f->ref1);
+	assert_compiled_here(sc.cache, &f->ref2);
 
 	/* signatures not required (JITK_REQUIRE_SIGS=0): both used, unchecked */
-	nn.cache = nc2, nn.require = 0;
-	c = open_node(f, &nn, &log);
+	sc.node.cache = lax, sc.node.require = 0;
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_REMOTE);
 	assert_int_equal(build(c, K2, 0, &origin), 0);
@@ -530,7 +532,8 @@ static void test_a_stripped_signature_is_refused(void **state)
 	assert_int_equal(sign_stats(c).refused, 0);
 	jitk_compiler_free(c);
 	jitk__cache_entry_free(&e);
-	free(dir), free(nc), free(nc2), free(url);
+	free(lax);
+	scene_free(&sc);
 }
 
 /* A valid signed object served under another key's name: with its own
@@ -541,50 +544,45 @@ static void test_a_stripped_signature_is_refused(void **state)
 static void test_an_object_under_another_keys_name_is_refused(void **state)
 {
 	fixture *f = *state;
-	char *dir, *nc, *url;
-	node_cfg nn = { 0 };
 	t_log log = { 0, "" };
 	jitk_cache_entry e, moved;
 	jitk_compiler *c;
 	uint8_t *bytes;
 	size_t len;
+	scene sc;
 	int origin;
 
 	NEED_WEB(f);
-	dir = fresh(f, "renamed");
-	nc = t_path(dir, "node");
-	url = url_of(f, "renamed");
-	nn.cache = nc, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = -1;
-	nn.trusted = f->pub[KEY_A];
+	scene_open(f, &sc, "renamed");
 	signed_copy(f, &e, &f->ref1, KEY_A);
 	/* as it is, under K2's name */
 	assert_int_equal(jitk__entry_encode(&bytes, &len, &e), 0);
-	plant(f, "renamed", f->ref2.key, bytes, len);
+	plant(f, sc.prefix, f->ref2.key, bytes, len);
 	free(bytes);
-	c = open_node(f, &nn, &log);
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K2, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_non_null(strstr(log.last, "key mismatch"));
 	assert_int_equal(remote_stats(c).rejects, 1);
 	jitk_compiler_free(c);
-	assert_compiled_here(nc, &f->ref2);
+	assert_compiled_here(sc.cache, &f->ref2);
 
 	/* its header rewritten to K2 (checksum made right), K1's signature kept */
-	t_rmtree(nc);
+	t_rmtree(sc.cache);
 	entry_copy(&moved, &e);
 	memcpy(moved.key, f->ref2.key, JITK_HASH_SIZE);
-	plant_entry(f, "renamed", f->ref2.key, &moved);
-	c = open_node(f, &nn, &log);
+	plant_entry(f, sc.prefix, f->ref2.key, &moved);
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K2, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_non_null(strstr(log.last, "its signature does not verify"));
 	assert_int_equal(sign_stats(c).refused, 1);
 	assert_int_equal(remote_stats(c).hits, 0);
 	jitk_compiler_free(c);
-	assert_compiled_here(nc, &f->ref2);
+	assert_compiled_here(sc.cache, &f->ref2);
 	jitk__cache_entry_free(&moved);
 	jitk__cache_entry_free(&e);
-	free(dir), free(nc), free(url);
+	scene_free(&sc);
 }
 
 /* Bundles: `jitk cache pack` signs with JITK_SIGNING_KEY. A bundle signed
@@ -713,8 +711,6 @@ static void test_bad_signature_fields_are_rejected(void **state)
 		{ "another algorithm", 0, 0, 2, "bad signature section (an algorithm other than ed25519)" },
 		{ "a name with a slash", 0, 8, 0x2f2f2f2fu, "bad signature section (a bad key name)" },
 	};
-	char *dir, *nc, *url;
-	node_cfg nn = { 0 };
 	t_log log = { 0, "" };
 	jitk_cache_entry e, out;
 	jitk_compiler *c;
@@ -756,25 +752,21 @@ static void test_bad_signature_fields_are_rejected(void **state)
 				free(big), free(bytes);
 				continue;
 			}
-			dir = fresh(f, "section");
-			nc = t_path(dir, "node");
-			url = url_of(f, dir + strlen(f->dir) + 1);
-			plant(f, dir + strlen(f->dir) + 1, f->ref1.key, big, sec_at + nlen);
-			nn.cache = nc, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = 0;
-			nn.trusted = f->pub[KEY_A];
-			c = open_node(f, &nn, &log); /* signatures not even required */
-			{
-				int origin;
+			scene sc;
+			int origin;
 
-				assert_int_equal(build(c, K1, 0, &origin), 0);
-				assert_int_equal(origin, JITK_ORIGIN_COMPILED);
-			}
+			scene_open(f, &sc, "section");
+			plant(f, sc.prefix, f->ref1.key, big, sec_at + nlen);
+			sc.node.require = 0; /* not even required */
+			c = open_node(f, &sc.node, &log);
+			assert_int_equal(build(c, K1, 0, &origin), 0);
+			assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 			assert_non_null(strstr(log.last, cases[i].problem));
 			assert_int_equal(remote_stats(c).rejects, 1);
 			assert_int_equal(remote_stats(c).hits, 0);
 			jitk_compiler_free(c);
-			assert_compiled_here(nc, &f->ref1);
-			free(dir), free(nc), free(url);
+			assert_compiled_here(sc.cache, &f->ref1);
+			scene_free(&sc);
 		}
 		free(big);
 		free(bytes);
@@ -789,27 +781,24 @@ static void test_bad_signature_fields_are_rejected(void **state)
 static void test_key_rotation(void **state)
 {
 	fixture *f = *state;
-	char *dir, *n1, *n2, *url, *both;
-	node_cfg nn = { 0 };
+	char *n2, *both;
 	t_log log = { 0, "" };
 	jitk_sig_summary ss = JITK_SIG_SUMMARY_INIT;
 	jitk_cache_entry e1, e2;
 	jitk_compiler *c;
+	scene sc;
 	int origin;
 
 	NEED_WEB(f);
-	dir = fresh(f, "rotation");
-	n1 = t_path(dir, "n1");
-	n2 = t_path(dir, "n2");
-	url = url_of(f, "rotation");
+	scene_open(f, &sc, "rotation");
+	n2 = t_path(sc.dir, "n2");
 	both = jitk__asprintf("%s\n%s\n", f->pub[KEY_A], f->pub[KEY_B]);
 	signed_copy(f, &e1, &f->ref1, KEY_A); /* the old key */
 	signed_copy(f, &e2, &f->ref2, KEY_B); /* the new one */
-	plant_entry(f, "rotation", f->ref1.key, &e1);
-	plant_entry(f, "rotation", f->ref2.key, &e2);
-	nn.cache = n1, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = -1;
-	nn.trusted = both;
-	c = open_node(f, &nn, &log);
+	plant_entry(f, sc.prefix, f->ref1.key, &e1);
+	plant_entry(f, sc.prefix, f->ref2.key, &e2);
+	sc.node.trusted = both;
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(sign_stats(c).trusted_keys, 2);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_REMOTE);
@@ -819,8 +808,8 @@ static void test_key_rotation(void **state)
 	jitk_compiler_free(c);
 
 	/* ci-a retired: a fresh node refuses its object */
-	nn.cache = n2, nn.trusted = f->pub[KEY_B];
-	c = open_node(f, &nn, &log);
+	sc.node.cache = n2, sc.node.trusted = f->pub[KEY_B];
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(build(c, K2, 0, &origin), 0);
@@ -831,18 +820,19 @@ static void test_key_rotation(void **state)
 	assert_compiled_here(n2, &f->ref1);
 
 	/* the first node's cache keeps what it verified; the check names it */
-	nn.cache = n1;
-	c = open_node(f, &nn, &log);
+	sc.node.cache = sc.cache;
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_CACHE);
 	jitk_compiler_free(c);
-	assert_int_equal(jitk_signatures_check(&ss, n1, f->pub[KEY_B], NULL, NULL), 0);
+	assert_int_equal(jitk_signatures_check(&ss, sc.cache, f->pub[KEY_B], NULL, NULL), 0);
 	assert_int_equal(ss.entries, 2);
 	assert_int_equal(ss.trusted, 1);
 	assert_int_equal(ss.untrusted, 1);
 	jitk__cache_entry_free(&e1);
 	jitk__cache_entry_free(&e2);
-	free(dir), free(n1), free(n2), free(url), free(both);
+	free(n2), free(both);
+	scene_free(&sc);
 }
 
 /* A sealed runtime that requires signatures, served by a remote holding
@@ -852,28 +842,23 @@ static void test_key_rotation(void **state)
 static void test_a_sealed_runtime_gets_only_signed_code(void **state)
 {
 	fixture *f = *state;
-	char *dir, *nc, *url;
-	node_cfg nn = { 0 };
 	t_log log = { 0, "" };
 	jitk_cache_entry e1;
 	jitk_compiler *c;
+	scene sc;
 	int origin, pass;
 
 	NEED_WEB(f);
-	dir = fresh(f, "sealed");
-	nc = t_path(dir, "node");
-	url = url_of(f, "sealed");
+	scene_open(f, &sc, "sealed");
 	signed_copy(f, &e1, &f->ref1, KEY_A);
-	plant_entry(f, "sealed", f->ref1.key, &e1);
-	plant_entry(f, "sealed", f->ref2.key, &f->ref2); /* unsigned */
+	plant_entry(f, sc.prefix, f->ref1.key, &e1);
+	plant_entry(f, sc.prefix, f->ref2.key, &f->ref2); /* unsigned */
 	for (pass = 0; pass < 2; pass++) {
 		unsigned flags = pass ? 0 : JITK_BUILD_SEAL_ERROR;
 
-		t_rmtree(nc);
-		nn.cache = nc, nn.remote = url, nn.read_only = 1, nn.key = -1, nn.require = -1;
-		nn.trusted = f->pub[KEY_A];
-		nn.no_compile = pass; /* pass 1: JITK_NO_COMPILE instead of the seal */
-		c = open_node(f, &nn, &log);
+		t_rmtree(sc.cache);
+		sc.node.no_compile = pass; /* pass 1: JITK_NO_COMPILE instead of the seal */
+		c = open_node(f, &sc.node, &log);
 		assert_int_equal(build(c, K1, flags, &origin), 0);
 		assert_int_equal(origin, JITK_ORIGIN_REMOTE);
 		assert_int_equal(build(c, K2, flags, &origin), JITK_ENOCOMPILE);
@@ -882,10 +867,10 @@ static void test_a_sealed_runtime_gets_only_signed_code(void **state)
 		assert_int_equal(sign_stats(c).refused, 1);
 		assert_int_equal(atomic_load(&c->compiles), 0);
 		jitk_compiler_free(c);
-		assert_not_stored(nc, f->ref2.key);
+		assert_not_stored(sc.cache, f->ref2.key);
 	}
 	jitk__cache_entry_free(&e1);
-	free(dir), free(nc), free(url);
+	scene_free(&sc);
 }
 
 /* A writable node that refuses an object compiles the key but does not
@@ -895,28 +880,25 @@ static void test_a_sealed_runtime_gets_only_signed_code(void **state)
 static void test_no_unsigned_upload_replaces_a_refused_object(void **state)
 {
 	fixture *f = *state;
-	char *dir, *nc, *url, *obj, *before, *after;
-	node_cfg nn = { 0 };
+	char *obj, *before, *after;
 	t_log log = { 0, "" };
 	jitk_cache_entry e, got;
 	jitk_compiler *c;
 	const char *problem;
 	char hex[2 * JITK_HASH_SIZE + 1];
 	size_t lb, la;
+	scene sc;
 	int origin;
 
 	NEED_WEB(f);
-	dir = fresh(f, "upload");
-	nc = t_path(dir, "node");
-	url = url_of(f, "upload");
+	scene_open(f, &sc, "upload");
 	jitk__hex(hex, f->ref1.key, JITK_HASH_SIZE);
-	obj = jitk__asprintf("%s/store/upload/v1/%s", f->dir, hex);
+	obj = jitk__asprintf("%s/store/%s/v1/%s", f->dir, sc.prefix, hex);
 	signed_copy(f, &e, &f->ref1, KEY_B);
-	plant_entry(f, "upload", f->ref1.key, &e);
+	plant_entry(f, sc.prefix, f->ref1.key, &e);
 	before = t_read(obj, &lb);
-	nn.cache = nc, nn.remote = url, nn.read_only = 0, nn.key = -1, nn.require = -1;
-	nn.trusted = f->pub[KEY_A];
-	c = open_node(f, &nn, &log);
+	sc.node.read_only = 0;
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(remote_stats(c).uploads, 0);
@@ -926,9 +908,9 @@ static void test_no_unsigned_upload_replaces_a_refused_object(void **state)
 	assert_memory_equal(after, before, la);
 	free(after);
 
-	t_rmtree(nc);
-	nn.key = KEY_A;
-	c = open_node(f, &nn, &log);
+	t_rmtree(sc.cache);
+	sc.node.key = KEY_A;
+	c = open_node(f, &sc.node, &log);
 	assert_int_equal(build(c, K1, 0, &origin), 0);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
 	assert_int_equal(remote_stats(c).uploads, 1);
@@ -940,7 +922,8 @@ static void test_no_unsigned_upload_replaces_a_refused_object(void **state)
 	free(after);
 	free(before);
 	jitk__cache_entry_free(&e);
-	free(dir), free(nc), free(url), free(obj);
+	free(obj);
+	scene_free(&sc);
 }
 
 /* Key files and settings: what jitk_key_generate writes and refuses, the
