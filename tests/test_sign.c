@@ -1007,6 +1007,13 @@ static void test_keys_and_settings(void **state)
 	assert_int_equal(jitk__trust_required(t), 1);
 	jitk__trust_free(t);
 	t = NULL;
+	/* a file with no key (a list that did not arrive) still requires */
+	t_writef(file, "# nothing yet\n");
+	assert_int_equal(jitk__trust_new(&t, file, -1, NULL), 0);
+	assert_non_null(t);
+	assert_int_equal(jitk__trust_required(t), 1);
+	jitk__trust_free(t);
+	t = NULL;
 	t_writef(file, "bogus\n");
 	assert_int_equal(jitk__trust_new(&t, file, -1, NULL), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, ":1: error:"));

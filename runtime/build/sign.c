@@ -476,7 +476,9 @@ int jitk__trust_new(jitk_trust **out, const char *keys, int require, const jitk_
 		goto done;
 	if ((rc = add_keys(t, file ? text : keys, file ? keys : NULL)))
 		goto done;
-	t->require = require >= 0 ? !!require : require_from_env(&t->log, t->nkeys > 0);
+	/* keys asked for but none there (an empty file) still mean "check":
+	 * a list that failed to arrive never turns verification off */
+	t->require = require >= 0 ? !!require : require_from_env(&t->log, *keys != '\0');
 	if (!t->nkeys && !t->require)
 		goto done; /* nothing to check */
 	if (!t->nkeys)

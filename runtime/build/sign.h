@@ -51,7 +51,7 @@ const char *jitk__sig_section_get(jitk_cache_entry *e, const uint8_t *p, size_t 
  * commas, or, when it starts with '/' or '.', a file of them where '#'
  * starts a comment; NULL: $JITK_TRUSTED_KEYS) and whether signatures are
  * required (require: 0 or 1; -1: $JITK_REQUIRE_SIGS, else on exactly when
- * keys are set). *out stays NULL when no key is set and signatures are not
+ * keys is not empty - a file of comments only included). *out stays NULL when no key is set and signatures are not
  * required: nothing is checked. JITK_EINVAL naming the variable or file
  * (and line) for a malformed key, a name listed twice, a file that is not
  * a regular file, this user's or root's and writable by nobody else. */

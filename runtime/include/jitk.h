@@ -157,7 +157,8 @@ typedef struct jitk_compiler jitk_compiler;
  *               warned about once per URL or bundle and compiled; 0: none
  *               is checked; -1 (default): $JITK_REQUIRE_SIGS (1/true/yes/on,
  *               0/false/no/off; anything else: one warning, and required),
- *               else on exactly when trusted keys are set
+ *               else on whenever trusted_keys is set and not ""
+ *               (a file holding no key yet included)
  * A bad signing key or trusted key list is JITK_EINVAL naming it.
  * Flags and options win over the environment. Fill one with
  * jitk_compiler_options_init (or JITK_COMPILER_OPTIONS_INIT); a program
