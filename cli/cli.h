@@ -8,6 +8,8 @@
 
 /* jitk bench [...]: kernel and JIT timings on the GPU (bench.c). */
 int jitk_cli_bench(int argc, char **argv);
+/* jitk key generate NAME -o PREFIX: a signing key (key.c). */
+int jitk_cli_key(int argc, char **argv);
 
 /* A usage error: "jitk: MESSAGE" and then usage (when not NULL) on
  * stderr, exit status 2. */

@@ -36,6 +36,8 @@ static const char usage_main[] =
 	"  cache pack|unpack|verify FILE\n"
 	"                            a cache in one file (a bundle)\n"
 	"  bench                     kernel and JIT timings on this machine's GPU\n"
+	"  key generate NAME -o PREFIX\n"
+	"                            a key that signs what a builder publishes\n"
 	"\n"
 	"NAME is a symbol (all its instances) or symbol[param=value,...].\n"
 	"Common options: --specs DIR[:DIR] (default $JITK_SPECS, else the installed\n"
@@ -101,6 +103,7 @@ static const char usage_cache[] =
 	"       jitk cache pack [--cache DIR] [--arch LIST] -o FILE\n"
 	"       jitk cache unpack FILE [--cache DIR]\n"
 	"       jitk cache verify FILE\n"
+	"       jitk cache verify [FILE | --cache DIR] --trusted-keys KEYS\n"
 	"\n"
 	"  stats   entries, bytes, temporary, lock and foreign files\n"
 	"  verify  check every entry; name each bad one and each foreign file;\n"
@@ -117,6 +120,12 @@ static const char usage_cache[] =
 	"  unpack  publish the bundle's entries into the cache; exit 1 if one was\n"
 	"          bad (left out)\n"
 	"  verify FILE  check every byte of a bundle; name each bad entry\n"
+	"  verify --trusted-keys KEYS  also say who signed each entry (KEYS: NAME:BASE64\n"
+	"          words, or a file of them, as JITK_TRUSTED_KEYS); exit 1 unless a\n"
+	"          trusted key signed every entry\n"
+	"  pack and unpack sign and check as the environment says: pack signs every\n"
+	"          entry with JITK_SIGNING_KEY; unpack leaves out what JITK_TRUSTED_KEYS\n"
+	"          and JITK_REQUIRE_SIGS refuse\n"
 	"\n"
 	"Only files of jitk's naming scheme in the directories jitk makes are\n"
 	"removed; other (foreign) files are counted and left alone, and symbolic\n"
@@ -220,6 +229,7 @@ typedef struct {
 	const char *remote;
 	const char *out;
 	const char *manifest;
+	const char *trusted_keys;
 	int options;
 	int jobs;
 	int help;
@@ -318,6 +328,8 @@ static void parse_opts(cli_opts *o, int argc, char **argv, const char *usage,
 			o->out = val;
 		else if (is_opt(a, n, "--manifest"))
 			o->manifest = val;
+		else if (is_opt(a, n, "--trusted-keys"))
+			o->trusted_keys = val;
 		else /* -j, --jobs */
 			o->jobs = (int)jitk_cli_number("-j", val, 1, JITK_CLI_MAX_JOBS);
 	}
@@ -470,6 +482,7 @@ typedef struct {
 	uint32_t item;
 	int32_t rc;
 	int32_t origin;
+	int32_t refused; /* remote objects and bundle entries refused (provenance) */
 } pre_record;
 
 typedef struct {
@@ -487,7 +500,7 @@ typedef struct {
 	int fd;             /* write end of the result pipe */
 	unsigned char *reported; /* parent: per item, a result was counted */
 	pid_t *pids;        /* parent: per worker slot, 0 when none runs */
-	size_t done, compiled, cached, remote, failed, gated;
+	size_t done, compiled, cached, remote, failed, gated, refused;
 	int tty;
 } pre_ctx;
 
@@ -499,6 +512,15 @@ static const char *item_name(const pre_ctx *x, size_t i)
 static const char *item_arch(const pre_ctx *x, size_t i)
 {
 	return x->archs[x->items[i][1]];
+}
+
+/* Refusals of unsigned or untrusted objects so far (one worker is one
+ * thread: the difference over an item is that item's). */
+static int32_t refused_now(const jitk_compiler *c)
+{
+	jitk_sign_stats s = JITK_SIGN_STATS_INIT;
+
+	return jitk_sign_stats_get(&s, c) ? 0 : (int32_t)s.refused;
 }
 
 static void pre_worker(pre_ctx *x, size_t slot)
@@ -513,7 +535,9 @@ static void pre_worker(pre_ctx *x, size_t slot)
 			break;
 		atomic_store(&x->sh->current[slot], (long)i);
 		rec.item = (uint32_t)i;
+		rec.refused = -refused_now(x->c);
 		rec.rc = jitk_precompile(&origin, x->c, item_name(x, i), item_arch(x, i));
+		rec.refused += refused_now(x->c);
 		rec.origin = rec.rc ? 0 : (int32_t)origin;
 		if (rec.rc && rec.rc != JITK_EARCH)
 			fail_last(); /* the message names symbol, variant, arch */
@@ -550,6 +574,7 @@ static void pre_read_records(pre_ctx *x, int fd)
 			return; /* EAGAIN: nothing more for now */
 		if (rec.item >= x->nitems || x->reported[rec.item])
 			continue;
+		x->refused += rec.refused > 0 ? (size_t)rec.refused : 0;
 		if (rec.rc == JITK_EARCH)
 			pre_count(x, rec.item, "gated", "", &x->gated);
 		else if (rec.rc)
@@ -741,6 +766,17 @@ static int manifest_items(pre_ctx *x, const char *path, const char *archs, size_
 	return 0;
 }
 
+/* The summary's provenance count, where signatures are checked: objects
+ * refused because no trusted key signed them (each compiled instead). */
+static void print_refused(const pre_ctx *x)
+{
+	jitk_sign_stats s = JITK_SIGN_STATS_INIT;
+
+	if (!jitk_sign_stats_get(&s, x->c) && (s.required || x->refused))
+		printf(", %zu refused", x->refused);
+	printf("\n");
+}
+
 static int cmd_precompile(int argc, char **argv)
 {
 	cli_opts o;
@@ -851,9 +887,10 @@ planned:
 	else
 		printf("precompiled %zu symbols x %zu architectures (%s)", ninst, narchs, list);
 	printf(" into %s in %.2f s with %ld processes: %zu compiled, %zu cached, %zu remote, "
-	       "%zu failed, %zu gated\n",
+	       "%zu failed, %zu gated",
 	       dir ? dir : "(memory)", (jitk_cli_now_ms() - t0) / 1000.0,
 	       x.nitems ? jobs : 0L, x.compiled, x.cached, x.remote, x.failed, x.gated);
+	print_refused(&x);
 	if (x.failed)
 		rc = 1;
 	goto done;
@@ -901,6 +938,36 @@ static int cache_prune(jitk_prune_result *out, const char *dir, const cli_opts *
 	return jitk_cache_prune(out, dir, NULL);
 }
 
+static void report_sig(void *ctx, const char *what, const char *target, jitk_sig_state st,
+		       const char *signer)
+{
+	(void)ctx;
+	if (st == JITK_SIG_TRUSTED)
+		printf("signed by %s: %s (%s)\n", signer, what, target);
+	else if (st == JITK_SIG_UNTRUSTED)
+		printf("signed by %s, not a trusted key: %s (%s)\n", signer, what, target);
+	else if (st == JITK_SIG_BAD)
+		printf("bad signature (claims %s): %s (%s)\n", signer, what, target);
+	else
+		printf("unsigned: %s (%s)\n", what, target);
+}
+
+/* jitk cache verify --trusted-keys: who signed each entry of path (a cache
+ * directory or a bundle); 1 unless a trusted key signed every one. */
+static int verify_signatures(const char *path, const char *keys)
+{
+	jitk_sig_summary s = JITK_SIG_SUMMARY_INIT;
+
+	if (jitk_signatures_check(&s, path, keys, report_sig, NULL))
+		return fail_last();
+	printf("%s: %llu entries: %llu signed by trusted keys, %llu by other keys, %llu bad "
+	       "signatures, %llu unsigned\n",
+	       path, (unsigned long long)s.entries, (unsigned long long)s.trusted,
+	       (unsigned long long)s.untrusted, (unsigned long long)s.bad,
+	       (unsigned long long)s.unsigned_entries);
+	return s.trusted == s.entries && !s.broken ? 0 : 1;
+}
+
 static void report_bundle(void *ctx, const char *what, const char *problem)
 {
 	(void)ctx;
@@ -918,6 +985,8 @@ static int cache_bundle(const char *what, const char *file, const char *dir, con
 			return fail_last();
 		printf("%s: %llu entries, %llu bytes, %llu bad\n", file, (unsigned long long)s.entries,
 		       (unsigned long long)s.bytes, (unsigned long long)s.bad);
+		if (o->trusted_keys && verify_signatures(file, o->trusted_keys))
+			return 1;
 	} else if (!strcmp(what, "pack")) {
 		if ((rc = jitk_cache_pack(&s, file, dir, o->arch, report_bundle, NULL))) {
 			fail_last();
@@ -949,7 +1018,7 @@ static int cmd_cache(int argc, char **argv)
 	size_t i;
 	int rc = 0, files;
 
-	parse_opts(&o, argc, argv, usage_cache, "--cache --max-bytes --arch -o");
+	parse_opts(&o, argc, argv, usage_cache, "--cache --max-bytes --arch -o --trusted-keys");
 	what = o.npos ? o.pos[0] : "";
 	/* verify FILE and unpack FILE take a bundle */
 	files = !strcmp(what, "unpack") || (!strcmp(what, "verify") && o.npos >= 2);
@@ -971,6 +1040,10 @@ static int cmd_cache(int argc, char **argv)
 	}
 	if (o.max_bytes && strcmp(what, "prune")) {
 		fprintf(stderr, "%s: --max-bytes is an option of 'cache prune' only\n", prog);
+		die_usage(usage_cache);
+	}
+	if (o.trusted_keys && strcmp(what, "verify")) {
+		fprintf(stderr, "%s: --trusted-keys is an option of 'cache verify' only\n", prog);
 		die_usage(usage_cache);
 	}
 	if ((o.arch || o.out) && strcmp(what, "pack")) {
@@ -1017,6 +1090,8 @@ static int cmd_cache(int argc, char **argv)
 				printf(", %llu bad", (unsigned long long)s.bad);
 			printf("\n");
 			rc = verify && s.bad ? 1 : 0;
+			if (verify && o.trusted_keys && verify_signatures(dir, o.trusted_keys))
+				rc = 1;
 		}
 	} else if (!strcmp(what, "clear")) {
 		jitk_clear_result r;
@@ -1064,6 +1139,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "list", cmd_list }, { "explain", cmd_explain }, { "source", cmd_source },
 		{ "precompile", cmd_precompile }, { "cache", cmd_cache }, { "bench", jitk_cli_bench },
+		{ "key", jitk_cli_key },
 	};
 	const char *names[CLI_ARRAY_SIZE(cmds)], *cmd;
 	size_t i;

@@ -258,6 +258,12 @@ int t_teardown(void **state)
 
 int t_build(void *compiler, const char *name, const char *arch, int *origin)
 {
+	return t_build_flags(compiler, name, arch, 0, origin);
+}
+
+int t_build_flags(void *compiler, const char *name, const char *arch, unsigned flags,
+		  int *origin)
+{
 	jitk_compiler *c = compiler;
 	jitk_build b;
 	jitk_arch a;
@@ -266,7 +272,7 @@ int t_build(void *compiler, const char *name, const char *arch, int *origin)
 
 	assert_int_equal(jitk__arch_parse(&a, arch), 0);
 	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
-	rc = jitk__build(&b, c, inst, a, 0);
+	rc = jitk__build(&b, c, inst, a, flags);
 	if (!rc) {
 		if (origin)
 			*origin = b.origin;
@@ -300,6 +306,25 @@ char *t_entry_path(const char *dir, const uint8_t *key)
 	p = jitk__asprintf("%s/v1/%.2s/%s.jitk", dir, hex, hex);
 	assert_non_null(p);
 	return p;
+}
+
+void t_assert_same_entry(const void *a, size_t la, const void *b, size_t lb)
+{
+	uint8_t *x = malloc(la ? la : 1), *y = malloc(lb ? lb : 1);
+
+	assert_int_equal(la, lb);
+	assert_true(la >= 128);
+	assert_non_null(x);
+	assert_non_null(y);
+	memcpy(x, a, la);
+	memcpy(y, b, lb);
+	memset(x + 88, 0, 16);
+	memset(y + 88, 0, 16);
+	memset(x + 108, 0, 4);
+	memset(y + 108, 0, 4);
+	assert_memory_equal(x, y, la);
+	free(x);
+	free(y);
 }
 
 /* ------------------------------------------------------ per-test timeout */

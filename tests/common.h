@@ -74,9 +74,15 @@ int t_teardown(void **state);
 /* Build NAME for ARCH with compiler c (a jitk_compiler *): the status, and
  * the origin when it succeeds; a successful image must be a cubin. */
 int t_build(void *c, const char *name, const char *arch, int *origin);
+/* The same with jitk__build's flags (JITK_BUILD_SEAL_ERROR...). */
+int t_build_flags(void *c, const char *name, const char *arch, unsigned flags, int *origin);
 /* The cache key (JITK_HASH_SIZE bytes) of NAME on ARCH as compiler c
  * computes it, and the path of its entry in the cache at dir (malloc'd). */
 void t_key(void *c, const char *name, const char *arch, uint8_t *key);
 char *t_entry_path(const char *dir, const uint8_t *key);
+/* Two entry files' bytes hold the same entry: equal but for the origin
+ * field (where each cache got it from: bytes 108..111) and the checksum
+ * that covers it (bytes 88..103). */
+void t_assert_same_entry(const void *a, size_t la, const void *b, size_t lb);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "build/bundle.h"
 #include "build/compile.h"
+#include "build/sign.h"
 
 static const char bundle_magic[8] = { 'J', 'I', 'T', 'K', 'B', 'N', 'D', '1' };
 
@@ -133,7 +134,7 @@ static const char *parse(jitk_bundle *b, const uint8_t *h, const uint8_t *idx, s
 		/* Canonical layout: each entry right after the one before (at a
 		 * multiple of 64), within the limits of an entry. */
 		if (e->offset != at || e->size < JITK_ENTRY_HEADER ||
-		    e->size > (uint64_t)JITK_ENTRY_HEADER + JITK_ENTRY_MAX_NAMES + JITK_ENTRY_MAX_IMAGE)
+		    e->size > JITK_ENTRY_MAX_SIZE)
 			return "an index record with a bad offset or size";
 		at = align_up(e->offset + e->size);
 	}
@@ -176,7 +177,7 @@ int jitk__bundle_open(jitk_bundle **out, const char *path, int trusted, char *wh
 		bad = "not a jitk bundle (bad magic)";
 	else if (jitk__get32(h + 8) != JITK_BUNDLE_FORMAT || jitk__get32(h + 12) != JITK_BUNDLE_HEADER)
 		bad = "unsupported bundle format version";
-	else if (jitk__get32(h + 16) != JITK_CACHE_FORMAT)
+	else if (jitk__get32(h + 16) != JITK_CACHE_FORMAT && jitk__get32(h + 16) != 3)
 		bad = "its entries are of another cache format";
 	if (bad)
 		goto bad;
@@ -284,6 +285,18 @@ int jitk__bundle_get(jitk_bundle *b, const uint8_t key[JITK_HASH_SIZE], const ch
 		return -1;
 	}
 	return read_entry(b, r, out, problem);
+}
+
+uint32_t jitk__bundle_count(const jitk_bundle *b)
+{
+	return b->count;
+}
+
+int jitk__bundle_entry(jitk_bundle *b, uint32_t i, jitk_cache_entry *out, const char **problem)
+{
+	memset(out, 0, sizeof(*out));
+	*problem = i < b->count ? NULL : "no such entry";
+	return *problem ? -1 : read_entry(b, &b->index[i], out, problem);
 }
 
 /* ------------------------------------------------------------- public */
@@ -499,11 +512,22 @@ static int pack_write(pack_ctx *p, int fd, uint8_t **index_out, uint64_t *index_
 	static const uint8_t zeros[JITK_BUNDLE_HEADER];
 	uint64_t at = JITK_BUNDLE_HEADER;
 	size_t i, count = 0;
+	jitk_signer *signer = NULL;
 	int rc = 0;
 
 	*index_out = NULL;
 	if (!index)
 		return jitk__error(JITK_ENOMEM, "out of memory");
+	/* provenance: with $JITK_SIGNING_KEY, every entry is signed with it (a
+	 * key that cannot be used is an I/O error here: EINVAL is the
+	 * caller's bad architecture list) */
+	if (jitk__signer_open(&signer, NULL)) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", jitk_error_last()->message);
+		free(index);
+		return jitk__error(JITK_EIO, "%s", why);
+	}
 	if (write_all_at(fd, zeros, sizeof(zeros), 0))
 		rc = -1;
 	for (i = 0; !rc && i < p->n; i++) {
@@ -526,7 +550,10 @@ static int pack_write(pack_ctx *p, int fd, uint8_t **index_out, uint64_t *index_
 			jitk__cache_entry_free(&e);
 			continue;
 		}
-		rc = jitk__entry_encode(&bytes, &len, &e);
+		/* where the entry came from is the cache's story, not the bundle's */
+		e.from = JITK_FROM_HERE;
+		if (!(signer && (rc = jitk__sign_entry(signer, &e))))
+			rc = jitk__entry_encode(&bytes, &len, &e);
 		jitk__cache_entry_free(&e);
 		if (rc)
 			break;
@@ -553,6 +580,7 @@ static int pack_write(pack_ctx *p, int fd, uint8_t **index_out, uint64_t *index_
 			rc = -1;
 		at = align_up(at + len);
 	}
+	jitk__signer_free(signer);
 	if (rc) {
 		free(index);
 		return rc < 0 ? jitk__error(JITK_EIO, "cannot write the bundle: %s", strerror(errno)) : rc;
@@ -662,6 +690,7 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 	jitk_logger quiet = { NULL, NULL, JITK_LOG_ERROR };
 	jitk_bundle *b = NULL;
 	jitk_cache *c = NULL;
+	jitk_trust *trust = NULL;
 	char *root = NULL;
 	uint64_t failed = 0;
 	char why[256] = "";
@@ -672,6 +701,9 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 		return jitk__error(JITK_EINVAL, "jitk_cache_unpack: file is NULL");
 	if ((rc = summary_check(out, "jitk_cache_unpack")) || (rc = admin_open(&b, file)))
 		return rc;
+	/* provenance: what a node would refuse is not written into its cache */
+	if ((rc = jitk__trust_new(&trust, NULL, -1, &log)))
+		goto done;
 	if (!cache_dir)
 		rc = jitk_cache_default_dir(&root);
 	else if (!(root = jitk__strdup(cache_dir)))
@@ -699,7 +731,8 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 		char what[128];
 		int origin;
 
-		if (!read_entry(b, r, &e, &problem) && (problem = jitk__entry_kind_problem(&e)))
+		if (!read_entry(b, r, &e, &problem) && ((problem = jitk__entry_kind_problem(&e)) ||
+							 (problem = jitk__trust_verdict(trust, &e, JITK_FROM_BUNDLE))))
 			jitk__cache_entry_free(&e);
 		if (problem) {
 			record_name(what, sizeof(what), r);
@@ -727,6 +760,7 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 done:
 	jitk__cache_close(c);
 	jitk__bundle_close(b);
+	jitk__trust_free(trust);
 	free(root);
 	return rc;
 }

@@ -30,4 +30,9 @@ int jitk__bundle_magic(const char *path);
 int jitk__bundle_get(jitk_bundle *b, const uint8_t key[JITK_HASH_SIZE], const char *target,
 		     jitk_cache_entry *out, const char **problem);
 
+/* The number of entries, and entry i read and verified as a lookup
+ * verifies it (0; -1 with *problem). */
+uint32_t jitk__bundle_count(const jitk_bundle *b);
+int jitk__bundle_entry(jitk_bundle *b, uint32_t i, jitk_cache_entry *out, const char **problem);
+
 #endif

@@ -23,6 +23,7 @@
 
 #include "build/bundle.h"
 #include "build/cache.h"
+#include "build/sign.h"
 
 static const char entry_magic[8] = { 'J', 'I', 'T', 'K', 'C', 'B', 'N', '1' };
 
@@ -74,6 +75,7 @@ struct jitk_cache {
 	jitk_logger log;
 	jitk_cache_counters n;
 	atomic_int small_bound_warned; /* max_bytes < an entry: said once */
+	jitk_trust *trust; /* bundle layers' entries are checked against it */
 };
 
 /* ------------------------------------------------------------ encoding */
@@ -81,13 +83,19 @@ struct jitk_cache {
 /* Header fields (little endian):
  *   0 magic[8]  8 format u32  12 header size u32  16 key[32]
  *  48 target[16]  64 names size u64  72 names count u32  76 flags u32
- *  80 image size u64  88 checksum[16]  104 zero[16]  120 reserved u64
- * The checksum (XXH3-128, canonical byte order) covers the whole header
- * (with the checksum field itself read as zeros), the names and the image;
- * bytes 104..127 must be 0. Format 1 left bytes 88..127 out; format 2 held
- * a SHA-256 in bytes 88..119. */
+ *  80 image size u64  88 checksum[16]  104 signature section size u32
+ * 108 origin u32  112 zero[16]
+ * then the names, the image and the signature section (sign.c). The
+ * checksum (XXH3-128, canonical byte order) covers the whole header (with
+ * the checksum field itself read as zeros), the names, the image and the
+ * signature section; bytes 112..127 must be 0. Format 3 is format 4 with
+ * bytes 104..111 zero (no signature, no origin): it is read as such.
+ * Format 1 left bytes 88..127 out; format 2 held a SHA-256 in bytes
+ * 88..119. */
 #define SUM_AT 88
-#define ZERO_AT (SUM_AT + JITK_SUM_SIZE)
+#define SIGS_AT 104
+#define FROM_AT 108
+#define ZERO_AT 112
 
 int jitk__checksum_hole(uint8_t out[JITK_HASH_SIZE], const uint8_t *head, size_t head_len,
 			size_t sum_at, const uint8_t *rest, size_t rest_len)
@@ -114,12 +122,12 @@ static int checksum(uint8_t out[JITK_SUM_SIZE], const uint8_t *head,
 	return jitk__checksum(out, copy, sizeof(copy), rest, rest_len);
 }
 
-/* Bytes 104..127: zero in every valid entry. */
-static int tail_is_zero(const uint8_t *head)
+/* Bytes 112..127 (format 3: 104..127): zero in every valid entry. */
+static int tail_is_zero(const uint8_t *head, uint32_t format)
 {
 	size_t i;
 
-	for (i = ZERO_AT; i < JITK_ENTRY_HEADER; i++)
+	for (i = format == 3 ? SIGS_AT : ZERO_AT; i < JITK_ENTRY_HEADER; i++)
 		if (head[i])
 			return 0;
 	return 1;
@@ -127,7 +135,7 @@ static int tail_is_zero(const uint8_t *head)
 
 int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 {
-	size_t names = 0, i, total;
+	size_t names = 0, i, total, sigs = jitk__sig_section_size(e);
 	uint8_t *buf, *p;
 
 	*out = NULL;
@@ -136,7 +144,7 @@ int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 	if (names > JITK_ENTRY_MAX_NAMES || e->size > JITK_ENTRY_MAX_IMAGE ||
 	    strlen(e->target) >= 16)
 		return jitk__error(JITK_EINVAL, "cache entry too large");
-	total = JITK_ENTRY_HEADER + names + e->size;
+	total = JITK_ENTRY_HEADER + names + e->size + sigs;
 	buf = calloc(1, total);
 	if (!buf)
 		return jitk__error(JITK_ENOMEM, "out of memory");
@@ -149,6 +157,8 @@ int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 	jitk__put32(buf + 72, (uint32_t)e->nnames);
 	jitk__put32(buf + 76, e->is_ptx ? 1u : 0u);
 	jitk__put64(buf + 80, e->size);
+	jitk__put32(buf + SIGS_AT, (uint32_t)sigs);
+	jitk__put32(buf + FROM_AT, e->from);
 	p = buf + JITK_ENTRY_HEADER;
 	for (i = 0; i < e->nnames; i++) {
 		size_t n = strlen(e->names[i]) + 1;
@@ -158,7 +168,8 @@ int jitk__entry_encode(uint8_t **out, size_t *len, const jitk_cache_entry *e)
 	}
 	if (e->size)
 		memcpy(p, e->image, e->size);
-	if (checksum(buf + SUM_AT, buf, buf + JITK_ENTRY_HEADER, names + e->size)) {
+	jitk__sig_section_put(p + e->size, e);
+	if (checksum(buf + SUM_AT, buf, buf + JITK_ENTRY_HEADER, names + e->size + sigs)) {
 		free(buf);
 		return jitk__error(JITK_ENOMEM, "out of memory (checksum)");
 	}
@@ -172,7 +183,7 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 {
 	uint8_t sum[JITK_SUM_SIZE];
 	uint64_t names, image;
-	uint32_t count, i;
+	uint32_t count, i, format, sigs = 0, from = 0;
 	const uint8_t *p, *end;
 
 	memset(out, 0, sizeof(*out));
@@ -185,29 +196,35 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 		*problem = "bad magic";
 		return -1;
 	}
-	if (jitk__get32(buf + 8) != JITK_CACHE_FORMAT || jitk__get32(buf + 12) != JITK_ENTRY_HEADER) {
+	format = jitk__get32(buf + 8);
+	if ((format != 3 && format != JITK_CACHE_FORMAT) || jitk__get32(buf + 12) != JITK_ENTRY_HEADER) {
 		*problem = "unsupported format version";
 		return -1;
 	}
 	names = jitk__get64(buf + 64);
 	count = jitk__get32(buf + 72);
 	image = jitk__get64(buf + 80);
-	/* Sizes are checked against limits and the file before any use. */
-	if (names > JITK_ENTRY_MAX_NAMES || image > JITK_ENTRY_MAX_IMAGE ||
-	    count > names) {
-		*problem = "sizes out of range";
-		return -1;
+	if (format != 3) {
+		sigs = jitk__get32(buf + SIGS_AT);
+		from = jitk__get32(buf + FROM_AT);
 	}
-	if (len != JITK_ENTRY_HEADER + names + image) {
-		*problem = len < JITK_ENTRY_HEADER + names + image ? "truncated"
-								     : "trailing bytes";
-		return -1;
-	}
-	if (buf[48 + 15] != 0 || (jitk__get32(buf + 76) & ~1u) || !tail_is_zero(buf)) {
+	if (buf[48 + 15] != 0 || (jitk__get32(buf + 76) & ~1u) || !tail_is_zero(buf, format) ||
+	    (from & ~(0xffu | JITK_FROM_VERIFIED)) || (from & 0xffu) > JITK_FROM_BUNDLE) {
 		*problem = "bad header fields";
 		return -1;
 	}
-	if (checksum(sum, buf, buf + JITK_ENTRY_HEADER, (size_t)(names + image)) ||
+	/* Sizes are checked against limits and the file before any use. */
+	if (names > JITK_ENTRY_MAX_NAMES || image > JITK_ENTRY_MAX_IMAGE ||
+	    count > names || sigs > JITK_SIG_SECTION_MAX) {
+		*problem = "sizes out of range";
+		return -1;
+	}
+	if (len != JITK_ENTRY_HEADER + names + image + sigs) {
+		*problem = len < JITK_ENTRY_HEADER + names + image + sigs ? "truncated"
+									  : "trailing bytes";
+		return -1;
+	}
+	if (checksum(sum, buf, buf + JITK_ENTRY_HEADER, (size_t)(names + image + sigs)) ||
 	    memcmp(sum, buf + SUM_AT, JITK_SUM_SIZE)) {
 		*problem = "checksum mismatch";
 		return -1;
@@ -237,6 +254,10 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 		*problem = "bad name table";
 		return -1;
 	}
+	if ((*problem = jitk__sig_section_get(out, end + image, sigs))) {
+		jitk__cache_entry_free(out);
+		return -1;
+	}
 	memcpy(out->key, buf + 16, JITK_HASH_SIZE);
 	memcpy(out->target, buf + 48, 16);
 	out->target[15] = '\0';
@@ -244,6 +265,8 @@ int jitk__entry_decode(jitk_cache_entry *out, const uint8_t *buf, size_t len,
 	if (image)
 		memcpy(out->image, end, (size_t)image);
 	out->size = (size_t)image;
+	out->format = format;
+	out->from = from;
 	return 0;
 }
 
@@ -864,6 +887,11 @@ const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
 	return &c->n;
 }
 
+void jitk__cache_set_trust(jitk_cache *c, jitk_trust *t)
+{
+	c->trust = t;
+}
+
 /* -------------------------------------------------------------- lookup */
 
 /* The names of key's entry: its shard directory and its file. */
@@ -930,8 +958,7 @@ static int entry_read_in(jitk_cache_entry *out, int dfd, const char *name, int a
 		*problem = "has several hard links";
 		goto done;
 	}
-	if ((uint64_t)st.st_size > (uint64_t)JITK_ENTRY_HEADER + JITK_ENTRY_MAX_NAMES +
-					   JITK_ENTRY_MAX_IMAGE) {
+	if ((uint64_t)st.st_size > JITK_ENTRY_MAX_SIZE) {
 		*problem = "too large";
 		goto done;
 	}
@@ -1037,6 +1064,13 @@ static int bundle_lookup(jitk_cache *c, jitk_bundle *b, const uint8_t key[JITK_H
 		atomic_fetch_add(&c->n.rejects, 1);
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s in bundle %s rejected: %s", hex,
 			  jitk__bundle_path(b), problem);
+	}
+	/* provenance: an entry no trusted key signed is refused (a miss) */
+	if (!rc && jitk__trust_admit(c->trust, out, JITK_FROM_BUNDLE, jitk__bundle_path(b))) {
+		jitk__cache_entry_free(out);
+		atomic_fetch_add(&c->n.rejects, 1);
+		thread_rejects++;
+		rc = JITK_ENOENT;
 	}
 	return rc;
 }

@@ -8,11 +8,28 @@
 
 #include "base/internal.h"
 
-#define JITK_CACHE_FORMAT 3 /* entry bytes; 2: the checksum covers the whole header; 3: it is XXH3-128 */
+#define JITK_CACHE_FORMAT 4 /* entry bytes; 2: the checksum covers the whole header; 3: it is XXH3-128; 4: a signature and the origin */
+/* The format number the key hashes: 3, the entry format of the key scheme
+ * that format 4 kept (a signature changes no key: format 3 entries keep
+ * their names and are read as unsigned format 4 ones). */
+#define JITK_KEY_FORMAT 3
 #define JITK_CACHE_SUBDIR "v1" /* the directory layout (unchanged by formats 2 and 3) */
 #define JITK_ENTRY_HEADER 128
 #define JITK_ENTRY_MAX_IMAGE (256u << 20) /* 256 MiB */
 #define JITK_ENTRY_MAX_NAMES (64u << 10)
+
+/* Provenance (format 4; sign.h): a signature is ed25519 by a named key. */
+#define JITK_KEY_NAME_MAX 64
+#define JITK_SIG_SIZE 64
+#define JITK_SIG_SECTION_MAX (8 + JITK_KEY_NAME_MAX + JITK_SIG_SIZE)
+/* Where an entry of a cache came from (its header's origin field). */
+#define JITK_FROM_HERE 0u     /* compiled into this cache */
+#define JITK_FROM_REMOTE 1u   /* fetched from a remote */
+#define JITK_FROM_BUNDLE 2u   /* unpacked from a bundle (or read from a bundle layer) */
+#define JITK_FROM_VERIFIED 0x100u /* with a trusted key's signature, checked when it came */
+/* The largest entry file: header, names, image and signature section. */
+#define JITK_ENTRY_MAX_SIZE \
+	((uint64_t)JITK_ENTRY_HEADER + JITK_ENTRY_MAX_NAMES + JITK_ENTRY_MAX_IMAGE + JITK_SIG_SECTION_MAX)
 
 typedef struct {
 	uint8_t key[JITK_HASH_SIZE];
@@ -22,9 +39,16 @@ typedef struct {
 	size_t nnames;
 	void *image;
 	size_t size;
+	/* provenance (format 4) */
+	unsigned format;  /* the format it was read in (3 or 4); 0: made in this process */
+	unsigned from;    /* JITK_FROM_* */
+	char sig_name[JITK_KEY_NAME_MAX + 1]; /* the signing key's name; "" unsigned */
+	uint8_t sig[JITK_SIG_SIZE];
 } jitk_cache_entry;
 
 typedef struct jitk_cache jitk_cache;
+/* The trusted keys and the policy (sign.h); NULL: nothing is checked. */
+typedef struct jitk_trust jitk_trust;
 
 /* Little-endian fields of entries and bundles. */
 static inline void jitk__put32(uint8_t *p, uint32_t v)
@@ -77,6 +101,9 @@ const char *jitk__cache_root(const jitk_cache *c);
  * that fails verification counts as a reject, is logged and is a miss. */
 int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
 		    const char *target, jitk_cache_entry *out, int *origin);
+/* The keys bundle layers are checked against (jitk_cache_get refuses an
+ * entry of a bundle layer that jitk__trust_admit refuses); borrowed. */
+void jitk__cache_set_trust(jitk_cache *c, jitk_trust *t);
 /* The same in the writable cache alone (what another process may have
  * published meanwhile: the look after taking the key's lock). */
 int jitk__cache_get_writable(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],

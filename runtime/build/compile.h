@@ -9,6 +9,7 @@
 #include "build/instance.h"
 #include "build/lease.h"
 #include "build/remote.h"
+#include "build/sign.h"
 #include "base/internal.h"
 #include "spec/spec.h"
 
@@ -57,6 +58,10 @@ struct jitk_compiler {
 	/* the jitk_seal_mode of the runtime that owns this compiler (OFF for
 	 * a compiler of its own): every build of it obeys the seal */
 	atomic_int seal;
+	/* provenance (sign.h) */
+	jitk_signer *signer; /* NULL: what is published is not signed */
+	jitk_trust *trust;   /* NULL: nothing is checked */
+	atomic_ullong signed_entries;
 };
 
 
@@ -68,6 +73,7 @@ typedef struct {
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	char *log; /* NVRTC log when compiled now (warnings), else NULL */
 	unsigned rejects; /* cache entries this build found bad (also on failure) */
+	int refused; /* the remote's object was refused: no trusted key signed it */
 } jitk_build;
 
 /* Options of any version (1 to current) into the current layout. */

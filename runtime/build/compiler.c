@@ -135,6 +135,7 @@ static const size_t compiler_options_size[] = {
 	0,
 	offsetof(jitk_compiler_options, cache_read_only) + sizeof(int), /* 1 */
 	offsetof(jitk_compiler_options, remote_lease_ttl_ms) + sizeof(int), /* 2 */
+	offsetof(jitk_compiler_options, require_sigs) + sizeof(int), /* 3 */
 };
 
 int jitk_compiler_options_init(jitk_compiler_options *opts, unsigned version)
@@ -284,6 +285,11 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	}
 	if ((rc = remote_open(c, &o)))
 		goto fail;
+	/* provenance: the key to sign with, the keys to trust (sign.h) */
+	if ((rc = jitk__signer_open(&c->signer, o.signing_key)) ||
+	    (rc = jitk__trust_new(&c->trust, o.trusted_keys, o.require_sigs, &c->log)))
+		goto fail;
+	jitk__cache_set_trust(c->cache, c->trust);
 	*out = c;
 	c = NULL;
 	rc = JITK_OK;
@@ -311,6 +317,8 @@ void jitk_compiler_free(jitk_compiler *c)
 	jitk__cache_close(c->cache);
 	jitk__lease_close(c->lease);
 	jitk__remote_close(c->remote);
+	jitk__signer_free(c->signer);
+	jitk__trust_free(c->trust);
 	free(c->dump_dir);
 	free(c->layer_dirs);
 	free(c->archs);
@@ -338,7 +346,7 @@ int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,
 
 	if (!h)
 		return jitk__error(JITK_ENOMEM, "SHA-256 unavailable");
-	snprintf(buf, sizeof(buf), "%d", JITK_CACHE_FORMAT);
+	snprintf(buf, sizeof(buf), "%d", JITK_KEY_FORMAT);
 	jitk__hasher_field(h, "format", buf, strlen(buf));
 	jitk__hasher_field(h, "jitk", JITK_VERSION, strlen(JITK_VERSION));
 	snprintf(buf, sizeof(buf), "%d.%d", c->nvrtc_major, c->nvrtc_minor);
@@ -707,6 +715,15 @@ static int remote_fetch(jitk_build *b, jitk_compiler *c, const char *target, int
 	     (why = jitk__entry_kind_problem(&e))))
 		jitk__cache_entry_free(&e);
 	free(bytes);
+	/* provenance: no trusted key's signature, no use (counted, warned once
+	 * per URL; the key is compiled as after a reject) */
+	if (!why && jitk__trust_admit(c->trust, &e, JITK_FROM_REMOTE,
+				      jitk__remote_url(c->remote, b->entry.key))) {
+		jitk__cache_entry_free(&e);
+		atomic_fetch_add(&n->rejects, 1);
+		b->refused = 1;
+		return JITK_ENOENT;
+	}
 	if (why) {
 		const char *refused = jitk__compile_refused(c, flags);
 
@@ -732,6 +749,10 @@ static void remote_upload(jitk_build *b, jitk_compiler *c)
 	uint8_t *bytes = NULL;
 	size_t len = 0;
 
+	/* An unsigned upload never replaces an object that was refused here:
+	 * it may be signed by a key other nodes trust. */
+	if (b->refused && !c->signer)
+		return;
 	if (!jitk__entry_encode(&bytes, &len, &b->entry))
 		(void)jitk__remote_put(c->remote, b->entry.key, bytes, len);
 	free(bytes);
@@ -881,6 +902,9 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 	if ((rc = compile_now(b, c, &tu, flags)))
 		goto done;
 	b->origin = JITK_ORIGIN_COMPILED;
+	/* provenance: a builder signs what it publishes, locally and remotely */
+	if (use_cache && c->signer && !jitk__sign_entry(c->signer, &b->entry))
+		atomic_fetch_add(&c->signed_entries, 1);
 	/* A failure to publish is warned about; the image stays in memory. */
 	if (use_cache && jitk__cache_put(c->cache, &b->entry))
 		b->origin = JITK_ORIGIN_MEMORY;

@@ -251,7 +251,7 @@ static void describe_image(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch gpu
 	jitk_build bb;
 	size_t n = 0, i;
 	int rc = jitk__lookup_run(&bb, c, inst, gpu.cc, probes, &n);
-	char t[JITK_ARCH_STRLEN];
+	char t[JITK_ARCH_STRLEN], t_origin[200];
 
 	if (rc == JITK_OK) {
 		const jitk_run_probe *p = &probes[n - 1];
@@ -269,6 +269,9 @@ static void describe_image(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch gpu
 		free(in_layer);
 		put_why(b, p, gpu);
 		jitk__jbuf_puts(b, "\n");
+		/* provenance: recorded in the entry (sign.h) */
+		jitk__origin_text(t_origin, sizeof(t_origin), &bb.entry);
+		jitk__jbuf_printf(b, "%sorigin:   %s\n", indent, t_origin);
 		if (!same_bindings(&bb.variant, own)) {
 			jitk__jbuf_printf(b, "%s           built with its target's tuning:", indent);
 			for (i = c->specs->insts[inst].sym->fam->nparams; i < bb.variant.nenv; i++)

@@ -26,7 +26,7 @@
 #include "build/remote.h"
 
 #define IDLE_MAX 8 /* handles kept (with their connections) for reuse */
-#define OBJECT_MAX ((curl_off_t)JITK_ENTRY_HEADER + JITK_ENTRY_MAX_NAMES + JITK_ENTRY_MAX_IMAGE)
+#define OBJECT_MAX ((curl_off_t)JITK_ENTRY_MAX_SIZE)
 
 typedef struct {
 	char *base;  /* "https://host/prefix", no trailing slash */

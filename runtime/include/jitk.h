@@ -151,6 +151,22 @@ typedef struct jitk_compiler jitk_compiler;
  * off for the rest of the process, with one warning; a lease server that
  * fails or spends its wait budget is off likewise. The remote never fails
  * a build. Credentials in a URL never reach a message (masked: ***).
+ *   signing_key  FILE ($JITK_SIGNING_KEY): a secret key (jitk_key_generate)
+ *               that signs every entry this compiler compiles, and so what
+ *               it publishes to the cache and uploads to the remote
+ *   trusted_keys the public keys whose signatures are trusted
+ *               ($JITK_TRUSTED_KEYS): "NAME:BASE64" words separated by
+ *               white space or commas, or a file of them (a value starting
+ *               with '/' or '.'; '#' comments)
+ *   require_sigs 1: a remote object or a bundle layer's entry is used only
+ *               with a valid signature of a trusted key; refused ones are
+ *               never used nor stored, counted (jitk_sign_stats_get),
+ *               warned about once per URL or bundle and compiled; 0: none
+ *               is checked; -1 (default): $JITK_REQUIRE_SIGS (1/true/yes/on,
+ *               0/false/no/off; anything else: one warning, and required),
+ *               else on whenever trusted_keys is set and not ""
+ *               (a file holding no key yet included)
+ * A bad signing key or trusted key list is JITK_EINVAL naming it.
  * Flags and options win over the environment. Fill one with
  * jitk_compiler_options_init (or JITK_COMPILER_OPTIONS_INIT); a program
  * built against an older header passes its older version, which stays
@@ -174,12 +190,16 @@ typedef struct {
 	int remote_connect_timeout_ms;
 	int remote_timeout_ms;
 	int remote_lease_ttl_ms;
+	/* version 3 */
+	const char *signing_key;
+	const char *trusted_keys;
+	int require_sigs;
 } jitk_compiler_options;
 
-#define JITK_COMPILER_OPTIONS_VERSION 2
+#define JITK_COMPILER_OPTIONS_VERSION 3
 #define JITK_COMPILER_OPTIONS_INIT                                            \
 	{ JITK_COMPILER_OPTIONS_VERSION, NULL, NULL, NULL, -1, -1, NULL,      \
-	  NULL, NULL, -1, -1, NULL, -1, NULL, -1, -1, -1 }
+	  NULL, NULL, -1, -1, NULL, -1, NULL, -1, -1, -1, NULL, NULL, -1 }
 
 /* Set every field to its default for the given version (1 to
  * JITK_COMPILER_OPTIONS_VERSION). JITK_EINVAL for another version. */
@@ -359,8 +379,8 @@ JITK_API int jitk_parse_size(uint64_t *out, const char *text);
  * JITK_ENOENT when none of them is set. */
 JITK_API int jitk_cache_default_dir(char **out);
 
-/* The format number of the cache entries this library reads and writes
- * (docs/cache-format.md); it is part of every cache key. */
+/* The format number of the cache entries this library writes (4; it
+ * reads format 3 entries too, as unsigned ones: docs/cache-format.md). */
 JITK_API int jitk_cache_format(void);
 
 /* Each function below administers the cache at dir (the directory
@@ -450,16 +470,21 @@ typedef void (*jitk_bundle_report_fn)(void *payload, const char *what, const cha
  * Each entry is verified as a lookup would verify it (bad ones are
  * reported and left out). The file is written next to its final name and
  * renamed into place, so a reader never sees part of one; entries are in
- * key order, so the same cache gives the same bytes. JITK_ENOENT or
- * JITK_EIO (refused as jitk cache verify refuses a cache), JITK_EINVAL for
- * a bad architecture list, JITK_EIO when the file cannot be written.
- * report and out may be NULL. */
+ * key order, so the same cache gives the same bytes. With
+ * $JITK_SIGNING_KEY set, every entry is signed with that key (replacing
+ * the signature it had; ed25519 is deterministic, so the bytes stay the
+ * same for the same key). JITK_ENOENT or JITK_EIO (refused as jitk cache
+ * verify refuses a cache), JITK_EINVAL for a bad architecture list,
+ * JITK_EIO when the file cannot be written or the signing key cannot be
+ * used. report and out may be NULL. */
 JITK_API int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
 			     const char *archs, jitk_bundle_report_fn report, void *payload);
 
 /* Publish every entry of the bundle file into the writable cache at
  * cache_dir (NULL: the default) with the normal atomic write path; entries
- * already there (and good) are skipped, bad ones reported and left out.
+ * already there (and good) are skipped, bad ones reported and left out -
+ * among them those $JITK_TRUSTED_KEYS and $JITK_REQUIRE_SIGS refuse, as a
+ * compiler would refuse them (JITK_EINVAL for a malformed key list).
  * JITK_ENOENT (no such file), JITK_EIO (not a bundle, a header or index
  * that fails verification, or a cache directory that cannot be used). */
 JITK_API int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
@@ -473,6 +498,70 @@ JITK_API int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const
  * why). */
 JITK_API int jitk_bundle_verify(jitk_bundle_summary *out, const char *file,
 				jitk_bundle_report_fn report, void *payload);
+
+/* ------------------------------------------------------------ provenance */
+
+/* Who signed a cache entry (docs/cache-format.md, "Signatures"). */
+typedef enum {
+	JITK_SIG_UNSIGNED = 0,  /* no signature */
+	JITK_SIG_TRUSTED = 1,   /* a valid signature of a trusted key */
+	JITK_SIG_UNTRUSTED = 2, /* signed with a key that is not trusted */
+	JITK_SIG_BAD = 3        /* names a trusted key, but the signature does not verify */
+} jitk_sig_state;
+
+/* Make an ed25519 key named name (1 to 64 of [A-Za-z0-9._-], starting
+ * with a letter or a digit): the secret key is written to secret_file
+ * ("NAME:BASE64", mode 0600), which must not exist (an existing file or a
+ * symbolic link there is refused, never written through); *out gets the
+ * public key line "NAME:BASE64" for JITK_TRUSTED_KEYS (jitk_free it).
+ * JITK_EINVAL for a bad name, JITK_EIO (naming the file) when it cannot
+ * be created. */
+JITK_API int jitk_key_generate(char **out, const char *name, const char *secret_file);
+
+/* The provenance counters of one compiler. Set version first
+ * (JITK_SIGN_STATS_INIT). */
+typedef struct {
+	unsigned version;
+	uint64_t signed_entries; /* entries this compiler compiled and signed */
+	uint64_t verified;       /* objects whose trusted signature was checked, then used */
+	uint64_t refused;        /* remote objects and bundle entries refused: unsigned,
+				    untrusted or a bad signature */
+	uint64_t unverified;     /* used unchecked: trusted keys set, signatures not required */
+	double verify_ms;        /* time spent checking signatures */
+	unsigned trusted_keys;   /* how many keys are trusted */
+	int required;            /* whether signatures are required */
+	int signing;             /* whether this compiler signs */
+} jitk_sign_stats;
+
+#define JITK_SIGN_STATS_VERSION 1
+#define JITK_SIGN_STATS_INIT { JITK_SIGN_STATS_VERSION, 0, 0, 0, 0, 0.0, 0, 0, 0 }
+
+/* JITK_EINVAL for a NULL argument or an unknown version. Thread-safe. */
+JITK_API int jitk_sign_stats_get(jitk_sign_stats *out, const jitk_compiler *compiler);
+
+/* What jitk_signatures_check found; set version first. broken: entries
+ * that fail the checks of a lookup (jitk cache verify names them). */
+typedef struct {
+	unsigned version;
+	uint64_t entries, trusted, untrusted, bad, unsigned_entries, broken;
+} jitk_sig_summary;
+
+#define JITK_SIG_SUMMARY_VERSION 1
+#define JITK_SIG_SUMMARY_INIT { JITK_SIG_SUMMARY_VERSION, 0, 0, 0, 0, 0, 0 }
+
+/* Called per entry: what names it (a path, or "key KEY" in a bundle), its
+ * target, the state of its signature and the key name it claims ("" when
+ * unsigned). */
+typedef void (*jitk_sig_report_fn)(void *ctx, const char *what, const char *target,
+				   jitk_sig_state state, const char *signer);
+
+/* Check who signed each entry of path - a cache directory (holding v1/) or
+ * a bundle file - against trusted_keys (as the trusted_keys option; NULL:
+ * $JITK_TRUSTED_KEYS). Reads only. JITK_EINVAL for a bad key list,
+ * JITK_ENOENT or JITK_EIO as jitk_cache_stats and jitk_bundle_verify
+ * refuse a cache or a bundle. */
+JITK_API int jitk_signatures_check(jitk_sig_summary *out, const char *path,
+				   const char *trusted_keys, jitk_sig_report_fn report, void *ctx);
 
 /* --------------------------------------------------------------- runtime */
 
