@@ -702,7 +702,7 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 	if ((rc = summary_check(out, "jitk_cache_unpack")) || (rc = admin_open(&b, file)))
 		return rc;
 	/* provenance: what a node would refuse is not written into its cache */
-	if ((rc = jitk__trust_new(&trust, NULL, -1, &log)))
+	if ((rc = jitk__trust_new(&trust, NULL, -1, &quiet)))
 		goto done;
 	if (!cache_dir)
 		rc = jitk_cache_default_dir(&root);
