@@ -63,6 +63,7 @@ static void write_delay(void)
 #define LOCK_SAY_MS 1000     /* then say who holds it */
 #define HEXLEN (2 * JITK_HASH_SIZE)
 #define ENTRY_NAME_MAX (HEXLEN + sizeof(".jitk"))
+#define AUX_DIR "packages" /* v1/packages/<64 hex>.pkg: package manifests */
 
 struct jitk_cache {
 	char *root; /* writable root (.../v1), or NULL */
@@ -437,9 +438,16 @@ static int is_lock_name(const char *name)
 	return is_key_dot(name, ".lock");
 }
 
+/* <64 hex>.pkg: a header package's manifest in packages/ (jitk__cache_aux_*). */
+static int is_aux_name(const char *name)
+{
+	return is_key_dot(name, ".pkg");
+}
+
 static int is_jitk_name(const char *name)
 {
-	return is_entry_name(name, NULL) || is_temp_name(name) || is_lock_name(name);
+	return is_entry_name(name, NULL) || is_temp_name(name) || is_lock_name(name) ||
+	       is_aux_name(name);
 }
 
 /* A directory at a name where jitk keeps a file is jitk's debris when it
@@ -1194,12 +1202,105 @@ void jitk__cache_evict(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE])
 	close_fd(rootfd);
 }
 
+/* ------------------------------------------------------- auxiliary files */
+
+/* Files of jitk's own beside the entries, named <64 hex>.pkg in
+ * v1/packages/: the manifests of header packages (build/packages.c). They
+ * are read with the trust checks of entries (no link, a regular file of
+ * this user, not writable by others, one link) and written as entries are
+ * (a temporary file in tmp/, then a rename), without fsync: a torn one
+ * fails its own checksum and is made again. */
+int jitk__cache_aux_read(jitk_cache *c, const char *hex, uint8_t **out, size_t *len,
+			 size_t max)
+{
+	char name[HEXLEN + 8];
+	struct stat st, seen;
+	int rootfd = -1, dfd = -1, fd = -1, rc = JITK_ENOENT;
+	size_t got = 0;
+	uint8_t *buf = NULL;
+
+	*out = NULL;
+	*len = 0;
+	if (!c || !c->root || strlen(hex) != HEXLEN || !is_hex(hex, HEXLEN))
+		return JITK_ENOENT;
+	snprintf(name, sizeof(name), "%s.pkg", hex);
+	if ((rootfd = open_dir(c->root)) < 0 || (dfd = open_subdir(rootfd, AUX_DIR)) < 0 ||
+	    fstatat(dfd, name, &seen, AT_SYMLINK_NOFOLLOW) || !S_ISREG(seen.st_mode) ||
+	    (fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st))
+		goto done;
+	if (!S_ISREG(st.st_mode) || st.st_uid != jitk__trusted_uid() ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_nlink > 1 || (uint64_t)st.st_size > max)
+		goto done;
+	if (!(buf = malloc((size_t)st.st_size + 1))) {
+		rc = JITK_ENOMEM;
+		goto done;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	*out = buf;
+	*len = got;
+	buf = NULL;
+	rc = 0;
+done:
+	free(buf);
+	close_fd(fd);
+	close_fd(dfd);
+	close_fd(rootfd);
+	return rc;
+}
+
+int jitk__cache_aux_write(jitk_cache *c, const char *hex, const void *data, size_t len)
+{
+	char name[HEXLEN + 8], tmp[HEXLEN + 48];
+	int rootfd = -1, tmpfd = -1, dfd = -1, fd = -1, rc = -1;
+	static atomic_uint seq;
+
+	if (!c || !c->root || strlen(hex) != HEXLEN || !is_hex(hex, HEXLEN))
+		return -1;
+	snprintf(name, sizeof(name), "%s.pkg", hex);
+	snprintf(tmp, sizeof(tmp), "%s.%ld.%u", hex, (long)getpid(), atomic_fetch_add(&seq, 1));
+	if ((rootfd = open_dir(c->root)) < 0 || (tmpfd = open_subdir(rootfd, "tmp")) < 0)
+		goto done;
+	if ((mkdirat(rootfd, AUX_DIR, 0755) && errno != EEXIST) ||
+	    (dfd = open_subdir(rootfd, AUX_DIR)) < 0)
+		goto done;
+	fd = openat(tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto done;
+	if (write_all(fd, data, len) || fchmod(fd, 0644) || close(fd)) {
+		fd = -1;
+		(void)unlinkat(tmpfd, tmp, 0);
+		goto done;
+	}
+	fd = -1;
+	if (renameat(tmpfd, tmp, dfd, name)) {
+		(void)unlinkat(tmpfd, tmp, 0);
+		goto done;
+	}
+	rc = 0;
+done:
+	close_fd(fd);
+	close_fd(dfd);
+	close_fd(tmpfd);
+	close_fd(rootfd);
+	return rc;
+}
+
 /* -------------------------------------------------------------- admin */
 
 /* What the walk finds: an entry, temporary or lock file (a regular file of
  * the scheme of its directory), a bad entry (a non-regular file or debris
  * at such a name, or one that fails verification), or something foreign. */
-enum { ITEM_ENTRY, ITEM_TEMP, ITEM_LOCK, ITEM_BAD, ITEM_FOREIGN };
+enum { ITEM_ENTRY, ITEM_TEMP, ITEM_LOCK, ITEM_BAD, ITEM_FOREIGN, ITEM_AUX };
 
 typedef struct {
 	int kind;
@@ -1275,6 +1376,7 @@ static void classify(cache_item *it, int kind)
 {
 	int named = kind == ITEM_ENTRY  ? is_entry_name(it->name, it->dir)
 		    : kind == ITEM_TEMP ? is_temp_name(it->name)
+		    : kind == ITEM_AUX	? is_aux_name(it->name)
 					: is_lock_name(it->name);
 
 	it->kind = kind;
@@ -1302,6 +1404,7 @@ static int walk_v1_item(cache_item *it, int root_ok, item_fn fn, void *ctx)
 	const char *n = it->name;
 	int kind = !strcmp(n, "tmp")			 ? ITEM_TEMP
 		   : !strcmp(n, "locks")		 ? ITEM_LOCK
+		   : !strcmp(n, AUX_DIR)		 ? ITEM_AUX
 		   : strlen(n) == 2 && is_hex(n, 2) ? ITEM_ENTRY
 						   : -1;
 	char why[512];
@@ -1447,6 +1550,8 @@ static int scan_one(void *p, const cache_item *it)
 	case ITEM_LOCK:
 		sc->s->lock_files++;
 		return 0;
+	case ITEM_AUX:
+		return 0; /* a package manifest: a cache of hashes, not an entry */
 	case ITEM_FOREIGN:
 		sc->s->foreign++;
 		if (sc->verify && sc->report)
@@ -1579,6 +1684,7 @@ static int prune_one(void *p, const cache_item *it)
 
 	switch (it->kind) {
 	case ITEM_LOCK:
+	case ITEM_AUX:
 		return 0;
 	case ITEM_FOREIGN:
 		pc->r->foreign++;

@@ -8,6 +8,7 @@
 #include "build/cache.h"
 #include "build/instance.h"
 #include "build/lease.h"
+#include "build/packages.h"
 #include "build/remote.h"
 #include "base/internal.h"
 #include "spec/spec.h"
@@ -39,7 +40,8 @@ void jitk__compiled_free(jitk_compiled *c);
 
 struct jitk_compiler {
 	spec_set *specs;
-	char **templates; /* per family: the template with includes inlined */
+	jitk_template *templates; /* per family: the template with includes inlined */
+	jitk_packages *packages;  /* header packages, found and hashed on first use */
 	jitk_cache *cache;
 	jitk_remote *remote; /* NULL: none */
 	jitk_lease *lease;   /* NULL: none */

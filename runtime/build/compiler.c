@@ -227,7 +227,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 		goto fail;
 	}
 	for (i = 0; i < c->specs->nfams; i++)
-		if ((rc = jitk__inline_template(&c->templates[i], c->specs->fams[i]->template_path)))
+		if ((rc = jitk__template_load(&c->templates[i], c->specs->fams[i]->template_path,
+					      c->specs->fams[i]->nincludes > 0)))
 			goto fail;
 
 	cache_dir = o.cache_dir ? jitk__strdup(o.cache_dir) : default_cache_dir();
@@ -258,6 +259,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if ((rc = jitk__packages_new(&c->packages, c->specs, c->cache, &c->log)))
+		goto fail;
 	if ((rc = remote_open(c, &o)))
 		goto fail;
 	*out = c;
@@ -281,8 +284,9 @@ void jitk_compiler_free(jitk_compiler *c)
 		return;
 	if (c->templates && c->specs)
 		for (i = 0; i < c->specs->nfams; i++)
-			free(c->templates[i]);
+			jitk__template_free(&c->templates[i]);
 	free(c->templates);
+	jitk__packages_free(c->packages);
 	jitk__spec_set_free(c->specs);
 	jitk__cache_close(c->cache);
 	jitk__lease_close(c->lease);
@@ -322,6 +326,10 @@ int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,
 	jitk__hasher_field(h, "target", target, strlen(target));
 	for (i = 0; i < tu->noptions; i++)
 		jitk__hasher_field(h, "option", tu->options[i], strlen(tu->options[i]));
+	/* Header packages by name and content, never by path (the -I
+	 * directories are not options of the key). */
+	if (tu->packages)
+		jitk__hasher_field(h, "packages", tu->packages, strlen(tu->packages));
 	jitk__hasher_field(h, "source", tu->source, strlen(tu->source));
 	jitk__hasher_field(h, "name", tu->name_expr, strlen(tu->name_expr));
 	if (jitk__hasher_final(h, key))
@@ -386,10 +394,36 @@ static int not_available(const jitk_variant *v)
 			   v->set->insts[v->inst].name, arch, v->reason);
 }
 
+/* Options of every translation unit that depend on the NVRTC at hand.
+ * NVRTC 12.9+ has a compile cache of its own (in the driver's, under
+ * ~/.nv): --no-cache keeps it from serving or storing anything, so what
+ * jitk caches is always what NVRTC just made, and nothing is written
+ * outside jitk's directories. --frandom-seed fixes the names NVRTC would
+ * otherwise make up per compile (anonymous namespaces in CUTLASS and
+ * CCCL), so that one translation unit always gives the same bytes (with
+ * and without a precompiled header too). */
+static int compiler_options(jitk_tu *tu, const jitk_compiler *c)
+{
+	static const char *const more[] = { "--no-cache", "--frandom-seed=jitk" };
+	char **o;
+	size_t i;
+
+	if (c->nvrtc_major * 100 + c->nvrtc_minor < 1209)
+		return 0;
+	if (!(o = realloc(tu->options, (tu->noptions + JITK_ARRAY_SIZE(more)) * sizeof(*o))))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	tu->options = o;
+	for (i = 0; i < JITK_ARRAY_SIZE(more); i++)
+		if (!(o[tu->noptions++] = jitk__strdup(more[i])))
+			return jitk__error(JITK_ENOMEM, "out of memory");
+	return 0;
+}
+
 int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
 		  jitk_compiler *c, size_t inst, jitk_arch arch)
 {
 	char target[JITK_ARCH_STRLEN];
+	size_t fi;
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
@@ -404,8 +438,12 @@ int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
 	/* The tuning may have asked for an arch-specific target. */
 	if ((rc = jitk__check_target(c, v->target)))
 		return rc;
-	if ((rc = jitk__tu_make(tu, v, c->templates[family_index(c, c->specs->insts[inst].sym->fam)])))
+	fi = family_index(c, c->specs->insts[inst].sym->fam);
+	if ((rc = jitk__tu_make(tu, v, &c->templates[fi])) || (rc = compiler_options(tu, c)) ||
+	    (rc = jitk__packages_tu(c->packages, fi, c->specs->fams[fi], &c->templates[fi], tu))) {
+		jitk__tu_free(tu);
 		return rc;
+	}
 	jitk__arch_format(target, v->target);
 	if ((rc = jitk__cache_key(key, c, tu, target))) {
 		jitk__tu_free(tu);
@@ -493,29 +531,79 @@ static void log_compile_log(const jitk_compiler *c, const char *what, const char
 			  what, warnings - WARNINGS_SHOWN);
 }
 
+/* What NVRTC is given for tu: its options, the packages' search
+ * directories (the only ones NVRTC has), what flags add. */
+typedef struct {
+	const char **v;
+	size_t n;
+	char **owned;
+	size_t nowned;
+} nvrtc_argv;
+
+static void argv_free(nvrtc_argv *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nowned; i++)
+		free(a->owned[i]);
+	free(a->owned);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+static int argv_own(nvrtc_argv *a, char *s)
+{
+	if (!s)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	a->owned[a->nowned++] = s;
+	a->v[a->n++] = s;
+	return 0;
+}
+
+#define ARGV_EXTRA 4 /* what flags may add */
+
+static int argv_make(nvrtc_argv *a, const jitk_tu *tu, unsigned flags)
+{
+	size_t i;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->v = calloc(tu->noptions + tu->nincludes + ARGV_EXTRA, sizeof(*a->v));
+	a->owned = calloc(tu->nincludes + ARGV_EXTRA, sizeof(*a->owned));
+	if (!a->v || !a->owned) {
+		argv_free(a);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < tu->noptions; i++)
+		a->v[a->n++] = tu->options[i];
+	for (i = 0; i < tu->nincludes; i++)
+		if ((rc = argv_own(a, jitk__asprintf("--include-path=%s", tu->includes[i])))) {
+			argv_free(a);
+			return rc;
+		}
+	if (flags & JITK_BUILD_PTXAS_INFO)
+		a->v[a->n++] = "--ptxas-options=-v";
+	return 0;
+}
+
 static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 		       unsigned flags)
 {
-	const char **opts = calloc(tu->noptions + 1, sizeof(*opts));
 	const char *exprs[1] = { tu->name_expr };
 	const char *name = c->specs->insts[b->variant.inst].name, *why;
 	jitk_compiled out;
 	char arch[JITK_ARCH_STRLEN], params[256], first[400], *what;
-	size_t n = 0, i;
+	nvrtc_argv argv;
 	int rc;
 
-	if (!opts)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < tu->noptions; i++)
-		opts[n++] = tu->options[i];
-	if (flags & JITK_BUILD_PTXAS_INFO)
-		opts[n++] = "--ptxas-options=-v";
+	if ((rc = argv_make(&argv, tu, flags)))
+		return rc;
 	jitk__arch_format(arch, b->variant.target);
 	jitk__range_push("compile %s for %s", name, arch);
-	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", opts, n, exprs, 1,
-				 b->variant.target.kind == 'c');
+	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", argv.v, argv.n, exprs,
+				 1, b->variant.target.kind == 'c');
 	jitk__range_pop();
-	free(opts);
+	argv_free(&argv);
 	jitk__variant_params(&b->variant, params, sizeof(params));
 	if (rc) {
 		first_error(first, sizeof(first), out.log);
@@ -722,8 +810,42 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 	return rc;
 }
 
-int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
-		unsigned flags)
+/* Header packages are hashed once per compiler: before a compile, their
+ * trees are walked again, so that an edit since then gives a new key
+ * instead of a new image under the old one (*again: make the key again).
+ * After it, once more: an image compiled while a header changed is used
+ * from memory, never published. */
+static int packages_before(jitk_compiler *c, size_t inst, int *again)
+{
+	const spec_family *f = c->specs->insts[inst].sym->fam;
+	int changed = 0, rc = f->nincludes ? jitk__packages_recheck(c->packages, f, &changed) : 0;
+
+	*again = changed;
+	if (changed)
+		jitk__log(&c->log, JITK_LOG_INFO, "%s: a header package changed since its hash was "
+			  "taken; making the key again", c->specs->insts[inst].name);
+	return rc;
+}
+
+static int packages_moved(jitk_compiler *c, size_t inst)
+{
+	const spec_family *f = c->specs->insts[inst].sym->fam;
+	int changed = 0;
+
+	if (!f->nincludes)
+		return 0;
+	if (jitk__packages_recheck(c->packages, f, &changed)) {
+		jitk__error_clear();
+		changed = 1; /* cannot tell: not published */
+	}
+	if (changed)
+		jitk__log(&c->log, JITK_LOG_WARN, "%s: a header package changed while it compiled; "
+			  "the image is used from memory, not cached", c->specs->insts[inst].name);
+	return changed;
+}
+
+static int build_once(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
+		      unsigned flags, int check_packages, int *again)
 {
 	jitk_tu tu;
 	char target[JITK_ARCH_STRLEN];
@@ -785,9 +907,19 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 				&leased))
 			goto done;
 	}
+	if (check_packages && (rc = packages_before(c, inst, again)))
+		goto done;
+	if (*again) {
+		rc = JITK_ENOENT;
+		goto done;
+	}
 	if ((rc = compile_now(b, c, &tu, flags)))
 		goto done;
 	b->origin = JITK_ORIGIN_COMPILED;
+	if (packages_moved(c, inst)) {
+		b->origin = JITK_ORIGIN_MEMORY;
+		use_cache = 0;
+	}
 	/* A failure to publish is warned about; the image stays in memory. */
 	if (use_cache && jitk__cache_put(c->cache, &b->entry))
 		b->origin = JITK_ORIGIN_MEMORY;
@@ -802,6 +934,23 @@ done:
 	if (rc)
 		jitk__build_free(b);
 	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
+	return rc;
+}
+
+int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
+		unsigned flags)
+{
+	int again = 0, tries, rc = 0;
+
+	/* A package that keeps changing gets a last try without the check
+	 * before (the one after still keeps its image out of the cache). */
+	for (tries = 0; tries < 3; tries++) {
+		again = 0;
+		rc = build_once(b, c, inst, arch, flags, tries < 2, &again);
+		if (!again)
+			break;
+		jitk__error_clear();
+	}
 	return rc;
 }
 

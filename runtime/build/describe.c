@@ -154,9 +154,33 @@ static void describe_args(jbuf *out, const jitk_variant *v, const char *indent)
 	}
 }
 
+/* The header packages a family includes from: where each is and its tree
+ * hash (what the key holds), or why it cannot be used here. */
+static void describe_packages(jbuf *out, jitk_compiler *c, const spec_family *f,
+			      const char *indent)
+{
+	size_t i;
+
+	for (i = 0; i < f->nincludes; i++) {
+		const jitk_package *p;
+
+		jitk__jbuf_printf(out, "%s%s", indent, i ? "          " : "packages: ");
+		if (jitk__package_get(c->packages, f->includes[i].package, &p)) {
+			jitk__jbuf_printf(out, "%s: not usable here: %s\n", f->includes[i].name,
+					  jitk_error_last()->message);
+			jitk__error_clear();
+			continue;
+		}
+		jitk__jbuf_printf(out, "%s sha256:%s (%s, from %s; %zu files, %.1f MB)\n",
+				  p->spec->name, p->hex, p->root, p->from, p->files,
+				  (double)p->bytes / 1e6);
+	}
+}
+
 static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 			     const char *indent)
 {
+	static const jitk_template no_template = { .text = (char *)"" };
 	const spec_instance *in = &c->specs->insts[v->inst];
 	const spec_family *f = in->sym->fam;
 	jitk_tu tu;
@@ -168,10 +192,11 @@ static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 	for (i = f->nparams; i < v->nenv; i++)
 		jitk__jbuf_printf(out, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
 	jitk__jbuf_puts(out, "\n");
-	if (!jitk__tu_make(&tu, v, "")) {
+	if (!jitk__tu_make(&tu, v, &no_template)) {
 		jitk__jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
 		jitk__tu_free(&tu);
 	}
+	describe_packages(out, c, f, indent);
 	describe_args(out, v, indent);
 }
 
@@ -442,6 +467,9 @@ int jitk_source(char **out, char **out_options, jitk_compiler *c, const char *na
 	jitk__jbuf_init(&o);
 	for (i = 0; i < tu.noptions; i++)
 		jitk__jbuf_printf(&o, "%s\n", tu.options[i]);
+	/* the header packages' directories: given to NVRTC, not in the key */
+	for (i = 0; i < tu.nincludes; i++)
+		jitk__jbuf_printf(&o, "--include-path=%s\n", tu.includes[i]);
 	jitk__jbuf_printf(&o, "name-expression %s\n", tu.name_expr);
 	*out = tu.source;
 	tu.source = NULL;

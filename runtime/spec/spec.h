@@ -79,6 +79,39 @@ typedef struct {
 	spec_loc loc;
 } spec_expr;
 
+/* Header packages (a spec directory's packages.yaml; docs/spec-format.md
+ * "Header packages"): named include roots that a family may name in its
+ * includes. Where a root is, is found when a family first needs it
+ * (build/packages.c): $JITK_PACKAGE_<NAME>, else the first of find that
+ * is a directory. */
+typedef struct {
+	char *env;        /* $env/path (path relative, may be NULL) */
+	char *path;       /* without env: absolute */
+	char *configured; /* what configure found under this name */
+	spec_loc loc;
+} spec_find;
+
+typedef struct {
+	char *name;
+	char *description;
+	spec_find *find;
+	size_t nfind;
+	char **search; /* the -I directories, relative to the root ("." is it) */
+	size_t nsearch;
+	spec_loc loc;
+} spec_package;
+
+/* A package a family includes from. */
+typedef struct {
+	char *name;
+	size_t package; /* index in the set's packages (linked at load) */
+	spec_loc loc;
+} spec_include;
+
+#define SPEC_MAX_PACKAGES 64 /* in a spec set */
+#define SPEC_MAX_INCLUDES 8  /* packages of one family */
+#define SPEC_MAX_SEARCH 8    /* search directories of one package */
+
 enum spec_atype { AT_TENSOR, AT_I32, AT_I64, AT_F32 };
 enum spec_io { IO_IN, IO_OUT, IO_INOUT };
 
@@ -136,6 +169,8 @@ typedef struct {
 	size_t nconstraints;
 	char **options; /* extra NVRTC options */
 	size_t noptions;
+	spec_include *includes; /* header packages, in -I order */
+	size_t nincludes;
 	spec_arg *args;
 	size_t nargs;
 	char **dims; /* free shape variables, bound from tensor shapes */
@@ -200,6 +235,8 @@ typedef struct {
 	size_t nsyms;
 	spec_instance *insts;
 	size_t ninsts;
+	spec_package *packages; /* every packages.yaml's, in load order */
+	size_t npackages;
 	size_t *by_name; /* instance ids sorted by name */
 	size_t nplanned; /* while loading: instances of the symbols parsed */
 	jitk_arena *arena; /* owns the set and everything it points to */
