@@ -637,6 +637,108 @@ static void test_real_packages(void **state)
 	free(specs);
 }
 
+/* The repository's cuda package with a family of three instances: the
+ * images compiled with NVRTC's precompiled header (made by the first,
+ * used by the next two) are the bytes of those compiled without; the PCH
+ * files are in the cache's v1/pch/ while the compiler lives, gone after,
+ * and NVRTC wrote none into /tmp. */
+static void test_pch_same_bytes(void **state)
+{
+	char *dir = t_tmpdir(), *specs = t_path(dir, "specs"), *reg, *cache[2] = { NULL, NULL }, *pchdir, tmpl[96];
+	void *image[3];
+	size_t size[3], i;
+	int run;
+
+	(void)state;
+	{
+		char *probe = t_path(t_root(), "specs");
+		jitk_compiler *c = t_compiler(probe, NULL, NULL, NULL);
+		const jitk_package *p;
+		int found = 0;
+
+		for (i = 0; i < c->specs->npackages; i++)
+			if (!strcmp(c->specs->packages[i].name, "cuda"))
+				found = !jitk__package_get(c->packages, i, &p);
+		jitk_compiler_free(c);
+		free(probe);
+		if (!found || !jitk__nvrtc_pch_available()) {
+			fprintf(stderr, "(skipped: no cuda package or no NVRTC PCH here)\n");
+			t_rmtree(dir);
+			free(dir);
+			free(specs);
+			return;
+		}
+	}
+	assert_int_equal(mkdir(specs, 0755), 0);
+	reg = t_path(specs, "packages.yaml");
+	{
+		char *src = t_path(t_root(), "specs/packages.yaml");
+		size_t n;
+		char *text = t_read(src, &n);
+
+		t_write(reg, text, n);
+		free(text);
+		free(src);
+	}
+	{
+		char *spec = t_path(specs, "h.yaml"), *tpl = t_path(specs, "h.cuh");
+
+		t_writef(tpl, "#include <cuda/std/cstdint>\n#include <cuda_fp16.h>\n"
+			 "template <class P> __global__ void h(int *out, long long n)\n"
+			 "{ if (threadIdx.x == 0) out[0] = (cuda::std::int32_t)__half2float(__float2half(1.5f)) + P::v; }\n");
+		t_writef(spec, "family: h\ntemplate: h.cuh\nkernel: h\nincludes: [cuda]\n"
+			 "params:\n  v: { type: int, min: 0, max: 9 }\nargs:\n"
+			 "  out: { type: i32, shape: [n], io: out }\n  n: { type: i64 }\n"
+			 "launch:\n  grid: 1\n  block: 32\nsymbols:\n  h:\n    params: { v: [0, 1, 2] }\n");
+		free(spec);
+		free(tpl);
+	}
+	for (run = 0; run < 2; run++) {
+		jitk_compiler *c;
+		char name[32];
+
+		cache[run] = t_path(dir, run ? "cache-nopch" : "cache-pch");
+		setenv("JITK_PCH", run ? "0" : "1", 1);
+		c = t_compiler(specs, cache[run], NULL, NULL);
+		for (i = 0; i < 3; i++) {
+			jitk_build b;
+			jitk_arch a = { 90, 's', 0 };
+			size_t inst;
+
+			snprintf(name, sizeof(name), "h[v=%zu]", i);
+			assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
+			assert_int_equal(jitk__build(&b, c, inst, a, 0), 0);
+			assert_int_equal(b.origin, JITK_ORIGIN_COMPILED);
+			if (!run) {
+				image[i] = malloc(b.entry.size);
+				memcpy(image[i], b.entry.image, b.entry.size);
+				size[i] = b.entry.size;
+			} else {
+				assert_int_equal(size[i], b.entry.size);
+				assert_memory_equal(image[i], b.entry.image, size[i]);
+			}
+			jitk__build_free(&b);
+		}
+		pchdir = t_path(cache[run], "v1/pch");
+		if (!run)
+			assert_true(t_count_files(pchdir, ".pch") >= 1);
+		jitk_compiler_free(c);
+		assert_int_equal(t_count_files(pchdir, ".pch"), 0);
+		free(pchdir);
+	}
+	unsetenv("JITK_PCH");
+	snprintf(tmpl, sizeof(tmpl), "/tmp/__nvrtc_auto_pch_%ld_0", (long)getpid());
+	assert_int_not_equal(access(tmpl, F_OK), 0);
+	for (i = 0; i < 3; i++)
+		free(image[i]);
+	free(cache[0]);
+	free(cache[1]);
+	free(reg);
+	free(specs);
+	t_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -649,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_header_outside_never_read),
 		cmocka_unit_test(test_manifest_spares_reads),
 		cmocka_unit_test(test_real_packages),
+		cmocka_unit_test(test_pch_same_bytes),
 	};
 
 	return T_RUN_TESTS(tests, NULL, NULL);

@@ -179,6 +179,20 @@ static int remote_open(jitk_compiler *c, const jitk_compiler_options *o)
 				o->remote_lease_ttl_ms, &c->log);
 }
 
+/* $JITK_PCH: 0 never, 1 from a family's first compile; unset (or
+ * anything else) the default, from its second. */
+static int pch_init(jitk_compiler *c)
+{
+	const char *v = jitk__env("JITK_PCH");
+
+	c->pch_mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "1") ? 1 : -1;
+	c->fam_compiles = calloc(c->specs->nfams ? c->specs->nfams : 1, sizeof(*c->fam_compiles));
+	if (!c->fam_compiles)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	pthread_mutex_init(&c->pch_mu, NULL);
+	return 0;
+}
+
 int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 {
 	jitk_compiler_options o;
@@ -261,6 +275,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	}
 	if ((rc = jitk__packages_new(&c->packages, c->specs, c->cache, &c->log)))
 		goto fail;
+	if ((rc = pch_init(c)))
+		goto fail;
 	if ((rc = remote_open(c, &o)))
 		goto fail;
 	*out = c;
@@ -287,6 +303,12 @@ void jitk_compiler_free(jitk_compiler *c)
 			jitk__template_free(&c->templates[i]);
 	free(c->templates);
 	jitk__packages_free(c->packages);
+	if (c->fam_compiles) {
+		jitk__cache_pch_remove(c->cache, c->pch_dir);
+		pthread_mutex_destroy(&c->pch_mu);
+	}
+	free(c->fam_compiles);
+	free(c->pch_dir);
 	jitk__spec_set_free(c->specs);
 	jitk__cache_close(c->cache);
 	jitk__lease_close(c->lease);
@@ -586,6 +608,57 @@ static int argv_make(nvrtc_argv *a, const jitk_tu *tu, unsigned flags)
 	return 0;
 }
 
+/* NVRTC's automatic precompiled headers (12.8+), for the families with
+ * header packages: the package includes come first in the translation
+ * unit, so the PCH NVRTC makes of them serves every instance of the
+ * family that this process compiles later (headers parsed once: a CuTe
+ * kernel's 1.9 s became 0.3 s, docs/performance.md). The PCH files go
+ * into the writable cache's v1/pch/<pid>.<n>/<family>, never /tmp, and
+ * are removed with the compiler. With --frandom-seed the image is the
+ * same bytes with and without a PCH (tests/test_packages.c checks), which
+ * is why neither -pch nor its directory is in the key. NVRTC's PCH heap
+ * is one per process: PCH compiles take turns, and the heap grows when a
+ * compile says it was too small (the next one makes the PCH). */
+#define PCH_HEAP_FIRST (1ull << 30)
+#define PCH_HEAP_MAX (8ull << 30)
+
+static pthread_mutex_t pch_process_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* "--pch-dir=DIR" for family fi when this compile should use a PCH, else
+ * NULL (and nothing is an error: without one it only takes longer). */
+static char *pch_option(jitk_compiler *c, size_t fi)
+{
+	const spec_family *f = c->specs->fams[fi];
+	char *dir = NULL, *opt = NULL;
+
+	if (!f->nincludes || !c->pch_mode || !jitk__nvrtc_pch_available() ||
+	    (c->pch_mode < 0 && atomic_load(&c->fam_compiles[fi]) == 0))
+		return NULL;
+	pthread_mutex_lock(&c->pch_mu);
+	if (!c->pch_dir && jitk__cache_pch_dir(c->cache, &c->pch_dir))
+		c->pch_dir = NULL;
+	if (c->pch_dir && (dir = jitk__asprintf("%s/%zu", c->pch_dir, fi)) &&
+	    (!mkdir(dir, 0700) || errno == EEXIST))
+		opt = jitk__asprintf("--pch-dir=%s", dir);
+	pthread_mutex_unlock(&c->pch_mu);
+	free(dir);
+	return opt;
+}
+
+static void pch_after(jitk_compiler *c, const jitk_compiled *out, const char *name)
+{
+	if (out->pch == JITK_PCH_CREATED)
+		jitk__log(&c->log, JITK_LOG_INFO, "%s: NVRTC made a precompiled header of its "
+			  "package includes", name);
+	else if (out->pch == JITK_PCH_HEAP_EXHAUSTED && out->pch_heap_required < PCH_HEAP_MAX) {
+		size_t want = out->pch_heap_required + out->pch_heap_required / 4;
+
+		jitk__log(&c->log, JITK_LOG_INFO, "%s: NVRTC's PCH heap is too small (%zu MB wanted); "
+			  "%zu MB from the next compile", name, out->pch_heap_required >> 20, want >> 20);
+		(void)jitk__nvrtc_pch_heap(want);
+	}
+}
+
 static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 		       unsigned flags)
 {
@@ -593,17 +666,31 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	const char *name = c->specs->insts[b->variant.inst].name, *why;
 	jitk_compiled out;
 	char arch[JITK_ARCH_STRLEN], params[256], first[400], *what;
+	size_t fi = family_index(c, c->specs->insts[b->variant.inst].sym->fam);
 	nvrtc_argv argv;
+	char *pch;
 	int rc;
 
 	if ((rc = argv_make(&argv, tu, flags)))
 		return rc;
+	if ((pch = pch_option(c, fi))) {
+		argv.v[argv.n++] = "-pch";
+		argv_own(&argv, pch);
+		pthread_mutex_lock(&pch_process_mu);
+		(void)jitk__nvrtc_pch_heap(PCH_HEAP_FIRST);
+	}
 	jitk__arch_format(arch, b->variant.target);
 	jitk__range_push("compile %s for %s", name, arch);
 	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", argv.v, argv.n, exprs,
 				 1, b->variant.target.kind == 'c');
+	if (pch) {
+		pch_after(c, &out, name);
+		pthread_mutex_unlock(&pch_process_mu);
+	}
 	jitk__range_pop();
 	argv_free(&argv);
+	if (!rc)
+		atomic_fetch_add(&c->fam_compiles[fi], 1);
 	jitk__variant_params(&b->variant, params, sizeof(params));
 	if (rc) {
 		first_error(first, sizeof(first), out.log);
