@@ -78,6 +78,8 @@ static int check_arch(const jitk_compiler *c, jitk_arch *a, const char *arch)
 
 static const char *io_name(const spec_arg *a)
 {
+	if (a->type == AT_TMA)
+		return "tma";
 	if (a->type != AT_TENSOR)
 		return a->type == AT_I32 ? "i32" : a->type == AT_I64 ? "i64" : "f32";
 	return a->io == IO_OUT ? "out" : a->io == IO_INOUT ? "inout" : "in";
@@ -142,6 +144,23 @@ static void describe_args(jbuf *out, const jitk_variant *v, const char *indent)
 				jitk__jbuf_puts(&line, " nullable");
 			if (a->configured)
 				jitk__jbuf_puts(&line, " configured: positive_finite");
+		} else if (a->type == AT_TMA) {
+			const spec_tma *t = a->tma;
+
+			jitk__jbuf_printf(&line, "%*sof %s, box ", 4, "", t->tensor);
+			put_dims(&line, v, t->box, t->nbox);
+			if (t->elem_strides) {
+				jitk__jbuf_puts(&line, " element strides ");
+				put_dims(&line, v, t->elem_strides, t->nelem_strides);
+			}
+			jitk__jbuf_puts(&line, ", swizzle ");
+			put_dim(&line, v, &t->swizzle);
+			jitk__jbuf_puts(&line, ", interleave ");
+			put_dim(&line, v, &t->interleave);
+			jitk__jbuf_puts(&line, ", L2 promotion ");
+			put_dim(&line, v, &t->l2);
+			jitk__jbuf_printf(&line, ", out of bounds %s (jitk makes it)",
+					  t->oob_nan ? "NaN" : "0");
 		} else if (a->has_default) {
 			if (a->type == AT_F32)
 				jitk__jbuf_printf(&line, "%*sdefault %g", 4, "", (double)a->def_f);
@@ -614,11 +633,25 @@ static void json_symbol(jbuf *b, const spec_set *set, const spec_symbol *s)
 			jitk__jbuf_puts(b, ", ");
 		json_str(b, f->dims[i]);
 	}
+	/* A TMA descriptor is no argument a caller gives: listed apart, with
+	 * the tensor jitk makes it from. */
 	jitk__jbuf_puts(b, "], \"args\": [");
-	for (i = 0; i < f->nargs; i++) {
-		if (i)
+	for (i = 0, k = 0; i < f->nargs; i++) {
+		if (f->args[i].type == AT_TMA)
+			continue;
+		if (k++)
 			jitk__jbuf_puts(b, ", ");
 		json_arg(b, set, s, &f->args[i]);
+	}
+	jitk__jbuf_puts(b, "], \"tma\": [");
+	for (i = 0, k = 0; i < f->nargs; i++) {
+		if (f->args[i].type != AT_TMA)
+			continue;
+		jitk__jbuf_printf(b, "%s{\"name\": ", k++ ? ", " : "");
+		json_str(b, f->args[i].name);
+		jitk__jbuf_puts(b, ", \"tensor\": ");
+		json_str(b, f->args[i].tma->tensor);
+		jitk__jbuf_puts(b, "}");
 	}
 	jitk__jbuf_puts(b, "], \"may_alias\": [");
 	for (i = 0; i < f->nmay_alias; i++) {

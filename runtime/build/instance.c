@@ -169,7 +169,12 @@ static int check_geometry(const jitk_variant *v, const spec_family *f)
 	}
 	for (i = 0; i < f->nargs; i++) {
 		const spec_arg *a = &f->args[i];
+		jitk_tma_bound tb;
 
+		if (a->type == AT_TMA &&
+		    jitk__spec_cond_holds(&a->when, v->set->insts[v->inst].vals) &&
+		    (rc = jitk__tma_bind(&tb, v, a)))
+			return rc;
 		if (a->type != AT_TENSOR || !a->align.e)
 			continue;
 		if ((rc = eval_expr(v, &a->align, "alignment", &val)))
@@ -181,6 +186,75 @@ static int check_geometry(const jitk_variant *v, const spec_family *f)
 					 jitk__spec_quote(a->align.text), a->name, (long long)val,
 					 SPEC_MAX_ALIGN);
 	}
+	return 0;
+}
+
+static int tma_one_of(const jitk_variant *v, const spec_expr *x, const char *what,
+		      const int64_t *allowed, size_t n, const char *list, int64_t *out)
+{
+	size_t i;
+	int rc;
+
+	if ((rc = eval_expr(v, x, what, out)))
+		return rc;
+	for (i = 0; i < n; i++)
+		if (*out == allowed[i])
+			return 0;
+	return spec_fail(v, &x->loc, "%s '%s' is %lld; it must be %s", what,
+			 jitk__spec_quote(x->text), (long long)*out, list);
+}
+
+int jitk__tma_bind(jitk_tma_bound *out, const jitk_variant *v, const spec_arg *a)
+{
+	static const int64_t swizzles[] = { 0, 32, 64, 128 }, interleaves[] = { 0, 16, 32 },
+			     l2s[] = { 0, 64, 128, 256 };
+	const spec_tma *t = a->tma;
+	const spec_family *f = v->set->insts[v->inst].sym->fam;
+	const spec_arg *x = &f->args[t->tensor_arg];
+	int64_t inner;
+	size_t d;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->rank = (unsigned)t->nbox;
+	out->elem_bytes = x->elem->bits / 8;
+	out->oob_nan = t->oob_nan;
+	for (d = 0; d < t->nbox; d++) {
+		if ((rc = eval_expr(v, &t->box[d], "TMA box dimension", &out->box[d])))
+			return rc;
+		if (out->box[d] < 1 || out->box[d] > 256)
+			return spec_fail(v, &t->box[d].loc, "box dimension '%s' of %s is %lld; TMA "
+					 "takes 1 to 256", jitk__spec_quote(t->box[d].text), a->name,
+					 (long long)out->box[d]);
+		out->elem_strides[d] = 1;
+		if (!t->elem_strides)
+			continue;
+		if ((rc = eval_expr(v, &t->elem_strides[d], "TMA element stride",
+				    &out->elem_strides[d])))
+			return rc;
+		if (out->elem_strides[d] < 1 || out->elem_strides[d] > 8)
+			return spec_fail(v, &t->elem_strides[d].loc, "element stride '%s' of %s is %lld; "
+					 "TMA takes 1 to 8", jitk__spec_quote(t->elem_strides[d].text),
+					 a->name, (long long)out->elem_strides[d]);
+	}
+	if ((rc = tma_one_of(v, &t->swizzle, "swizzle", swizzles, 4, "0, 32, 64 or 128 (bytes)",
+			     &out->swizzle)) ||
+	    (rc = tma_one_of(v, &t->interleave, "interleave", interleaves, 3, "0, 16 or 32 (bytes)",
+			     &out->interleave)) ||
+	    (rc = tma_one_of(v, &t->l2, "l2_promotion", l2s, 4, "0, 64, 128 or 256 (bytes)",
+			     &out->l2)))
+		return rc;
+	inner = out->box[t->nbox - 1] * (int64_t)out->elem_bytes;
+	if (!out->interleave && inner % 16)
+		return spec_fail(v, &t->box[t->nbox - 1].loc, "the inner box dimension of %s is %lld "
+				 "bytes; TMA moves multiples of 16", a->name, (long long)inner);
+	if (!out->interleave && out->swizzle && inner > out->swizzle)
+		return spec_fail(v, &t->box[t->nbox - 1].loc, "the inner box dimension of %s is %lld "
+				 "bytes, more than its %lld-byte swizzle span", a->name,
+				 (long long)inner, (long long)out->swizzle);
+	if (out->interleave == 32 && out->swizzle != 32)
+		return spec_fail(v, &t->swizzle.loc, "a 32-byte interleave takes the 32-byte swizzle "
+				 "(%s)", a->name);
 	return 0;
 }
 
@@ -988,6 +1062,15 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	 * covers what comes before the first line of code. */
 	for (i = 0; i < tpl->nangle; i++)
 		jitk__jbuf_printf(&src, "#include <%s>\n", tpl->angle[i].name);
+	/* A TMA descriptor is passed by value: 128 bytes, 64-byte aligned,
+	 * what cuTensorMapEncodeTiled writes (the kernel takes it as
+	 * const __grid_constant__ jitk_tensor_map). */
+	for (i = 0; i < f->nargs; i++)
+		if (f->args[i].type == AT_TMA) {
+			jitk__jbuf_puts(&src, "struct alignas(64) jitk_tensor_map { unsigned long long "
+				       "opaque[16]; };\n");
+			break;
+		}
 	jitk__jbuf_puts(&src, tpl->text);
 	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");

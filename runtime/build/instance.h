@@ -35,6 +35,23 @@ typedef struct {
 int jitk__specialize(jitk_variant *out, const spec_set *set, size_t inst,
 		     jitk_arch arch);
 
+/* A TMA descriptor argument's constants in a variant, checked against
+ * what cuTensorMapEncodeTiled accepts: box dimensions 1 to 256, element
+ * strides 1 to 8, swizzle 0/32/64/128 bytes, interleave 0/16/32, L2
+ * promotion 0/64/128/256; without interleave the box's inner dimension is
+ * a multiple of 16 bytes and (with a swizzle) at most the swizzle span; a
+ * 32-byte interleave wants the 32-byte swizzle. The tensor's order
+ * (outermost first). JITK_ESPEC at the expression's line. */
+typedef struct {
+	unsigned rank;
+	unsigned elem_bytes;
+	int64_t box[SPEC_TMA_MAX_RANK];
+	int64_t elem_strides[SPEC_TMA_MAX_RANK];
+	int64_t swizzle, interleave, l2;
+	int oob_nan;
+} jitk_tma_bound;
+int jitk__tma_bind(jitk_tma_bound *out, const jitk_variant *v, const spec_arg *a);
+
 /* Look a name up in the variant (expr_lookup_fn). */
 int jitk__variant_lookup(void *variant, const char *name, int64_t *out);
 

@@ -1120,6 +1120,29 @@ const spec_elem *jitk__spec_elem(const char *name)
 	return NULL;
 }
 
+/* type: tma - a TMA descriptor built from a tensor argument (spec_tma).
+ * What a tensor or scalar has, it has not; tensor and box it needs. */
+static int tma_type(sctx *c, const ynode *t, const char *path, spec_arg *a)
+{
+	static const char *const not_tma[] = { "shape", "strides", "io", "align", "nullable",
+					       "configured", "default", NULL };
+	const char *const *k;
+	const ynode *n;
+
+	for (k = not_tma; *k; k++)
+		if ((n = jitk__ymap_get(c->map, *k)))
+			return ERR(c, n, "args", "'%s' does not apply to a TMA descriptor (its tensor "
+				   "has the shape)", *k);
+	if (!jitk__ymap_get(c->map, "tensor") || !jitk__ymap_get(c->map, "box"))
+		return ERR(c, t, path, "a TMA descriptor needs tensor (the tensor argument it "
+			   "describes) and box (the tile it moves)");
+	a->type = AT_TMA;
+	a->io = IO_IN;
+	if (!(a->tma = ARRAY(c, 1, spec_tma)))
+		return JITK_ENOMEM;
+	return copy(c, &a->cpp, "jitk_tensor_map");
+}
+
 /* args: { name: { type, shape, ... } }. The type: "const bf16" (a tensor
  * when it has a shape), "f32", "i32", "i64" (scalars); it decides which
  * other keys apply, checked here first. */
@@ -1127,6 +1150,8 @@ static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, cons
 {
 	static const char *const tensor_only[] = { "strides", "io", "align", "nullable",
 						   "configured", NULL };
+	static const char *const tma_only[] = { "tensor", "box", "element_strides", "swizzle",
+						"interleave", "l2_promotion", "oob_fill", NULL };
 	static const char *const scalars[] = { "f32", "i32", "i64", NULL };
 	static const enum spec_atype scalar_types[] = { AT_F32, AT_I32, AT_I64 };
 	spec_arg *a = out;
@@ -1135,6 +1160,14 @@ static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, cons
 	size_t len;
 	int i;
 
+	if (!strcmp(s, "tma"))
+		return tma_type(c, t, path, a);
+	for (k = tma_only; *k; k++) {
+		const ynode *n = jitk__ymap_get(c->map, *k);
+
+		if (n)
+			return ERR(c, n, "args", "'%s' applies to TMA descriptors only (type: tma)", *k);
+	}
 	if (!strncmp(s, "const ", 6)) {
 		a->is_const = 1;
 		s += 6;
@@ -1238,6 +1271,92 @@ static int p_dims(sctx *c, const ynode *n, const char *path, void *out, const fi
 			  fd->arg ? &ns : &a->ndim);
 }
 
+/* The keys of a TMA descriptor (type checked them first). */
+static int p_tma_tensor(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_arg *a = out;
+
+	a->tma->tensor_loc = loc_of(c, v);
+	return get_ident(c, v, path, &a->tma->tensor);
+}
+
+static const field tma_dim_item = { S(NULL, p_expr), .arg = NAMES_SPEC };
+
+static int p_tma_dims(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_tma *t = ((spec_arg *)out)->tma;
+
+	if (!n->n || n->n > SPEC_TMA_MAX_RANK)
+		return ERR(c, n, path, "a TMA descriptor has 1 to %d dimensions", SPEC_TMA_MAX_RANK);
+	return read_items(c, n, path, fd, fd->arg ? &t->elem_strides : &t->box,
+			  fd->arg ? &t->nelem_strides : &t->nbox);
+}
+
+static int p_tma_expr(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_tma *t = ((spec_arg *)out)->tma;
+	spec_expr *x = fd->arg == 0 ? &t->swizzle : fd->arg == 1 ? &t->interleave : &t->l2;
+
+	return parse_expr(c, v, path, c->f->nderived, NAMES_SPEC, x);
+}
+
+static int p_tma_oob(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_tma *t = ((spec_arg *)out)->tma;
+
+	if (strcmp(v->str, "zero") && strcmp(v->str, "nan"))
+		return ERR(c, v, path, "expected zero or nan, got '%s'", q(v->str));
+	t->oob_nan = !strcmp(v->str, "nan");
+	return 0;
+}
+
+/* A TMA descriptor's defaults and its tensor, once every argument is
+ * read: a tensor argument of the family (present wherever the descriptor
+ * is: the same when), of a rank and element type TMA has, with a box
+ * and element strides of that rank. */
+static int tma_link(sctx *c, spec_family *f, spec_arg *a, const ynode *e)
+{
+	spec_tma *t = a->tma;
+	int k = jitk__spec_arg_index(f, t->tensor), pos;
+	char err[32];
+	const spec_arg *x;
+	static const char *const defaults[3] = { "0", "0", "0" };
+	spec_expr *dflt[3] = { &t->swizzle, &t->interleave, &t->l2 };
+	size_t i;
+
+	if (k < 0 || f->args[k].type != AT_TENSOR)
+		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
+			      "'%s' is not a tensor argument of %s (a TMA descriptor describes one)",
+			      q(t->tensor), f->name);
+	x = &f->args[k];
+	t->tensor_arg = (size_t)k;
+	if (x->ndim > SPEC_TMA_MAX_RANK)
+		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
+			      "tensor %s has %zu dimensions; TMA takes 1 to %d", x->name, x->ndim,
+			      SPEC_TMA_MAX_RANK);
+	if (t->nbox != x->ndim)
+		return ERR(c, jitk__ymap_get(e, "box"), "args", "box has %zu dimensions, tensor %s %zu",
+			   t->nbox, x->name, x->ndim);
+	if (t->elem_strides && t->nelem_strides != x->ndim)
+		return ERR(c, jitk__ymap_get(e, "element_strides"), "args",
+			   "element_strides has %zu dimensions, tensor %s %zu", t->nelem_strides,
+			   x->name, x->ndim);
+	if (jitk__ymap_get(e, "when"))
+		return ERR(c, jitk__ymap_get(e, "when"), "args", "a TMA descriptor is there when its "
+			   "tensor is: give the 'when' to %s", x->name);
+	a->when = x->when;
+	for (i = 0; i < 3; i++) {
+		if (dflt[i]->e)
+			continue;
+		dflt[i]->text = (char *)defaults[i];
+		dflt[i]->loc = a->loc;
+		if (jitk__expr_parse(&dflt[i]->e, dflt[i]->text, err, sizeof(err), &pos) ||
+		    jitk__arena_defer(c->a, free_expr, dflt[i]->e))
+			return JITK_ENOMEM;
+	}
+	return 0;
+}
+
 static const field arg_fields[] = {
 	{ K("type", YN_SCALAR, "a type like 'const bf16'", p_arg_type), .flags = F_REQ | F_SUB },
 	{ K("shape", YN_SEQ, "a list of dimensions", p_dims), .flags = F_SUB | F_LATER,
@@ -1251,6 +1370,15 @@ static const field arg_fields[] = {
 	{ S("default", p_default), .flags = F_SUB },
 	{ K("when", YN_MAP, "a mapping of parameter values", p_cond), .flags = F_SUB,
 	  OFF(spec_arg, when) },
+	{ S("tensor", p_tma_tensor), .flags = F_SUB },
+	{ K("box", YN_SEQ, "a list of tile dimensions", p_tma_dims), .flags = F_SUB,
+	  .item = &tma_dim_item, .size = sizeof(spec_expr) },
+	{ K("element_strides", YN_SEQ, "a list of element strides", p_tma_dims), .flags = F_SUB,
+	  .arg = 1, .item = &tma_dim_item, .size = sizeof(spec_expr) },
+	{ S("swizzle", p_tma_expr), .flags = F_SUB, .arg = 0 },
+	{ S("interleave", p_tma_expr), .flags = F_SUB, .arg = 1 },
+	{ S("l2_promotion", p_tma_expr), .flags = F_SUB, .arg = 2 },
+	{ K("oob_fill", YN_SCALAR, "zero or nan", p_tma_oob), .flags = F_SUB },
 	{ .key = NULL },
 };
 
@@ -1305,6 +1433,10 @@ static int p_args(sctx *c, const ynode *n, const char *path, void *out, const fi
 			return ERR(c, jitk__ymap_get(e, "configured"), "args.configured",
 				   "a configured tensor has shape [1]");
 	}
+	/* TMA descriptors last: they name tensors, which now have shapes. */
+	for (i = 0; i < n->n && !rc; i++)
+		if (f->args[i].type == AT_TMA)
+			rc = tma_link(c, f, &f->args[i], ymap_val(n, i));
 	return rc;
 }
 

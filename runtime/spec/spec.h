@@ -112,7 +112,28 @@ typedef struct {
 #define SPEC_MAX_INCLUDES 8  /* packages of one family */
 #define SPEC_MAX_SEARCH 8    /* search directories of one package */
 
-enum spec_atype { AT_TENSOR, AT_I32, AT_I64, AT_F32 };
+enum spec_atype { AT_TENSOR, AT_I32, AT_I64, AT_F32, AT_TMA };
+
+/* A TMA descriptor argument (type: tma): a CUtensorMap the runtime
+ * encodes from a tensor argument of the same call (cuTensorMapEncodeTiled)
+ * and passes by value (the kernel takes const __grid_constant__
+ * jitk_tensor_map). box and element_strides are in the tensor's order
+ * (outermost first, like its shape); every expression is a constant of
+ * the variant (parameters, tuning, derived values). */
+#define SPEC_TMA_MAX_RANK 5
+typedef struct {
+	char *tensor;      /* the tensor argument's name ... */
+	size_t tensor_arg; /* ... and its index (linked when the args are read) */
+	spec_loc tensor_loc;
+	spec_expr *box;
+	size_t nbox;
+	spec_expr *elem_strides; /* NULL: all 1 */
+	size_t nelem_strides;
+	spec_expr swizzle;    /* bytes: 0 (none), 32, 64, 128 */
+	spec_expr interleave; /* bytes: 0 (none), 16, 32 */
+	spec_expr l2;         /* L2 promotion bytes: 0, 64, 128, 256 */
+	int oob_nan;          /* out-of-bounds elements read as NaN, not 0 */
+} spec_tma;
 enum spec_io { IO_IN, IO_OUT, IO_INOUT };
 
 /* Element types of tensor arguments, with DLPack's type code and bits. */
@@ -146,6 +167,7 @@ typedef struct {
 	int64_t def_i;
 	float def_f;
 	spec_cond when; /* absent from a symbol when false */
+	spec_tma *tma;  /* AT_TMA */
 	spec_loc loc;
 } spec_arg;
 
