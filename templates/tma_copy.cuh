@@ -31,8 +31,12 @@ tma_copy(const __grid_constant__ jitk_tensor_map x_map, const __grid_constant__ 
 		      "tiles are 128-byte rows (the swizzle), square for the transpose");
 	extern __shared__ __align__(1024) unsigned char smem[];
 	__shared__ alignas(8) uint64_t full;
-	jitk::bf16 *in = reinterpret_cast<jitk::bf16 *>(smem);
-	jitk::bf16 *out = reinterpret_cast<jitk::bf16 *>(smem + TILE_BYTES);
+	// The 128-byte swizzle wants its tiles on 1024-byte boundaries
+	// (shared_bytes leaves the room).
+	unsigned char *base = reinterpret_cast<unsigned char *>(
+		(reinterpret_cast<uintptr_t>(smem) + 1023) & ~uintptr_t(1023));
+	jitk::bf16 *in = reinterpret_cast<jitk::bf16 *>(base);
+	jitk::bf16 *out = reinterpret_cast<jitk::bf16 *>(base + TILE_BYTES);
 	const long long tiles_c = (cols + BC - 1) / BC;
 	const int c0 = (int)(blockIdx.x % tiles_c) * BC, r0 = (int)(blockIdx.x / tiles_c) * BR;
 	(void)x, (void)y, (void)yt, (void)rows;

@@ -37,7 +37,7 @@ typedef struct {
 	/* the last walk: files whose contents were read (the rest came from
 	 * the manifest), and its time */
 	size_t hashed;
-	double ms;
+	double ms, cpu_ms; /* wall and this thread's CPU time */
 } jitk_package;
 
 /* For the spec set's packages; manifests go to the cache's writable
