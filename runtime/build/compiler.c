@@ -587,7 +587,7 @@ static int argv_own(nvrtc_argv *a, char *s)
 	return 0;
 }
 
-#define ARGV_EXTRA 4 /* what flags may add */
+#define ARGV_EXTRA 8 /* what flags and a PCH may add */
 
 static int argv_make(nvrtc_argv *a, const jitk_tu *tu, unsigned flags)
 {
@@ -679,7 +679,13 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	if ((rc = argv_make(&argv, tu, flags)))
 		return rc;
 	if ((pch = pch_option(c, fi))) {
+		/* NVRTC's notes on the PCH (made, used, a #line after the
+		 * package includes, one for other options) are not the
+		 * kernel's diagnostics: the log stays what it is without */
 		argv.v[argv.n++] = "-pch";
+		argv.v[argv.n++] = "--pch-messages=false";
+		argv.v[argv.n++] = "--pch-verbose=false";
+		argv.v[argv.n++] = "--diag-suppress=20283,629";
 		argv_own(&argv, pch);
 		pthread_mutex_lock(&pch_process_mu);
 		(void)jitk__nvrtc_pch_heap(PCH_HEAP_FIRST);
