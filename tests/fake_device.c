@@ -144,10 +144,26 @@ static void fake_close(void *impl)
 	f->closed++;
 }
 
+/* The request is recorded; the descriptor is its address and rank, so
+ * that a test can tell which one a launch got. */
+static int fake_tensor_map(void *impl, void *out, const jitk_tma_request *r)
+{
+	fake_device *f = impl;
+
+	f->tma_encodes++;
+	f->tma_last = *r;
+	if (f->tma_fail)
+		return f->tma_fail;
+	memset(out, 0, 128);
+	memcpy(out, &r->addr, sizeof(r->addr));
+	memcpy((char *)out + 8, &r->rank, sizeof(r->rank));
+	return 0;
+}
+
 const jitk_device_ops fake_ops = {
 	fake_open, fake_load, fake_get_kernel, fake_unload, fake_launch_fn,
 	fake_is_capturing, fake_capture_mode, fake_read, fake_buffer_id, fake_error_name,
-	fake_close,
+	fake_close, fake_tensor_map,
 };
 
 int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,

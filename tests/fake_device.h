@@ -27,6 +27,9 @@ typedef struct {
 	float scale_value;       /* what read() returns for input scales */
 	unsigned buffer_epoch;   /* bumped: every address is a new allocation */
 	uint64_t host_ptr;       /* buffer_id() refuses this address */
+	int tma_encodes;          /* tensor_map() calls */
+	int tma_fail;             /* CUresult tensor_map returns */
+	jitk_tma_request tma_last; /* what the last one was asked */
 	fake_launch launches[FAKE_MAX_LAUNCHES];
 	int nlaunches;
 	int closed;

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,8 @@ static void write_delay(void)
 #define LOCK_SAY_MS 1000     /* then say who holds it */
 #define HEXLEN (2 * JITK_HASH_SIZE)
 #define ENTRY_NAME_MAX (HEXLEN + sizeof(".jitk"))
+#define AUX_DIR "packages" /* v1/packages/<64 hex>.pkg: package manifests */
+#define PCH_DIR "pch" /* v1/pch/<pid>.<n>/: one compiler's precompiled headers */
 
 struct jitk_cache {
 	char *root; /* writable root (.../v1), or NULL */
@@ -554,9 +557,24 @@ static int is_lock_name(const char *name)
 	return is_key_dot(name, ".lock");
 }
 
+/* <pid>.<n>: a compiler's directory of precompiled headers in pch/. */
+static int is_pch_name(const char *name)
+{
+	const char *dot = strchr(name, '.');
+
+	return dot && is_digits(name, (size_t)(dot - name)) && is_digits(dot + 1, strlen(dot + 1));
+}
+
+/* <64 hex>.pkg: a header package's manifest in packages/ (jitk__cache_aux_*). */
+static int is_aux_name(const char *name)
+{
+	return is_key_dot(name, ".pkg");
+}
+
 static int is_jitk_name(const char *name)
 {
-	return is_entry_name(name, NULL) || is_temp_name(name) || is_lock_name(name);
+	return is_entry_name(name, NULL) || is_temp_name(name) || is_lock_name(name) ||
+	       is_aux_name(name);
 }
 
 /* A directory at a name where jitk keeps a file is jitk's debris when it
@@ -796,6 +814,99 @@ int jitk__cache_writable(const char *dir)
 	return bad ? jitk__error(JITK_EIO, "%s", bad) : JITK_OK;
 }
 
+/* Remove what dfd's entry name holds (files, and directories of files,
+ * two levels: what NVRTC writes into a PCH directory), then the entry. */
+static void remove_tree_at(int dfd, const char *name, int depth)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d)
+		close_fd(fd);
+	while (d && (e = readdir(d))) {
+		struct stat st;
+
+		if (is_dot(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISDIR(st.st_mode) && depth > 0)
+			remove_tree_at(dirfd(d), e->d_name, depth - 1);
+		else if (!S_ISDIR(st.st_mode))
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	(void)unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* PCH directories of processes that are gone (killed before they could
+ * remove theirs), or older than a day (a pid used again). */
+static void sweep_pch(const char *root)
+{
+	int rootfd = open_dir(root), fd = rootfd >= 0 ? open_subdir(rootfd, PCH_DIR) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	if (!d)
+		close_fd(fd);
+	while (d && (e = readdir(d))) {
+		struct stat st;
+		long pid = atol(e->d_name);
+
+		if (!is_pch_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != jitk__trusted_uid())
+			continue;
+		if ((pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH) || st.st_mtime + 86400 < now)
+			remove_tree_at(dirfd(d), e->d_name, 1);
+	}
+	if (d)
+		closedir(d);
+	close_fd(rootfd);
+}
+
+int jitk__cache_pch_dir(jitk_cache *c, char **out)
+{
+	static atomic_uint seq;
+	char name[48];
+	struct stat st;
+	int rootfd, fd = -1, rc = -1;
+
+	*out = NULL;
+	if (!c || !c->root)
+		return -1;
+	snprintf(name, sizeof(name), "%ld.%u", (long)getpid(), atomic_fetch_add(&seq, 1));
+	if ((rootfd = open_dir(c->root)) < 0)
+		return -1;
+	if ((mkdirat(rootfd, PCH_DIR, 0755) && errno != EEXIST) ||
+	    (fd = open_subdir(rootfd, PCH_DIR)) < 0 || fstat(fd, &st) ||
+	    st.st_uid != jitk__trusted_uid() || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    mkdirat(fd, name, 0700))
+		goto done;
+	if ((*out = jitk__asprintf("%s/%s/%s", c->root, PCH_DIR, name)))
+		rc = 0;
+done:
+	close_fd(fd);
+	close_fd(rootfd);
+	return rc;
+}
+
+void jitk__cache_pch_remove(jitk_cache *c, const char *path)
+{
+	const char *name = path ? strrchr(path, '/') : NULL;
+	int rootfd, fd;
+
+	if (!c || !c->root || !name || !is_pch_name(name + 1))
+		return;
+	if ((rootfd = open_dir(c->root)) < 0)
+		return;
+	if ((fd = open_subdir(rootfd, PCH_DIR)) >= 0) {
+		remove_tree_at(fd, name + 1, 1);
+		close(fd);
+	}
+	close(rootfd);
+}
+
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 		     const jitk_logger *log)
 {
@@ -833,6 +944,7 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 			return jitk__error(JITK_ENOMEM, "out of memory");
 		} else {
 			sweep_temp(c->root);
+			sweep_pch(c->root);
 		}
 	}
 	if (add_layers(c, layers)) {
@@ -1354,12 +1466,105 @@ void jitk__cache_evict(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE])
 	close_fd(rootfd);
 }
 
+/* ------------------------------------------------------- auxiliary files */
+
+/* Files of jitk's own beside the entries, named <64 hex>.pkg in
+ * v1/packages/: the manifests of header packages (build/packages.c). They
+ * are read with the trust checks of entries (no link, a regular file of
+ * this user, not writable by others, one link) and written as entries are
+ * (a temporary file in tmp/, then a rename), without fsync: a torn one
+ * fails its own checksum and is made again. */
+int jitk__cache_aux_read(jitk_cache *c, const char *hex, uint8_t **out, size_t *len,
+			 size_t max)
+{
+	char name[HEXLEN + 8];
+	struct stat st, seen;
+	int rootfd = -1, dfd = -1, fd = -1, rc = JITK_ENOENT;
+	size_t got = 0;
+	uint8_t *buf = NULL;
+
+	*out = NULL;
+	*len = 0;
+	if (!c || !c->root || strlen(hex) != HEXLEN || !is_hex(hex, HEXLEN))
+		return JITK_ENOENT;
+	snprintf(name, sizeof(name), "%s.pkg", hex);
+	if ((rootfd = open_dir(c->root)) < 0 || (dfd = open_subdir(rootfd, AUX_DIR)) < 0 ||
+	    fstatat(dfd, name, &seen, AT_SYMLINK_NOFOLLOW) || !S_ISREG(seen.st_mode) ||
+	    (fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st))
+		goto done;
+	if (!S_ISREG(st.st_mode) || st.st_uid != jitk__trusted_uid() ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_nlink > 1 || (uint64_t)st.st_size > max)
+		goto done;
+	if (!(buf = malloc((size_t)st.st_size + 1))) {
+		rc = JITK_ENOMEM;
+		goto done;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	*out = buf;
+	*len = got;
+	buf = NULL;
+	rc = 0;
+done:
+	free(buf);
+	close_fd(fd);
+	close_fd(dfd);
+	close_fd(rootfd);
+	return rc;
+}
+
+int jitk__cache_aux_write(jitk_cache *c, const char *hex, const void *data, size_t len)
+{
+	char name[HEXLEN + 8], tmp[HEXLEN + 48];
+	int rootfd = -1, tmpfd = -1, dfd = -1, fd = -1, rc = -1;
+	static atomic_uint seq;
+
+	if (!c || !c->root || strlen(hex) != HEXLEN || !is_hex(hex, HEXLEN))
+		return -1;
+	snprintf(name, sizeof(name), "%s.pkg", hex);
+	snprintf(tmp, sizeof(tmp), "%s.%ld.%u", hex, (long)getpid(), atomic_fetch_add(&seq, 1));
+	if ((rootfd = open_dir(c->root)) < 0 || (tmpfd = open_subdir(rootfd, "tmp")) < 0)
+		goto done;
+	if ((mkdirat(rootfd, AUX_DIR, 0755) && errno != EEXIST) ||
+	    (dfd = open_subdir(rootfd, AUX_DIR)) < 0)
+		goto done;
+	fd = openat(tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto done;
+	if (write_all(fd, data, len) || fchmod(fd, 0644) || close(fd)) {
+		fd = -1;
+		(void)unlinkat(tmpfd, tmp, 0);
+		goto done;
+	}
+	fd = -1;
+	if (renameat(tmpfd, tmp, dfd, name)) {
+		(void)unlinkat(tmpfd, tmp, 0);
+		goto done;
+	}
+	rc = 0;
+done:
+	close_fd(fd);
+	close_fd(dfd);
+	close_fd(tmpfd);
+	close_fd(rootfd);
+	return rc;
+}
+
 /* -------------------------------------------------------------- admin */
 
 /* What the walk finds: an entry, temporary or lock file (a regular file of
  * the scheme of its directory), a bad entry (a non-regular file or debris
  * at such a name, or one that fails verification), or something foreign. */
-enum { ITEM_ENTRY, ITEM_TEMP, ITEM_LOCK, ITEM_BAD, ITEM_FOREIGN };
+enum { ITEM_ENTRY, ITEM_TEMP, ITEM_LOCK, ITEM_BAD, ITEM_FOREIGN, ITEM_AUX, ITEM_PCH };
 
 typedef struct {
 	int kind;
@@ -1435,6 +1640,8 @@ static void classify(cache_item *it, int kind)
 {
 	int named = kind == ITEM_ENTRY  ? is_entry_name(it->name, it->dir)
 		    : kind == ITEM_TEMP ? is_temp_name(it->name)
+		    : kind == ITEM_AUX	? is_aux_name(it->name)
+		    : kind == ITEM_PCH	? is_pch_name(it->name) && S_ISDIR(it->st.st_mode)
 					: is_lock_name(it->name);
 
 	it->kind = kind;
@@ -1442,6 +1649,8 @@ static void classify(cache_item *it, int kind)
 	if (!named) {
 		it->kind = ITEM_FOREIGN;
 		it->why = "not a cache file";
+	} else if (kind == ITEM_PCH) {
+		/* a compiler's precompiled headers: its own to remove */
 	} else if (S_ISDIR(it->st.st_mode)) {
 		it->kind = is_debris(it->dfd, it->name) ? ITEM_BAD : ITEM_FOREIGN;
 		it->why = it->kind == ITEM_BAD ? "is a directory" : "a directory holding other files";
@@ -1462,6 +1671,8 @@ static int walk_v1_item(cache_item *it, int root_ok, item_fn fn, void *ctx)
 	const char *n = it->name;
 	int kind = !strcmp(n, "tmp")			 ? ITEM_TEMP
 		   : !strcmp(n, "locks")		 ? ITEM_LOCK
+		   : !strcmp(n, AUX_DIR)		 ? ITEM_AUX
+		   : !strcmp(n, PCH_DIR)		 ? ITEM_PCH
 		   : strlen(n) == 2 && is_hex(n, 2) ? ITEM_ENTRY
 						   : -1;
 	char why[512];
@@ -1607,6 +1818,9 @@ static int scan_one(void *p, const cache_item *it)
 	case ITEM_LOCK:
 		sc->s->lock_files++;
 		return 0;
+	case ITEM_AUX:
+	case ITEM_PCH:
+		return 0; /* a package manifest, a compiler's PCH: not entries */
 	case ITEM_FOREIGN:
 		sc->s->foreign++;
 		if (sc->verify && sc->report)
@@ -1679,8 +1893,8 @@ static int clear_one(void *p, const cache_item *it)
 	jitk_clear_result *r = p;
 	int k;
 
-	if (it->kind == ITEM_LOCK)
-		return 0; /* a process may hold one right now */
+	if (it->kind == ITEM_LOCK || it->kind == ITEM_PCH)
+		return 0; /* a process may hold one (use one) right now */
 	if (it->kind == ITEM_FOREIGN) {
 		r->foreign++;
 		return 0;
@@ -1739,6 +1953,8 @@ static int prune_one(void *p, const cache_item *it)
 
 	switch (it->kind) {
 	case ITEM_LOCK:
+	case ITEM_AUX:
+	case ITEM_PCH:
 		return 0;
 	case ITEM_FOREIGN:
 		pc->r->foreign++;

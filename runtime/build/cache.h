@@ -152,6 +152,23 @@ const char *jitk__entry_kind_problem(const jitk_cache_entry *e);
  * file, owner, mode, single link, sizes, checksum). */
 int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
 		     const char **problem);
+/* jitk's own small files beside the entries: v1/packages/<hex>.pkg (hex:
+ * 64 hex digits), the manifests of header packages. read: JITK_ENOENT
+ * when there is no writable cache or no such file, or it fails the trust
+ * checks of entries (link, owner, mode, links) or is over max bytes; *out
+ * (NUL-terminated) is the caller's. write: a temporary file, then a
+ * rename; 0 or -1 (nothing to report: a manifest is only a cache). */
+int jitk__cache_aux_read(jitk_cache *c, const char *hex, uint8_t **out, size_t *len,
+			 size_t max);
+int jitk__cache_aux_write(jitk_cache *c, const char *hex, const void *data, size_t len);
+/* A new directory (0700) for one compiler's precompiled headers,
+ * v1/pch/<pid>.<n> (NVRTC's automatic PCH writes there, never in /tmp):
+ * 0 and *out (the caller's), or -1 without a writable cache. Removed
+ * with what it holds by jitk__cache_pch_remove; a process killed first
+ * leaves it to the next jitk__cache_open of the cache, which removes the
+ * directories of processes that are gone. */
+int jitk__cache_pch_dir(jitk_cache *c, char **out);
+void jitk__cache_pch_remove(jitk_cache *c, const char *path);
 /* The largest size $JITK_CACHE_MAX_BYTES allowed (0: no bound). */
 uint64_t jitk__cache_max_bytes(const jitk_cache *c);
 
@@ -163,7 +180,9 @@ uint64_t jitk__cache_max_bytes(const jitk_cache *c);
  * follows a symbolic link and only touches names of jitk's schemes in the
  * directories jitk creates:
  *   v1/<2 hex>/<64 hex>.jitk  (the 2 hex digits are the name's first two)
- *   v1/tmp/<64 hex>.<pid>.<n> and v1/locks/<64 hex>.lock.
+ *   v1/tmp/<64 hex>.<pid>.<n>, v1/locks/<64 hex>.lock and
+ *   v1/packages/<64 hex>.pkg (kept by prune, removed by clear) and
+ *   v1/pch/<pid>.<n>/ (a compiler's precompiled headers: left alone).
  * Anything else is foreign: counted, never removed. A non-regular file
  * (symbolic link, FIFO, device), or a directory that is empty or holds
  * only jitk-named files, at one of those names is a bad entry. */

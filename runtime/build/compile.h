@@ -8,6 +8,7 @@
 #include "build/cache.h"
 #include "build/instance.h"
 #include "build/lease.h"
+#include "build/packages.h"
 #include "build/remote.h"
 #include "build/sign.h"
 #include "base/internal.h"
@@ -23,7 +24,16 @@ typedef struct {
 	size_t nlowered;
 	char *log; /* NULL when NVRTC said nothing */
 	double ms;
+	int pch; /* with -pch: JITK_PCH_* */
+	size_t pch_heap_required; /* JITK_PCH_HEAP_EXHAUSTED: the heap it wanted */
 } jitk_compiled;
+
+enum { JITK_PCH_NONE, JITK_PCH_CREATED, JITK_PCH_HEAP_EXHAUSTED, JITK_PCH_FAILED };
+/* Whether this NVRTC has precompiled headers (12.8+: the PCH calls). */
+int jitk__nvrtc_pch_available(void);
+/* Make NVRTC's PCH heap (one per process) at least at_least bytes: 0, or
+ * -1 without PCH. Call with no compile running (it frees the old heap). */
+int jitk__nvrtc_pch_heap(size_t at_least);
 
 int jitk__nvrtc_version(int *major, int *minor);
 /* The SM numbers NVRTC can compile for (nvrtcGetSupportedArchs); *out is
@@ -40,7 +50,8 @@ void jitk__compiled_free(jitk_compiled *c);
 
 struct jitk_compiler {
 	spec_set *specs;
-	char **templates; /* per family: the template with includes inlined */
+	jitk_template *templates; /* per family: the template with includes inlined */
+	jitk_packages *packages;  /* header packages, found and hashed on first use */
 	jitk_cache *cache;
 	jitk_remote *remote; /* NULL: none */
 	jitk_lease *lease;   /* NULL: none */
@@ -52,6 +63,13 @@ struct jitk_compiler {
 	int nvrtc_major, nvrtc_minor;
 	int *archs; /* the SM numbers this NVRTC compiles for, ascending */
 	size_t narchs;
+	/* NVRTC's automatic precompiled headers for families with header
+	 * packages: -1 from a family's second compile in this compiler on
+	 * (default), 0 never, 1 from the first ($JITK_PCH) */
+	int pch_mode;
+	atomic_uint *fam_compiles; /* per family */
+	pthread_mutex_t pch_mu;
+	char *pch_dir; /* v1/pch/<pid>.<n> of the writable cache, made on first use */
 	/* counters of this compiler (all symbols) */
 	atomic_ullong compiles;
 	atomic_ullong compile_us;

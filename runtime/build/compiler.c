@@ -195,6 +195,20 @@ static int remote_open(jitk_compiler *c, const jitk_compiler_options *o)
 				o->remote_lease_ttl_ms, &c->log);
 }
 
+/* $JITK_PCH: 0 never, 1 from a family's first compile; unset (or
+ * anything else) the default, from its second. */
+static int pch_init(jitk_compiler *c)
+{
+	const char *v = jitk__env("JITK_PCH");
+
+	c->pch_mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "1") ? 1 : -1;
+	c->fam_compiles = calloc(c->specs->nfams ? c->specs->nfams : 1, sizeof(*c->fam_compiles));
+	if (!c->fam_compiles)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	pthread_mutex_init(&c->pch_mu, NULL);
+	return 0;
+}
+
 int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 {
 	jitk_compiler_options o;
@@ -249,7 +263,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 		goto fail;
 	}
 	for (i = 0; i < c->specs->nfams; i++)
-		if ((rc = jitk__inline_template(&c->templates[i], c->specs->fams[i]->template_path)))
+		if ((rc = jitk__template_load(&c->templates[i], c->specs->fams[i]->template_path,
+					      c->specs->fams[i]->nincludes > 0)))
 			goto fail;
 
 	cache_dir = o.cache_dir ? jitk__strdup(o.cache_dir) : default_cache_dir();
@@ -283,6 +298,10 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if ((rc = jitk__packages_new(&c->packages, c->specs, c->cache, &c->log)))
+		goto fail;
+	if ((rc = pch_init(c)))
+		goto fail;
 	if ((rc = remote_open(c, &o)))
 		goto fail;
 	/* provenance: the key to sign with, the keys to trust (sign.h) */
@@ -311,8 +330,15 @@ void jitk_compiler_free(jitk_compiler *c)
 		return;
 	if (c->templates && c->specs)
 		for (i = 0; i < c->specs->nfams; i++)
-			free(c->templates[i]);
+			jitk__template_free(&c->templates[i]);
 	free(c->templates);
+	jitk__packages_free(c->packages);
+	if (c->fam_compiles) {
+		jitk__cache_pch_remove(c->cache, c->pch_dir);
+		pthread_mutex_destroy(&c->pch_mu);
+	}
+	free(c->fam_compiles);
+	free(c->pch_dir);
 	jitk__spec_set_free(c->specs);
 	jitk__cache_close(c->cache);
 	jitk__lease_close(c->lease);
@@ -354,6 +380,10 @@ int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,
 	jitk__hasher_field(h, "target", target, strlen(target));
 	for (i = 0; i < tu->noptions; i++)
 		jitk__hasher_field(h, "option", tu->options[i], strlen(tu->options[i]));
+	/* Header packages by name and content, never by path (the -I
+	 * directories are not options of the key). */
+	if (tu->packages)
+		jitk__hasher_field(h, "packages", tu->packages, strlen(tu->packages));
 	jitk__hasher_field(h, "source", tu->source, strlen(tu->source));
 	jitk__hasher_field(h, "name", tu->name_expr, strlen(tu->name_expr));
 	if (jitk__hasher_final(h, key))
@@ -418,10 +448,36 @@ static int not_available(const jitk_variant *v)
 			   v->set->insts[v->inst].name, arch, v->reason);
 }
 
+/* Options of every translation unit that depend on the NVRTC at hand.
+ * NVRTC 12.9+ has a compile cache of its own (in the driver's, under
+ * ~/.nv): --no-cache keeps it from serving or storing anything, so what
+ * jitk caches is always what NVRTC just made, and nothing is written
+ * outside jitk's directories. --frandom-seed fixes the names NVRTC would
+ * otherwise make up per compile (anonymous namespaces in CUTLASS and
+ * CCCL), so that one translation unit always gives the same bytes (with
+ * and without a precompiled header too). */
+static int compiler_options(jitk_tu *tu, const jitk_compiler *c)
+{
+	static const char *const more[] = { "--no-cache", "--frandom-seed=jitk" };
+	char **o;
+	size_t i;
+
+	if (c->nvrtc_major * 100 + c->nvrtc_minor < 1209)
+		return 0;
+	if (!(o = realloc(tu->options, (tu->noptions + JITK_ARRAY_SIZE(more)) * sizeof(*o))))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	tu->options = o;
+	for (i = 0; i < JITK_ARRAY_SIZE(more); i++)
+		if (!(o[tu->noptions++] = jitk__strdup(more[i])))
+			return jitk__error(JITK_ENOMEM, "out of memory");
+	return 0;
+}
+
 int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
 		  jitk_compiler *c, size_t inst, jitk_arch arch)
 {
 	char target[JITK_ARCH_STRLEN];
+	size_t fi;
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
@@ -436,8 +492,12 @@ int jitk__prepare(jitk_tu *tu, uint8_t key[JITK_HASH_SIZE], jitk_variant *v,
 	/* The tuning may have asked for an arch-specific target. */
 	if ((rc = jitk__check_target(c, v->target)))
 		return rc;
-	if ((rc = jitk__tu_make(tu, v, c->templates[family_index(c, c->specs->insts[inst].sym->fam)])))
+	fi = family_index(c, c->specs->insts[inst].sym->fam);
+	if ((rc = jitk__tu_make(tu, v, &c->templates[fi])) || (rc = compiler_options(tu, c)) ||
+	    (rc = jitk__packages_tu(c->packages, fi, c->specs->fams[fi], &c->templates[fi], tu))) {
+		jitk__tu_free(tu);
 		return rc;
+	}
 	jitk__arch_format(target, v->target);
 	if ((rc = jitk__cache_key(key, c, tu, target))) {
 		jitk__tu_free(tu);
@@ -507,6 +567,11 @@ static void first_error(char *out, size_t n, const char *log)
  * suppressed..." line. */
 static int is_warning_line(const char *p, size_t len)
 {
+	/* NVRTC's notes about the precompiled headers jitk asked for (a #line
+	 * after the package includes, a PCH for other options) say nothing
+	 * about the kernel: debug level only. */
+	if (memmem(p, len, "#20283-D", 8) || memmem(p, len, "#629-D", 6))
+		return 0;
 	return len && !isspace((unsigned char)*p) &&
 	       (memmem(p, len, ": warning", 9) || memmem(p, len, "ptxas warning", 13) ||
 		(len >= 7 && !strncmp(p, "warning", 7)));
@@ -534,29 +599,150 @@ static void log_compile_log(const jitk_compiler *c, const char *what, const char
 			  what, warnings - WARNINGS_SHOWN);
 }
 
+/* What NVRTC is given for tu: its options, the packages' search
+ * directories (the only ones NVRTC has), what flags add. */
+typedef struct {
+	const char **v;
+	size_t n;
+	char **owned;
+	size_t nowned;
+} nvrtc_argv;
+
+static void argv_free(nvrtc_argv *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nowned; i++)
+		free(a->owned[i]);
+	free(a->owned);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+static int argv_own(nvrtc_argv *a, char *s)
+{
+	if (!s)
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	a->owned[a->nowned++] = s;
+	a->v[a->n++] = s;
+	return 0;
+}
+
+#define ARGV_EXTRA 8 /* what flags and a PCH may add */
+
+static int argv_make(nvrtc_argv *a, const jitk_tu *tu, unsigned flags)
+{
+	size_t i;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->v = calloc(tu->noptions + tu->nincludes + ARGV_EXTRA, sizeof(*a->v));
+	a->owned = calloc(tu->nincludes + ARGV_EXTRA, sizeof(*a->owned));
+	if (!a->v || !a->owned) {
+		argv_free(a);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < tu->noptions; i++)
+		a->v[a->n++] = tu->options[i];
+	for (i = 0; i < tu->nincludes; i++)
+		if ((rc = argv_own(a, jitk__asprintf("--include-path=%s", tu->includes[i])))) {
+			argv_free(a);
+			return rc;
+		}
+	if (flags & JITK_BUILD_PTXAS_INFO)
+		a->v[a->n++] = "--ptxas-options=-v";
+	return 0;
+}
+
+/* NVRTC's automatic precompiled headers (12.8+), for the families with
+ * header packages: the package includes come first in the translation
+ * unit, so the PCH NVRTC makes of them serves every instance of the
+ * family that this process compiles later (headers parsed once: a CuTe
+ * kernel's 1.9 s became 0.3 s, docs/performance.md). The PCH files go
+ * into the writable cache's v1/pch/<pid>.<n>/<family>, never /tmp, and
+ * are removed with the compiler. With --frandom-seed the image is the
+ * same bytes with and without a PCH (tests/test_packages.c checks), which
+ * is why neither -pch nor its directory is in the key. NVRTC's PCH heap
+ * is one per process: PCH compiles take turns, and the heap grows when a
+ * compile says it was too small (the next one makes the PCH). */
+#define PCH_HEAP_FIRST (1ull << 30)
+#define PCH_HEAP_MAX (8ull << 30)
+
+static pthread_mutex_t pch_process_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* "--pch-dir=DIR" for family fi when this compile should use a PCH, else
+ * NULL (and nothing is an error: without one it only takes longer). */
+static char *pch_option(jitk_compiler *c, size_t fi)
+{
+	const spec_family *f = c->specs->fams[fi];
+	char *dir = NULL, *opt = NULL;
+
+	if (!f->nincludes || !c->pch_mode || !jitk__nvrtc_pch_available() ||
+	    (c->pch_mode < 0 && atomic_load(&c->fam_compiles[fi]) == 0))
+		return NULL;
+	pthread_mutex_lock(&c->pch_mu);
+	if (!c->pch_dir && jitk__cache_pch_dir(c->cache, &c->pch_dir))
+		c->pch_dir = NULL;
+	if (c->pch_dir && (dir = jitk__asprintf("%s/%zu", c->pch_dir, fi)) &&
+	    (!mkdir(dir, 0700) || errno == EEXIST))
+		opt = jitk__asprintf("--pch-dir=%s", dir);
+	pthread_mutex_unlock(&c->pch_mu);
+	free(dir);
+	return opt;
+}
+
+static void pch_after(jitk_compiler *c, const jitk_compiled *out, const char *name)
+{
+	if (out->pch == JITK_PCH_CREATED)
+		jitk__log(&c->log, JITK_LOG_INFO, "%s: NVRTC made a precompiled header of its "
+			  "package includes", name);
+	else if (out->pch == JITK_PCH_HEAP_EXHAUSTED && out->pch_heap_required < PCH_HEAP_MAX) {
+		size_t want = out->pch_heap_required + out->pch_heap_required / 4;
+
+		jitk__log(&c->log, JITK_LOG_INFO, "%s: NVRTC's PCH heap is too small (%zu MB wanted); "
+			  "%zu MB from the next compile", name, out->pch_heap_required >> 20, want >> 20);
+		(void)jitk__nvrtc_pch_heap(want);
+	}
+}
+
 static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 		       unsigned flags)
 {
-	const char **opts = calloc(tu->noptions + 1, sizeof(*opts));
 	const char *exprs[1] = { tu->name_expr };
 	const char *name = c->specs->insts[b->variant.inst].name, *why;
 	jitk_compiled out;
 	char arch[JITK_ARCH_STRLEN], params[256], first[400], *what;
-	size_t n = 0, i;
+	size_t fi = family_index(c, c->specs->insts[b->variant.inst].sym->fam);
+	nvrtc_argv argv;
+	char *pch;
 	int rc;
 
-	if (!opts)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	for (i = 0; i < tu->noptions; i++)
-		opts[n++] = tu->options[i];
-	if (flags & JITK_BUILD_PTXAS_INFO)
-		opts[n++] = "--ptxas-options=-v";
+	if ((rc = argv_make(&argv, tu, flags)))
+		return rc;
+	if ((pch = pch_option(c, fi))) {
+		/* NVRTC's notes on the PCH (made, used, a #line after the
+		 * package includes, one for other options) are not the
+		 * kernel's diagnostics: the log stays what it is without */
+		argv.v[argv.n++] = "-pch";
+		argv.v[argv.n++] = "--pch-messages=false";
+		argv.v[argv.n++] = "--pch-verbose=false";
+		argv.v[argv.n++] = "--diag-suppress=20283,629";
+		argv_own(&argv, pch);
+		pthread_mutex_lock(&pch_process_mu);
+		(void)jitk__nvrtc_pch_heap(PCH_HEAP_FIRST);
+	}
 	jitk__arch_format(arch, b->variant.target);
 	jitk__range_push("compile %s for %s", name, arch);
-	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", opts, n, exprs, 1,
-				 b->variant.target.kind == 'c');
+	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", argv.v, argv.n, exprs,
+				 1, b->variant.target.kind == 'c');
+	if (pch) {
+		pch_after(c, &out, name);
+		pthread_mutex_unlock(&pch_process_mu);
+	}
 	jitk__range_pop();
-	free(opts);
+	argv_free(&argv);
+	if (!rc)
+		atomic_fetch_add(&c->fam_compiles[fi], 1);
 	jitk__variant_params(&b->variant, params, sizeof(params));
 	if (rc) {
 		first_error(first, sizeof(first), out.log);
@@ -824,8 +1010,42 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 	return rc;
 }
 
-int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
-		unsigned flags)
+/* Header packages are hashed once per compiler: before a compile, their
+ * trees are walked again, so that an edit since then gives a new key
+ * instead of a new image under the old one (*again: make the key again).
+ * After it, once more: an image compiled while a header changed is used
+ * from memory, never published. */
+static int packages_before(jitk_compiler *c, size_t inst, int *again)
+{
+	const spec_family *f = c->specs->insts[inst].sym->fam;
+	int changed = 0, rc = f->nincludes ? jitk__packages_recheck(c->packages, f, &changed) : 0;
+
+	*again = changed;
+	if (changed)
+		jitk__log(&c->log, JITK_LOG_INFO, "%s: a header package changed since its hash was "
+			  "taken; making the key again", c->specs->insts[inst].name);
+	return rc;
+}
+
+static int packages_moved(jitk_compiler *c, size_t inst)
+{
+	const spec_family *f = c->specs->insts[inst].sym->fam;
+	int changed = 0;
+
+	if (!f->nincludes)
+		return 0;
+	if (jitk__packages_recheck(c->packages, f, &changed)) {
+		jitk__error_clear();
+		changed = 1; /* cannot tell: not published */
+	}
+	if (changed)
+		jitk__log(&c->log, JITK_LOG_WARN, "%s: a header package changed while it compiled; "
+			  "the image is used from memory, not cached", c->specs->insts[inst].name);
+	return changed;
+}
+
+static int build_once(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
+		      unsigned flags, int check_packages, int *again)
 {
 	jitk_tu tu;
 	char target[JITK_ARCH_STRLEN];
@@ -899,9 +1119,19 @@ int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		if (!lease_wait(b, c, target, !remote_rejected, &leased))
 			goto done;
 	}
+	if (check_packages && (rc = packages_before(c, inst, again)))
+		goto done;
+	if (*again) {
+		rc = JITK_ENOENT;
+		goto done;
+	}
 	if ((rc = compile_now(b, c, &tu, flags)))
 		goto done;
 	b->origin = JITK_ORIGIN_COMPILED;
+	if (packages_moved(c, inst)) {
+		b->origin = JITK_ORIGIN_MEMORY;
+		use_cache = 0;
+	}
 	/* provenance: a builder signs what it publishes, locally and remotely */
 	if (use_cache && c->signer && !jitk__sign_entry(c->signer, &b->entry))
 		atomic_fetch_add(&c->signed_entries, 1);
@@ -919,6 +1149,23 @@ done:
 	if (rc)
 		jitk__build_free(b);
 	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
+	return rc;
+}
+
+int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
+		unsigned flags)
+{
+	int again = 0, tries, rc = 0;
+
+	/* A package that keeps changing gets a last try without the check
+	 * before (the one after still keeps its image out of the cache). */
+	for (tries = 0; tries < 3; tries++) {
+		again = 0;
+		rc = build_once(b, c, inst, arch, flags, tries < 2, &again);
+		if (!again)
+			break;
+		jitk__error_clear();
+	}
 	return rc;
 }
 

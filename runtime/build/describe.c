@@ -77,6 +77,8 @@ static int check_arch(const jitk_compiler *c, jitk_arch *a, const char *arch)
 
 static const char *io_name(const spec_arg *a)
 {
+	if (a->type == AT_TMA)
+		return "tma";
 	if (a->type != AT_TENSOR)
 		return a->type == AT_I32 ? "i32" : a->type == AT_I64 ? "i64" : "f32";
 	return a->io == IO_OUT ? "out" : a->io == IO_INOUT ? "inout" : "in";
@@ -141,6 +143,23 @@ static void describe_args(jbuf *out, const jitk_variant *v, const char *indent)
 				jitk__jbuf_puts(&line, " nullable");
 			if (a->configured)
 				jitk__jbuf_puts(&line, " configured: positive_finite");
+		} else if (a->type == AT_TMA) {
+			const spec_tma *t = a->tma;
+
+			jitk__jbuf_printf(&line, "%*sof %s, box ", 4, "", t->tensor);
+			put_dims(&line, v, t->box, t->nbox);
+			if (t->elem_strides) {
+				jitk__jbuf_puts(&line, " element strides ");
+				put_dims(&line, v, t->elem_strides, t->nelem_strides);
+			}
+			jitk__jbuf_puts(&line, ", swizzle ");
+			put_dim(&line, v, &t->swizzle);
+			jitk__jbuf_puts(&line, ", interleave ");
+			put_dim(&line, v, &t->interleave);
+			jitk__jbuf_puts(&line, ", L2 promotion ");
+			put_dim(&line, v, &t->l2);
+			jitk__jbuf_printf(&line, ", out of bounds %s (jitk makes it)",
+					  t->oob_nan ? "NaN" : "0");
 		} else if (a->has_default) {
 			if (a->type == AT_F32)
 				jitk__jbuf_printf(&line, "%*sdefault %g", 4, "", (double)a->def_f);
@@ -153,9 +172,33 @@ static void describe_args(jbuf *out, const jitk_variant *v, const char *indent)
 	}
 }
 
+/* The header packages a family includes from: where each is and its tree
+ * hash (what the key holds), or why it cannot be used here. */
+static void describe_packages(jbuf *out, jitk_compiler *c, const spec_family *f,
+			      const char *indent)
+{
+	size_t i;
+
+	for (i = 0; i < f->nincludes; i++) {
+		const jitk_package *p;
+
+		jitk__jbuf_printf(out, "%s%s", indent, i ? "          " : "packages: ");
+		if (jitk__package_get(c->packages, f->includes[i].package, &p)) {
+			jitk__jbuf_printf(out, "%s: not usable here: %s\n", f->includes[i].name,
+					  jitk_error_last()->message);
+			jitk__error_clear();
+			continue;
+		}
+		jitk__jbuf_printf(out, "%s sha256:%s (%s, from %s; %zu files, %.1f MB)\n",
+				  p->spec->name, p->hex, p->root, p->from, p->files,
+				  (double)p->bytes / 1e6);
+	}
+}
+
 static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 			     const char *indent)
 {
+	static const jitk_template no_template = { .text = (char *)"" };
 	const spec_instance *in = &c->specs->insts[v->inst];
 	const spec_family *f = in->sym->fam;
 	jitk_tu tu;
@@ -167,10 +210,11 @@ static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 	for (i = f->nparams; i < v->nenv; i++)
 		jitk__jbuf_printf(out, " %s=%lld", v->env[i].name, (long long)v->env[i].value);
 	jitk__jbuf_puts(out, "\n");
-	if (!jitk__tu_make(&tu, v, "")) {
+	if (!jitk__tu_make(&tu, v, &no_template)) {
 		jitk__jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
 		jitk__tu_free(&tu);
 	}
+	describe_packages(out, c, f, indent);
 	describe_args(out, v, indent);
 }
 
@@ -444,6 +488,9 @@ int jitk_source(char **out, char **out_options, jitk_compiler *c, const char *na
 	jitk__jbuf_init(&o);
 	for (i = 0; i < tu.noptions; i++)
 		jitk__jbuf_printf(&o, "%s\n", tu.options[i]);
+	/* the header packages' directories: given to NVRTC, not in the key */
+	for (i = 0; i < tu.nincludes; i++)
+		jitk__jbuf_printf(&o, "--include-path=%s\n", tu.includes[i]);
 	jitk__jbuf_printf(&o, "name-expression %s\n", tu.name_expr);
 	*out = tu.source;
 	tu.source = NULL;
@@ -588,11 +635,25 @@ static void json_symbol(jbuf *b, const spec_set *set, const spec_symbol *s)
 			jitk__jbuf_puts(b, ", ");
 		json_str(b, f->dims[i]);
 	}
+	/* A TMA descriptor is no argument a caller gives: listed apart, with
+	 * the tensor jitk makes it from. */
 	jitk__jbuf_puts(b, "], \"args\": [");
-	for (i = 0; i < f->nargs; i++) {
-		if (i)
+	for (i = 0, k = 0; i < f->nargs; i++) {
+		if (f->args[i].type == AT_TMA)
+			continue;
+		if (k++)
 			jitk__jbuf_puts(b, ", ");
 		json_arg(b, set, s, &f->args[i]);
+	}
+	jitk__jbuf_puts(b, "], \"tma\": [");
+	for (i = 0, k = 0; i < f->nargs; i++) {
+		if (f->args[i].type != AT_TMA)
+			continue;
+		jitk__jbuf_printf(b, "%s{\"name\": ", k++ ? ", " : "");
+		json_str(b, f->args[i].name);
+		jitk__jbuf_puts(b, ", \"tensor\": ");
+		json_str(b, f->args[i].tma->tensor);
+		jitk__jbuf_puts(b, "}");
 	}
 	jitk__jbuf_puts(b, "], \"may_alias\": [");
 	for (i = 0; i < f->nmay_alias; i++) {

@@ -169,7 +169,12 @@ static int check_geometry(const jitk_variant *v, const spec_family *f)
 	}
 	for (i = 0; i < f->nargs; i++) {
 		const spec_arg *a = &f->args[i];
+		jitk_tma_bound tb;
 
+		if (a->type == AT_TMA &&
+		    jitk__spec_cond_holds(&a->when, v->set->insts[v->inst].vals) &&
+		    (rc = jitk__tma_bind(&tb, v, a)))
+			return rc;
 		if (a->type != AT_TENSOR || !a->align.e)
 			continue;
 		if ((rc = eval_expr(v, &a->align, "alignment", &val)))
@@ -181,6 +186,75 @@ static int check_geometry(const jitk_variant *v, const spec_family *f)
 					 jitk__spec_quote(a->align.text), a->name, (long long)val,
 					 SPEC_MAX_ALIGN);
 	}
+	return 0;
+}
+
+static int tma_one_of(const jitk_variant *v, const spec_expr *x, const char *what,
+		      const int64_t *allowed, size_t n, const char *list, int64_t *out)
+{
+	size_t i;
+	int rc;
+
+	if ((rc = eval_expr(v, x, what, out)))
+		return rc;
+	for (i = 0; i < n; i++)
+		if (*out == allowed[i])
+			return 0;
+	return spec_fail(v, &x->loc, "%s '%s' is %lld; it must be %s", what,
+			 jitk__spec_quote(x->text), (long long)*out, list);
+}
+
+int jitk__tma_bind(jitk_tma_bound *out, const jitk_variant *v, const spec_arg *a)
+{
+	static const int64_t swizzles[] = { 0, 32, 64, 128 }, interleaves[] = { 0, 16, 32 },
+			     l2s[] = { 0, 64, 128, 256 };
+	const spec_tma *t = a->tma;
+	const spec_family *f = v->set->insts[v->inst].sym->fam;
+	const spec_arg *x = &f->args[t->tensor_arg];
+	int64_t inner;
+	size_t d;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->rank = (unsigned)t->nbox;
+	out->elem_bytes = x->elem->bits / 8;
+	out->oob_nan = t->oob_nan;
+	for (d = 0; d < t->nbox; d++) {
+		if ((rc = eval_expr(v, &t->box[d], "TMA box dimension", &out->box[d])))
+			return rc;
+		if (out->box[d] < 1 || out->box[d] > 256)
+			return spec_fail(v, &t->box[d].loc, "box dimension '%s' of %s is %lld; TMA "
+					 "takes 1 to 256", jitk__spec_quote(t->box[d].text), a->name,
+					 (long long)out->box[d]);
+		out->elem_strides[d] = 1;
+		if (!t->elem_strides)
+			continue;
+		if ((rc = eval_expr(v, &t->elem_strides[d], "TMA element stride",
+				    &out->elem_strides[d])))
+			return rc;
+		if (out->elem_strides[d] < 1 || out->elem_strides[d] > 8)
+			return spec_fail(v, &t->elem_strides[d].loc, "element stride '%s' of %s is %lld; "
+					 "TMA takes 1 to 8", jitk__spec_quote(t->elem_strides[d].text),
+					 a->name, (long long)out->elem_strides[d]);
+	}
+	if ((rc = tma_one_of(v, &t->swizzle, "swizzle", swizzles, 4, "0, 32, 64 or 128 (bytes)",
+			     &out->swizzle)) ||
+	    (rc = tma_one_of(v, &t->interleave, "interleave", interleaves, 3, "0, 16 or 32 (bytes)",
+			     &out->interleave)) ||
+	    (rc = tma_one_of(v, &t->l2, "l2_promotion", l2s, 4, "0, 64, 128 or 256 (bytes)",
+			     &out->l2)))
+		return rc;
+	inner = out->box[t->nbox - 1] * (int64_t)out->elem_bytes;
+	if (!out->interleave && inner % 16)
+		return spec_fail(v, &t->box[t->nbox - 1].loc, "the inner box dimension of %s is %lld "
+				 "bytes; TMA moves multiples of 16", a->name, (long long)inner);
+	if (!out->interleave && out->swizzle && inner > out->swizzle)
+		return spec_fail(v, &t->box[t->nbox - 1].loc, "the inner box dimension of %s is %lld "
+				 "bytes, more than its %lld-byte swizzle span", a->name,
+				 (long long)inner, (long long)out->swizzle);
+	if (out->interleave == 32 && out->swizzle != 32)
+		return spec_fail(v, &t->swizzle.loc, "a 32-byte interleave takes the 32-byte swizzle "
+				 "(%s)", a->name);
 	return 0;
 }
 
@@ -305,14 +379,18 @@ typedef struct {
 } seen_set;
 
 /* A plain directive the inliner acts on, by physical line. */
+enum { D_QUOTED, D_ONCE, D_ANGLE, D_DEFINE, D_IF, D_ENDIF };
+
 typedef struct {
+	int kind;
 	int line;
-	int col;        /* of the file name's opening quote */
-	char *include;  /* the quoted name; NULL for #pragma once */
+	int col;        /* of the file name's opening quote or bracket */
+	char *include;  /* the name (D_QUOTED, D_ANGLE) */
 } tdirective;
 
 typedef struct {
 	const char *path; /* for messages */
+	int angle_ok; /* the family names header packages: <...> is theirs */
 	char *text; /* the file as read */
 	size_t len;
 	char *s; /* spliced (phase 2) text ... */
@@ -452,7 +530,7 @@ static size_t skip_raw(const tscan *t, size_t i)
 	return e ? (size_t)(e - t->s) + n + 2 : t->n;
 }
 
-static int add_directive(tscan *t, int line, int col, char *include)
+static int add_directive(tscan *t, int kind, int line, int col, char *include)
 {
 	if (t->ndirs == t->capdirs) {
 		size_t cap = t->capdirs ? 2 * t->capdirs : 16;
@@ -465,6 +543,7 @@ static int add_directive(tscan *t, int line, int col, char *include)
 		t->dirs = d;
 		t->capdirs = cap;
 	}
+	t->dirs[t->ndirs].kind = kind;
 	t->dirs[t->ndirs].line = line;
 	t->dirs[t->ndirs].col = col;
 	t->dirs[t->ndirs++].include = include;
@@ -487,6 +566,56 @@ static int plain_line(const tscan *t, size_t hash, size_t last)
 	return 1;
 }
 
+/* Whether the name of an angle include stays inside the search
+ * directories: relative, no ".." component, no backslash, printable. */
+static const char *angle_name_problem(const char *s, size_t n)
+{
+	size_t i, seg = 0;
+
+	if (!n)
+		return "empty file name in #include";
+	if (s[0] == '/')
+		return "an absolute path (name the header relative to its package's root)";
+	for (i = 0; i <= n; i++) {
+		if (i < n && ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f || s[i] == '\\'))
+			return "a control character, backslash or non-ASCII byte in the name";
+		if (i == n || s[i] == '/') {
+			if (i - seg == 2 && s[seg] == '.' && s[seg + 1] == '.')
+				return "a '..' component (it could leave the package's root)";
+			seg = i + 1;
+		}
+	}
+	return NULL;
+}
+
+/* #include <name> in a family that names header packages: recorded, to be
+ * put first in the translation unit (see inline_file); op at '<', close at
+ * '>' (or the line's end). */
+static int scan_angle(tscan *t, size_t hash, size_t op, size_t close, size_t *end)
+{
+	size_t rest, last, n = close - op - 1;
+	const char *why;
+	char *inc;
+
+	if (close >= t->n || t->s[close] != '>')
+		return tscan_error(t, op, "missing '>' after the #include file name");
+	if ((why = angle_name_problem(t->s + op + 1, n)))
+		return tscan_error(t, op, "#include <%.*s>: %s", (int)(n > 200 ? 200 : n),
+				   t->s + op + 1, why);
+	rest = skip_blank(t, close + 1);
+	if (rest < t->n && t->s[rest] != '\n')
+		return tscan_error(t, rest, "unexpected text after the #include file name");
+	last = rest < t->n ? rest : t->n - 1;
+	if (!plain_line(t, hash, last))
+		return tscan_error(t, hash, "write the include as #include <%.*s> alone on one line "
+				   "(jitk moves package includes to the top of the translation unit "
+				   "in that form only)", (int)(n > 200 ? 200 : n), t->s + op + 1);
+	if (!(inc = jitk__strndup(t->s + op + 1, n)))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	*end = rest;
+	return add_directive(t, D_ANGLE, t->line[hash], t->col[op], inc);
+}
+
 /* The include-like directive named name, whose '#' is at hash; i just past
  * the name. Records a plain quoted include, refuses everything else. */
 static int scan_include(tscan *t, size_t hash, const char *name, size_t i, size_t *end)
@@ -501,10 +630,14 @@ static int scan_include(tscan *t, size_t hash, const char *name, size_t i, size_
 		close = op + 1;
 		while (close < t->n && t->s[close] != '>' && t->s[close] != '\n')
 			close++;
-		return tscan_error(t, hash, "#include <%.*s>: angle-bracket includes are refused "
-				   "(NVRTC would read the file outside the cache key); include "
-				   "templates with \"quoted\" relative names, which jitk inlines",
-				   (int)(close - op - 1 > 200 ? 200 : close - op - 1), t->s + op + 1);
+		if (!t->angle_ok)
+			return tscan_error(t, hash, "#include <%.*s>: angle-bracket includes are refused "
+					   "(NVRTC would read the file outside the cache key); include "
+					   "templates with \"quoted\" relative names, which jitk inlines, "
+					   "or name the header packages the family includes from (includes: "
+					   "in the spec)",
+					   (int)(close - op - 1 > 200 ? 200 : close - op - 1), t->s + op + 1);
+		return scan_angle(t, hash, op, close, end);
 	}
 	if (op >= t->n || t->s[op] != '"')
 		return tscan_error(t, hash, "#include of a macro or other computed name is refused "
@@ -535,7 +668,7 @@ static int scan_include(tscan *t, size_t hash, const char *name, size_t i, size_
 	if (!(inc = jitk__strndup(t->s + op + 1, close - op - 1)))
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	*end = rest;
-	return add_directive(t, t->line[hash], t->col[op], inc);
+	return add_directive(t, D_QUOTED, t->line[hash], t->col[op], inc);
 }
 
 /* Lex the file: directives and the tokens that matter (see above). */
@@ -603,7 +736,21 @@ static int scan_template(tscan *t)
 				if (we - w == 4 && !strncmp(t->s + w, "once", 4) &&
 				    (after >= t->n || t->s[after] == '\n') &&
 				    plain_line(t, start, after < t->n ? after : t->n - 1) &&
-				    (rc = add_directive(t, t->line[start], t->col[start], NULL)))
+				    (rc = add_directive(t, D_ONCE, t->line[start], t->col[start], NULL)))
+					return rc;
+			}
+			/* What moving package includes to the top could change the
+			 * meaning of (see inline_file). */
+			if (t->angle_ok) {
+				int kind = !strcmp(dname, "define") || !strcmp(dname, "undef") ? D_DEFINE
+					   : !strcmp(dname, "if") || !strcmp(dname, "ifdef") ||
+							     !strcmp(dname, "ifndef")
+						   ? D_IF
+					   : !strcmp(dname, "endif") ? D_ENDIF
+								     : -1;
+
+				if (kind >= 0 &&
+				    (rc = add_directive(t, kind, t->line[start], t->col[start], NULL)))
 					return rc;
 			}
 			i = e;
@@ -654,9 +801,54 @@ static int scan_template(tscan *t)
 	return 0;
 }
 
-static int inline_file(jbuf *out, const char *path, seen_set *seen, int depth,
+/* One template's inlining: the files seen, and (with header packages)
+ * the package includes found, in order, and what would make moving them
+ * to the top wrong. */
+typedef struct {
+	seen_set seen;
+	int angle_ok;
+	jitk_template *out;
+	int cond_depth;     /* #if ... #endif around the current line */
+	char define_at[160]; /* the first #define or #undef: "file:line" */
+} inline_ctx;
+
+static int add_angle(inline_ctx *x, const tscan *t, const tdirective *dir)
+{
+	jitk_template *o = x->out;
+	size_t i;
+
+	if (x->cond_depth > 0)
+		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: #include <%s> inside #if: jitk puts "
+				   "package includes first in the translation unit, outside any "
+				   "conditional; include it unconditionally", t->path, dir->line,
+				   dir->col, dir->include);
+	if (x->define_at[0])
+		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: #include <%s> after the #define or "
+				   "#undef at %s: jitk puts package includes first in the translation "
+				   "unit, so the macro would not apply to it; define it with an "
+				   "nvrtc_options -D, or include package headers before any #define",
+				   t->path, dir->line, dir->col, dir->include, x->define_at);
+	for (i = 0; i < o->nangle; i++)
+		if (!strcmp(o->angle[i].name, dir->include))
+			return 0;
+	if (o->nangle == JITK_MAX_ANGLE)
+		return jitk__error(JITK_ESPEC, "%s:%d:%d: error: a template may include at most %d "
+				   "package headers", t->path, dir->line, dir->col, JITK_MAX_ANGLE);
+	o->angle[o->nangle].name = jitk__strdup(dir->include);
+	o->angle[o->nangle].where = jitk__asprintf("%s:%d:%d", t->path, dir->line, dir->col);
+	if (!o->angle[o->nangle].name || !o->angle[o->nangle].where) {
+		free(o->angle[o->nangle].name);
+		free(o->angle[o->nangle].where);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	o->nangle++;
+	return 0;
+}
+
+static int inline_file(jbuf *out, const char *path, inline_ctx *x, int depth,
 		       const char *from, int from_line, int from_col)
 {
+	seen_set *seen = &x->seen;
 	char *real = realpath(path, NULL);
 	const char *p, *end;
 	tscan t;
@@ -687,6 +879,7 @@ static int inline_file(jbuf *out, const char *path, seen_set *seen, int depth,
 	seen->paths[seen->n++] = real;
 	memset(&t, 0, sizeof(t));
 	t.path = path;
+	t.angle_ok = x->angle_ok;
 	if ((rc = jitk__read_file(&t.text, &t.len, path, 1u << 20))) {
 		if (from)
 			return jitk__error(JITK_ESPEC, "%s:%d:%d: error: included file %s: %s", from,
@@ -699,31 +892,41 @@ static int inline_file(jbuf *out, const char *path, seen_set *seen, int depth,
 	jitk__jbuf_printf(out, "#line 1 \"%s\"\n", base_name(path));
 	for (p = t.text, end = t.text + t.len; p < end; line++) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const tdirective *dir = d < t.ndirs && t.dirs[d].line == line ? &t.dirs[d] : NULL;
 
 		if (!eol)
 			eol = end;
-		if (d < t.ndirs && t.dirs[d].line == line && t.dirs[d].include) {
+		if (dir && dir->kind == D_QUOTED) {
 			const char *slash = strrchr(path, '/');
 			char *inc = slash ? jitk__asprintf("%.*s/%s", (int)(slash - path), path,
-							   t.dirs[d].include)
-					  : jitk__strdup(t.dirs[d].include);
+							   dir->include)
+					  : jitk__strdup(dir->include);
 
 			if (!inc) {
 				rc = jitk__error(JITK_ENOMEM, "out of memory");
 				break;
 			}
-			rc = inline_file(out, inc, seen, depth + 1, path, line, t.dirs[d].col);
+			rc = inline_file(out, inc, x, depth + 1, path, line, dir->col);
 			free(inc);
 			if (rc)
 				break;
 			jitk__jbuf_printf(out, "#line %d \"%s\"\n", line + 1, base_name(path));
-		} else if (d < t.ndirs && t.dirs[d].line == line) {
-			jitk__jbuf_puts(out, "\n"); /* #pragma once */
+		} else if (dir && (dir->kind == D_ONCE || dir->kind == D_ANGLE)) {
+			/* #pragma once; a package include, which goes first */
+			if (dir->kind == D_ANGLE && (rc = add_angle(x, &t, dir)))
+				break;
+			jitk__jbuf_puts(out, "\n");
 		} else {
+			if (dir && dir->kind == D_DEFINE && !x->define_at[0])
+				snprintf(x->define_at, sizeof(x->define_at), "%s:%d", base_name(path), line);
+			else if (dir && dir->kind == D_IF)
+				x->cond_depth++;
+			else if (dir && dir->kind == D_ENDIF)
+				x->cond_depth--;
 			jitk__jbuf_put(out, p, (size_t)(eol - p));
 			jitk__jbuf_puts(out, "\n");
 		}
-		if (d < t.ndirs && t.dirs[d].line == line)
+		if (dir)
 			d++;
 		p = eol < end ? eol + 1 : end;
 	}
@@ -733,25 +936,54 @@ done:
 	return rc;
 }
 
-int jitk__inline_template(char **out, const char *path)
+int jitk__template_load(jitk_template *out, const char *path, int packages)
 {
-	seen_set seen;
+	inline_ctx x;
 	jbuf b;
 	size_t i;
 	int rc;
 
-	*out = NULL;
-	seen.n = 0;
+	memset(out, 0, sizeof(*out));
+	memset(&x, 0, sizeof(x));
+	x.angle_ok = packages;
+	x.out = out;
 	jitk__jbuf_init(&b);
-	rc = inline_file(&b, path, &seen, 0, NULL, 0, 0);
-	for (i = 0; i < seen.n; i++)
-		free(seen.paths[i]);
+	rc = inline_file(&b, path, &x, 0, NULL, 0, 0);
+	for (i = 0; i < x.seen.n; i++)
+		free(x.seen.paths[i]);
+	if (!rc && !(out->text = jitk__jbuf_detach(&b)))
+		rc = jitk__error(JITK_ENOMEM, "out of memory");
 	if (rc) {
 		jitk__jbuf_free(&b);
-		return rc;
+		jitk__template_free(out);
 	}
-	*out = jitk__jbuf_detach(&b);
-	return *out ? 0 : jitk__error(JITK_ENOMEM, "out of memory");
+	return rc;
+}
+
+void jitk__template_free(jitk_template *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nangle; i++) {
+		free(t->angle[i].name);
+		free(t->angle[i].where);
+	}
+	free(t->text);
+	memset(t, 0, sizeof(*t));
+}
+
+int jitk__inline_template(char **out, const char *path)
+{
+	jitk_template t;
+	int rc = jitk__template_load(&t, path, 0);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	*out = t.text;
+	t.text = NULL;
+	jitk__template_free(&t);
+	return 0;
 }
 
 /* The C++ type and value of binding i: enum and bool parameters as
@@ -807,7 +1039,7 @@ static int is_std_option(const char *o)
 	return !strncmp(o, "--std=", 6) || !strncmp(o, "-std=", 5);
 }
 
-int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
+int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 {
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_family *f = in->sym->fam;
@@ -826,7 +1058,20 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const char *template_text)
 	jitk__arch_format(target, v->target);
 	jitk__jbuf_printf(&src, "// jitk translation unit: family %s (%s), target %s\n",
 		    f->name, jitk__variant_params(v, params, sizeof(params)), target);
-	jitk__jbuf_puts(&src, template_text);
+	/* Package includes first, before any code: NVRTC's automatic PCH
+	 * covers what comes before the first line of code. */
+	for (i = 0; i < tpl->nangle; i++)
+		jitk__jbuf_printf(&src, "#include <%s>\n", tpl->angle[i].name);
+	/* A TMA descriptor is passed by value: 128 bytes, 64-byte aligned,
+	 * what cuTensorMapEncodeTiled writes (the kernel takes it as
+	 * const __grid_constant__ jitk_tensor_map). */
+	for (i = 0; i < f->nargs; i++)
+		if (f->args[i].type == AT_TMA) {
+			jitk__jbuf_puts(&src, "struct alignas(64) jitk_tensor_map { unsigned long long "
+				       "opaque[16]; };\n");
+			break;
+		}
+	jitk__jbuf_puts(&src, tpl->text);
 	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
 	render_struct_name(&src, in->name);
@@ -898,5 +1143,9 @@ void jitk__tu_free(jitk_tu *tu)
 	for (i = 0; i < tu->noptions; i++)
 		free(tu->options[i]);
 	free(tu->options);
+	for (i = 0; i < tu->nincludes; i++)
+		free(tu->includes[i]);
+	free(tu->includes);
+	free(tu->packages);
 	memset(tu, 0, sizeof(*tu));
 }

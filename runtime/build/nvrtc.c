@@ -1,5 +1,10 @@
 /* nvrtc.c - one translation unit through NVRTC to a cubin (or PTX), with
  * the lowered names of its name expressions and the full log. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +38,69 @@ int jitk__nvrtc_archs(int **out, size_t *n)
 	return 0;
 }
 
+/* ------------------------------------------------ precompiled headers */
+
+/* NVRTC 12.8+'s PCH calls, looked up in the NVRTC already loaded (an
+ * older one has none: then no PCH). */
+typedef nvrtcResult (*pch_size_fn)(size_t *);
+typedef nvrtcResult (*pch_set_fn)(size_t);
+typedef nvrtcResult (*pch_status_fn)(nvrtcProgram);
+typedef nvrtcResult (*pch_required_fn)(nvrtcProgram, size_t *);
+
+static struct {
+	pthread_once_t once;
+	pch_size_fn get_heap;
+	pch_set_fn set_heap;
+	pch_status_fn status;
+	pch_required_fn required;
+} pch = { PTHREAD_ONCE_INIT, NULL, NULL, NULL, NULL };
+
+static void pch_lookup(void)
+{
+	pch.get_heap = (pch_size_fn)dlsym(RTLD_DEFAULT, "nvrtcGetPCHHeapSize");
+	pch.set_heap = (pch_set_fn)dlsym(RTLD_DEFAULT, "nvrtcSetPCHHeapSize");
+	pch.status = (pch_status_fn)dlsym(RTLD_DEFAULT, "nvrtcGetPCHCreateStatus");
+	pch.required = (pch_required_fn)dlsym(RTLD_DEFAULT, "nvrtcGetPCHHeapSizeRequired");
+	if (!pch.get_heap || !pch.set_heap || !pch.status || !pch.required)
+		pch.get_heap = NULL;
+}
+
+int jitk__nvrtc_pch_available(void)
+{
+	pthread_once(&pch.once, pch_lookup);
+	return pch.get_heap != NULL;
+}
+
+int jitk__nvrtc_pch_heap(size_t at_least)
+{
+	size_t now = 0;
+
+	if (!jitk__nvrtc_pch_available() || pch.get_heap(&now) != NVRTC_SUCCESS)
+		return -1;
+	if (now >= at_least)
+		return 0;
+	return pch.set_heap(at_least) == NVRTC_SUCCESS ? 0 : -1;
+}
+
+/* After a compile with -pch: whether a PCH was made, and the heap it
+ * would have needed when the heap was too small. */
+static void pch_result(jitk_compiled *out, nvrtcProgram prog)
+{
+	nvrtcResult r;
+
+	out->pch = JITK_PCH_NONE;
+	if (!jitk__nvrtc_pch_available())
+		return;
+	r = pch.status(prog);
+	if (r == NVRTC_SUCCESS)
+		out->pch = JITK_PCH_CREATED;
+	else if (r == NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED &&
+		 pch.required(prog, &out->pch_heap_required) == NVRTC_SUCCESS)
+		out->pch = JITK_PCH_HEAP_EXHAUSTED;
+	else if (r == NVRTC_ERROR_PCH_CREATE)
+		out->pch = JITK_PCH_FAILED;
+}
+
 #define NVRTC_TRY(call)                                                       \
 	do {                                                                  \
 		nvrtcResult r_ = (call);                                      \
@@ -64,6 +132,7 @@ int jitk__nvrtc_compile(jitk_compiled *out, const char *source,
 		if (out->log && nvrtcGetProgramLog(prog, out->log) != NVRTC_SUCCESS)
 			out->log[0] = '\0';
 	}
+	pch_result(out, prog);
 	if (cr != NVRTC_SUCCESS) {
 		rc = JITK_ECOMPILE; /* the caller names symbol, variant, arch */
 		goto done;

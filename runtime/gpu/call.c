@@ -157,6 +157,11 @@ typedef struct {
 	jitk_kernel *k;
 	unsigned grid;
 	uint64_t params[JITK_MAX_SPEC_ARGS];
+	/* TMA descriptor arguments: which, what was asked, what was made */
+	size_t ntma;
+	unsigned char tma_arg[JITK_MAX_TMA];
+	jitk_tma_request tma_req[JITK_MAX_TMA];
+	_Alignas(64) unsigned char tma[JITK_MAX_TMA][128];
 } call;
 
 /* Instance i of the op's symbol is one the call may pick: the op selects
@@ -222,6 +227,7 @@ static const char *kind_text(const spec_arg *a)
 	case AT_I32: return "an i32";
 	case AT_I64: return "an i64";
 	case AT_F32: return "an f32";
+	case AT_TMA: return "a TMA descriptor";
 	}
 	return "?";
 }
@@ -322,6 +328,10 @@ static int match_args(call *c, const jitk_arg *args, size_t nargs)
 		if (c->given[k])
 			return jitk__error(JITK_EINVAL, "%s: argument %s given twice (nothing launched)",
 					   c->name, g->name);
+		if (f->args[k].type == AT_TMA)
+			return jitk__error(JITK_EINVAL, "%s: %s is the TMA descriptor jitk makes from %s: "
+					   "give the tensor only (nothing launched)", c->name, g->name,
+					   f->args[k].tma->tensor);
 		if ((f->args[k].type == AT_TENSOR) != (g->type == JITK_ARG_TENSOR) ||
 		    (f->args[k].type == AT_I32 && g->type != JITK_ARG_I32) ||
 		    (f->args[k].type == AT_I64 && g->type != JITK_ARG_I64 && g->type != JITK_ARG_I32) ||
@@ -507,7 +517,7 @@ static int bind_scalars(call *c, const jitk_kernel *k, uint64_t *params)
 		const spec_arg *a = &f->args[i];
 		const jitk_arg *g = c->given[i];
 
-		if (a->type == AT_TENSOR || !k->present[i]) {
+		if (a->type == AT_TENSOR || a->type == AT_TMA || !k->present[i]) {
 			if (g && !k->present[i] && !c->lenient)
 				return jitk__error(JITK_EINVAL, "%s takes no argument '%s' (nothing launched)",
 						   c->name, a->name);
@@ -753,6 +763,122 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 	return 0;
 }
 
+/* ------------------------------------------------------ TMA descriptors */
+
+/* The driver's names for what the spec says in bytes and types. */
+static int tma_dtype(const spec_elem *e)
+{
+	if (!strcmp(e->name, "bf16"))
+		return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+	if (!strcmp(e->name, "f32"))
+		return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+	if (!strcmp(e->name, "i32"))
+		return CU_TENSOR_MAP_DATA_TYPE_INT32;
+	if (!strcmp(e->name, "i64"))
+		return CU_TENSOR_MAP_DATA_TYPE_INT64;
+	return CU_TENSOR_MAP_DATA_TYPE_UINT8; /* u8, fp8_e4m3: bytes */
+}
+
+static void tma_enums(jitk_tma_request *r, const jitk_tma_bound *b)
+{
+	r->interleave = b->interleave == 16   ? CU_TENSOR_MAP_INTERLEAVE_16B
+			: b->interleave == 32 ? CU_TENSOR_MAP_INTERLEAVE_32B
+					      : CU_TENSOR_MAP_INTERLEAVE_NONE;
+	r->swizzle = b->swizzle == 32	 ? CU_TENSOR_MAP_SWIZZLE_32B
+		     : b->swizzle == 64	 ? CU_TENSOR_MAP_SWIZZLE_64B
+		     : b->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+					 : CU_TENSOR_MAP_SWIZZLE_NONE;
+	r->l2 = b->l2 == 64    ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+		: b->l2 == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+		: b->l2 == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+			       : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+	r->oob = b->oob_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+			    : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
+}
+
+/* What TMA needs of the base address: 16 bytes, 32 with a 32-byte
+ * interleave. */
+static uint64_t tma_align(const jitk_tma_bound *b)
+{
+	return b->interleave == 32 ? 32 : 16;
+}
+
+/* Descriptor argument i of the call, from its tensor: the address,
+ * strides and sizes checked as the driver would (a clear error naming the
+ * argument instead of its CUDA_ERROR_INVALID_VALUE), then encoded into
+ * out. An empty tensor gets a zero descriptor (nothing reads it). */
+static int tma_encode(call *c, const jitk_kernel *k, size_t i, jitk_tma_request *r, void *out)
+{
+	const spec_family *f = c->f;
+	const spec_arg *a = &f->args[i];
+	const jitk_tma_bound *b = &k->tma[i];
+	size_t ti = a->tma->tensor_arg, d, n = b->rank;
+	const jitk_tensor *t;
+	int rc;
+
+	memset(out, 0, 128);
+	memset(r, 0, sizeof(*r));
+	if (!c->given[ti])
+		return jitk__error(JITK_EINVAL, "%s: %s: there is no tensor %s to make the TMA "
+				   "descriptor from (nothing launched)", c->name, a->name, a->tma->tensor);
+	t = c->given[ti]->v.tensor;
+	if (is_empty(t))
+		return 0;
+	if (t->data % tma_align(b))
+		return rule_out(c, JITK_EINVAL, "%s: TMA needs %s (0x%llx) %llu-byte aligned", a->name,
+				a->tma->tensor, (unsigned long long)t->data,
+				(unsigned long long)tma_align(b));
+	if (t->shape[n - 1] > 1 && t->strides[n - 1] != 1)
+		return rule_out(c, JITK_EINVAL, "%s: TMA needs the last dimension of %s contiguous "
+				"(its stride is %lld)", a->name, a->tma->tensor,
+				(long long)t->strides[n - 1]);
+	r->dtype = tma_dtype(f->args[ti].elem);
+	r->rank = (unsigned)n;
+	r->addr = t->data;
+	for (d = 0; d < n; d++) {
+		size_t j = n - 1 - d; /* the driver's order: innermost first */
+
+		if ((uint64_t)t->shape[d] > (1ull << 32))
+			return jitk__error(JITK_EINVAL, "%s: dimension %zu of %s is %lld; TMA takes at "
+					   "most 2^32 (nothing launched)", c->name, d, a->tma->tensor,
+					   (long long)t->shape[d]);
+		r->dims[j] = (uint64_t)t->shape[d];
+		r->box[j] = (uint32_t)b->box[d];
+		r->elem_strides[j] = (uint32_t)b->elem_strides[d];
+		if (d + 1 < n) {
+			int64_t bytes = t->strides[d] * (int64_t)b->elem_bytes;
+
+			if (t->strides[d] <= 0 || bytes % 16 || bytes >= (1ll << 40))
+				return rule_out(c, JITK_EINVAL, "%s: TMA needs the stride of dimension %zu "
+						"of %s (%lld bytes) a positive multiple of 16 below 2^40",
+						a->name, d, a->tma->tensor, (long long)bytes);
+			r->strides[j - 1] = (uint64_t)bytes;
+		}
+	}
+	tma_enums(r, b);
+	if ((rc = c->op->rt->ops->tensor_map(c->op->rt->impl, out, r)))
+		return jitk__error(JITK_EINVAL, "%s: %s: cuTensorMapEncodeTiled refused the descriptor "
+				   "of %s: %s (nothing launched)", c->name, a->name, a->tma->tensor,
+				   c->op->rt->ops->error_name(c->op->rt->impl, rc));
+	return 0;
+}
+
+static int encode_tmas(call *c, const jitk_kernel *k)
+{
+	size_t i;
+	int rc;
+
+	c->ntma = 0;
+	for (i = 0; i < c->f->nargs; i++) {
+		if (c->f->args[i].type != AT_TMA || !k->present[i])
+			continue;
+		if ((rc = tma_encode(c, k, i, &c->tma_req[c->ntma], c->tma[c->ntma])))
+			return rc;
+		c->tma_arg[c->ntma++] = (unsigned char)i;
+	}
+	return 0;
+}
+
 /* The launch checks and the grid for the call's slots: 0 and *grid set
  * (0: an empty problem, nothing to launch), or the error. */
 static int launch_grid(const jitk_kernel *k, const int64_t *slots, unsigned *grid_out)
@@ -782,7 +908,12 @@ static int launch_grid(const jitk_kernel *k, const int64_t *slots, unsigned *gri
 
 /* Launch k on grid blocks (none for 0) with one parameter value per
  * family argument. */
+/* What a TMA descriptor argument absent from the instance gets: 128 zero
+ * bytes (the kernel's parameter is that large). */
+static const _Alignas(64) unsigned char no_tma[128];
+
 static int launch_kernel(jitk_kernel *k, unsigned grid, const uint64_t *params,
+			 size_t ntma, const unsigned char *tma_arg, unsigned char (*tma)[128],
 			 jitk_stream stream)
 {
 	jitk_runtime *rt = k->rt;
@@ -794,7 +925,9 @@ static int launch_kernel(jitk_kernel *k, unsigned grid, const uint64_t *params,
 	if (!grid)
 		return JITK_OK;
 	for (i = 0; i < k->fam->nargs; i++)
-		ptrs[i] = (void *)&params[i];
+		ptrs[i] = k->fam->args[i].type == AT_TMA ? (void *)no_tma : (void *)&params[i];
+	for (i = 0; i < ntma; i++)
+		ptrs[tma_arg[i]] = tma[i]; /* passed by value: the driver copies 128 bytes */
 	r = rt->ops->launch(rt->impl, k->fn, k->fn_primary, g, bl, k->smem, stream, ptrs,
 			    k->fam->nargs, k->programmatic);
 	if (r)
@@ -818,6 +951,7 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 	c->name = c->op->sym->name;
 	c->inst = SIZE_MAX;
 	c->k = NULL;
+	c->ntma = 0;
 	memset(c->slot_set, 0, sizeof(c->slot_set));
 	memset(params, 0, sizeof(c->params));
 	if ((rc = match_args(c, args, nargs)) || (rc = pick_instance(c, &inst)))
@@ -836,8 +970,8 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 		if (c->f->args[i].type == AT_TENSOR && c->given[i] && k->present[i])
 			bind_slots(c, k, i);
 	if ((rc = bind_scalars(c, k, params)) || (rc = check_tensors(c, k, params)) ||
-	    (rc = launch_grid(k, c->slots, &c->grid)) || c->dry ||
-	    (rc = launch_kernel(k, c->grid, params, stream)))
+	    (rc = encode_tmas(c, k)) || (rc = launch_grid(k, c->slots, &c->grid)) || c->dry ||
+	    (rc = launch_kernel(k, c->grid, params, c->ntma, c->tma_arg, c->tma, stream)))
 		return rc;
 	c->k = k;
 	return JITK_OK;
@@ -879,6 +1013,14 @@ typedef struct {
 	size_t ntensors;
 	memo_tensor t[MEMO_ARGS];
 	uint64_t params[JITK_MAX_SPEC_ARGS]; /* the scalars; the addresses per call */
+	/* TMA descriptors, made for the address in req: a call with the
+	 * same address passes them as they are, another one re-encodes. */
+	size_t ntma;
+	unsigned char tma_arg[JITK_MAX_TMA];
+	unsigned char tma_tensor[JITK_MAX_TMA]; /* its tensor in t[] */
+	uint64_t tma_align[JITK_MAX_TMA];
+	jitk_tma_request tma_req[JITK_MAX_TMA];
+	_Alignas(64) unsigned char tma[JITK_MAX_TMA][128];
 } memo_entry;
 
 static _Thread_local memo_entry memo[MEMO_ENTRIES];
@@ -1004,6 +1146,23 @@ static void memo_store(const call *c, const int64_t *key, size_t nkey, const jit
 			if (j != i && e->t[j].span && !may_alias(f, e->t[i].fam, e->t[j].fam))
 				e->t[i].overlap |= 1u << j;
 	}
+	e->ntma = 0;
+	for (i = 0; i < c->ntma; i++) {
+		size_t ti = f->args[c->tma_arg[i]].tma->tensor_arg;
+
+		for (j = 0; j < nt && e->t[j].fam != ti; j++)
+			;
+		if (j == nt) {
+			e->op = NULL; /* not kept: the full path each time */
+			return;
+		}
+		e->tma_arg[i] = c->tma_arg[i];
+		e->tma_tensor[i] = (unsigned char)j;
+		e->tma_align[i] = tma_align(&k->tma[c->tma_arg[i]]);
+		e->tma_req[i] = c->tma_req[i];
+		memcpy(e->tma[i], c->tma[i], 128);
+		e->ntma++;
+	}
 	memcpy(e->key, key, nkey * sizeof(*key));
 	e->nkey = nkey;
 	e->k = c->k;
@@ -1019,7 +1178,7 @@ static void memo_store(const call *c, const int64_t *key, size_t nkey, const jit
 
 /* A call the memo holds: 1 when launched (or failed to launch: *rc),
  * 0 when the full path must take it. */
-static int memo_call(int *rc, jitk_call_info *info, const memo_entry *e, const jitk_arg *args,
+static int memo_call(int *rc, jitk_call_info *info, memo_entry *e, const jitk_arg *args,
 		     jitk_stream stream)
 {
 	uint64_t params[JITK_MAX_SPEC_ARGS], lo[MEMO_ARGS], hi[MEMO_ARGS];
@@ -1052,8 +1211,22 @@ static int memo_call(int *rc, jitk_call_info *info, const memo_entry *e, const j
 		for (j = 0; e->t[i].overlap >> j; j++)
 			if ((e->t[i].overlap >> j & 1) && lo[i] < hi[j] && lo[j] < hi[i])
 				return 0;
+	for (i = 0; i < e->ntma; i++) {
+		const memo_tensor *mt = &e->t[e->tma_tensor[i]];
+		uint64_t data = args[mt->arg].v.tensor->data;
+
+		if (!mt->span || data == e->tma_req[i].addr)
+			continue;
+		if (data % e->tma_align[i])
+			return 0;
+		e->tma_req[i].addr = data;
+		if (e->op->rt->ops->tensor_map(e->op->rt->impl, e->tma[i], &e->tma_req[i])) {
+			e->op = NULL; /* forgotten: the full path says why */
+			return 0;
+		}
+	}
 	info->instance = e->instance;
-	*rc = launch_kernel(e->k, e->grid, params, stream);
+	*rc = launch_kernel(e->k, e->grid, params, e->ntma, e->tma_arg, e->tma, stream);
 	return 1;
 }
 

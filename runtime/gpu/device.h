@@ -22,6 +22,21 @@ typedef struct {
 	char name[128];
 } jitk_device_info;
 
+/* What cuTensorMapEncodeTiled is given for a TMA descriptor argument
+ * (call.c builds it from a tensor and the spec's box), dimensions
+ * innermost first as the driver wants them. */
+#define JITK_TMA_MAX_RANK 5
+typedef struct {
+	int dtype; /* CUtensorMapDataType */
+	unsigned rank;
+	uint64_t addr;
+	uint64_t dims[JITK_TMA_MAX_RANK];
+	uint64_t strides[JITK_TMA_MAX_RANK - 1]; /* bytes, of dims 1 .. rank-1 */
+	uint32_t box[JITK_TMA_MAX_RANK];
+	uint32_t elem_strides[JITK_TMA_MAX_RANK];
+	int interleave, swizzle, l2, oob; /* the driver's enums */
+} jitk_tma_request;
+
 /* Results are CUresult values (0 = success). */
 typedef struct {
 	int (*open)(void *impl, int ordinal, jitk_device_info *info);
@@ -48,6 +63,9 @@ typedef struct {
 	int (*buffer_id)(void *impl, uint64_t ptr, uint64_t *id);
 	const char *(*error_name)(void *impl, int code);
 	void (*close)(void *impl);
+	/* cuTensorMapEncodeTiled into out (128 bytes, 64-byte aligned): host
+	 * work only, nothing is launched or allocated. */
+	int (*tensor_map)(void *impl, void *out, const jitk_tma_request *r);
 } jitk_device_ops;
 
 /* The CUDA driver's functions, for the real device, the GPU tests and
@@ -100,7 +118,8 @@ typedef struct {
 	X(cuEventElapsedTime, 2000) \
 	X(cuEventDestroy, 4000) \
 	X(cuGetErrorName, 6000) \
-	X(cuPointerGetAttribute, 4000)
+	X(cuPointerGetAttribute, 4000) \
+	X(cuTensorMapEncodeTiled, 12000)
 
 typedef struct {
 	int driver_version;

@@ -303,7 +303,28 @@ static void op_close(void *impl)
 	free(d);
 }
 
+static int op_tensor_map(void *impl, void *out, const jitk_tma_request *r)
+{
+	cuda_device *d = impl;
+	cuuint64_t dims[JITK_TMA_MAX_RANK], strides[JITK_TMA_MAX_RANK - 1];
+	cuuint32_t box[JITK_TMA_MAX_RANK], es[JITK_TMA_MAX_RANK];
+	unsigned i;
+
+	for (i = 0; i < r->rank; i++) {
+		dims[i] = r->dims[i];
+		box[i] = r->box[i];
+		es[i] = r->elem_strides[i];
+		if (i + 1 < r->rank)
+			strides[i] = r->strides[i];
+	}
+	return JITK_CU_TRY(d, cuTensorMapEncodeTiled, (CUtensorMap *)out,
+			   (CUtensorMapDataType)r->dtype, r->rank, (void *)(uintptr_t)r->addr, dims,
+			   strides, box, es, (CUtensorMapInterleave)r->interleave,
+			   (CUtensorMapSwizzle)r->swizzle, (CUtensorMapL2promotion)r->l2,
+			   (CUtensorMapFloatOOBfill)r->oob);
+}
+
 const jitk_device_ops jitk__cuda_ops = {
 	op_open, op_load, op_get_kernel, op_unload, op_launch, op_is_capturing,
-	op_capture_mode, op_read, op_buffer_id, op_error_name, op_close,
+	op_capture_mode, op_read, op_buffer_id, op_error_name, op_close, op_tensor_map,
 };

@@ -411,6 +411,14 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 		jitk_tensor_rule *t = &k->tensors[i];
 
 		k->present[i] = (unsigned char)jitk__spec_cond_holds(&a->when, vals);
+		if (a->type == AT_TMA && k->present[i]) {
+			if (++k->ntma > JITK_MAX_TMA)
+				return jitk__error(JITK_ESPEC, "%s:%d:%d: error: family %s has more than %d "
+						   "TMA descriptor arguments", a->loc.file, a->loc.line,
+						   a->loc.col, f->name, JITK_MAX_TMA);
+			if ((rc = jitk__tma_bind(&k->tma[i], &k->variant, a)))
+				return rc;
+		}
 		if (a->type != AT_TENSOR || !k->present[i])
 			continue;
 		if (jitk__expr_eval(a->align.e, jitk__variant_lookup, &k->variant, &v, err, sizeof(err)) ||

@@ -30,6 +30,10 @@ typedef struct {
 	int64_t align;
 } jitk_tensor_rule;
 
+/* TMA descriptor arguments a family may have (each 128 bytes of the
+ * kernel's parameters). */
+#define JITK_MAX_TMA 4
+
 struct jitk_kernel {
 	jitk_runtime *rt;
 	size_t inst;
@@ -41,6 +45,9 @@ struct jitk_kernel {
 	/* Per family argument: taken by this instance, and its tensor rule. */
 	unsigned char present[JITK_MAX_SPEC_ARGS];
 	jitk_tensor_rule tensors[JITK_MAX_SPEC_ARGS];
+	/* TMA descriptor arguments: the variant's box, swizzle ... */
+	jitk_tma_bound tma[JITK_MAX_SPEC_ARGS];
+	size_t ntma;
 	/* Launch geometry and checks with names bound to slots. */
 	expr *grid;
 	expr **checks;

@@ -1183,6 +1183,29 @@ const spec_elem *jitk__spec_elem(const char *name)
 	return NULL;
 }
 
+/* type: tma - a TMA descriptor built from a tensor argument (spec_tma).
+ * What a tensor or scalar has, it has not; tensor and box it needs. */
+static int tma_type(sctx *c, const ynode *t, const char *path, spec_arg *a)
+{
+	static const char *const not_tma[] = { "shape", "strides", "io", "align", "nullable",
+					       "configured", "default", NULL };
+	const char *const *k;
+	const ynode *n;
+
+	for (k = not_tma; *k; k++)
+		if ((n = jitk__ymap_get(c->map, *k)))
+			return ERR(c, n, "args", "'%s' does not apply to a TMA descriptor (its tensor "
+				   "has the shape)", *k);
+	if (!jitk__ymap_get(c->map, "tensor") || !jitk__ymap_get(c->map, "box"))
+		return ERR(c, t, path, "a TMA descriptor needs tensor (the tensor argument it "
+			   "describes) and box (the tile it moves)");
+	a->type = AT_TMA;
+	a->io = IO_IN;
+	if (!(a->tma = ARRAY(c, 1, spec_tma)))
+		return JITK_ENOMEM;
+	return copy(c, &a->cpp, "jitk_tensor_map");
+}
+
 /* args: { name: { type, shape, ... } }. The type: "const bf16" (a tensor
  * when it has a shape), "f32", "i32", "i64" (scalars); it decides which
  * other keys apply, checked here first. */
@@ -1190,6 +1213,8 @@ static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, cons
 {
 	static const char *const tensor_only[] = { "strides", "io", "align", "nullable",
 						   "configured", NULL };
+	static const char *const tma_only[] = { "tensor", "box", "element_strides", "swizzle",
+						"interleave", "l2_promotion", "oob_fill", NULL };
 	static const char *const scalars[] = { "f32", "i32", "i64", NULL };
 	static const enum spec_atype scalar_types[] = { AT_F32, AT_I32, AT_I64 };
 	spec_arg *a = out;
@@ -1198,6 +1223,14 @@ static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, cons
 	size_t len;
 	int i;
 
+	if (!strcmp(s, "tma"))
+		return tma_type(c, t, path, a);
+	for (k = tma_only; *k; k++) {
+		const ynode *n = jitk__ymap_get(c->map, *k);
+
+		if (n)
+			return ERR(c, n, "args", "'%s' applies to TMA descriptors only (type: tma)", *k);
+	}
 	if (!strncmp(s, "const ", 6)) {
 		a->is_const = 1;
 		s += 6;
@@ -1301,6 +1334,92 @@ static int p_dims(sctx *c, const ynode *n, const char *path, void *out, const fi
 			  fd->arg ? &ns : &a->ndim);
 }
 
+/* The keys of a TMA descriptor (type checked them first). */
+static int p_tma_tensor(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_arg *a = out;
+
+	a->tma->tensor_loc = loc_of(c, v);
+	return get_ident(c, v, path, &a->tma->tensor);
+}
+
+static const field tma_dim_item = { S(NULL, p_expr), .arg = NAMES_SPEC };
+
+static int p_tma_dims(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_tma *t = ((spec_arg *)out)->tma;
+
+	if (!n->n || n->n > SPEC_TMA_MAX_RANK)
+		return ERR(c, n, path, "a TMA descriptor has 1 to %d dimensions", SPEC_TMA_MAX_RANK);
+	return read_items(c, n, path, fd, fd->arg ? &t->elem_strides : &t->box,
+			  fd->arg ? &t->nelem_strides : &t->nbox);
+}
+
+static int p_tma_expr(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_tma *t = ((spec_arg *)out)->tma;
+	spec_expr *x = fd->arg == 0 ? &t->swizzle : fd->arg == 1 ? &t->interleave : &t->l2;
+
+	return parse_expr(c, v, path, c->f->nderived, NAMES_SPEC, x);
+}
+
+static int p_tma_oob(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_tma *t = ((spec_arg *)out)->tma;
+
+	if (strcmp(v->str, "zero") && strcmp(v->str, "nan"))
+		return ERR(c, v, path, "expected zero or nan, got '%s'", q(v->str));
+	t->oob_nan = !strcmp(v->str, "nan");
+	return 0;
+}
+
+/* A TMA descriptor's defaults and its tensor, once every argument is
+ * read: a tensor argument of the family (present wherever the descriptor
+ * is: the same when), of a rank and element type TMA has, with a box
+ * and element strides of that rank. */
+static int tma_link(sctx *c, spec_family *f, spec_arg *a, const ynode *e)
+{
+	spec_tma *t = a->tma;
+	int k = jitk__spec_arg_index(f, t->tensor), pos;
+	char err[32];
+	const spec_arg *x;
+	static const char *const defaults[3] = { "0", "0", "0" };
+	spec_expr *dflt[3] = { &t->swizzle, &t->interleave, &t->l2 };
+	size_t i;
+
+	if (k < 0 || f->args[k].type != AT_TENSOR)
+		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
+			      "'%s' is not a tensor argument of %s (a TMA descriptor describes one)",
+			      q(t->tensor), f->name);
+	x = &f->args[k];
+	t->tensor_arg = (size_t)k;
+	if (x->ndim > SPEC_TMA_MAX_RANK)
+		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
+			      "tensor %s has %zu dimensions; TMA takes 1 to %d", x->name, x->ndim,
+			      SPEC_TMA_MAX_RANK);
+	if (t->nbox != x->ndim)
+		return ERR(c, jitk__ymap_get(e, "box"), "args", "box has %zu dimensions, tensor %s %zu",
+			   t->nbox, x->name, x->ndim);
+	if (t->elem_strides && t->nelem_strides != x->ndim)
+		return ERR(c, jitk__ymap_get(e, "element_strides"), "args",
+			   "element_strides has %zu dimensions, tensor %s %zu", t->nelem_strides,
+			   x->name, x->ndim);
+	if (jitk__ymap_get(e, "when"))
+		return ERR(c, jitk__ymap_get(e, "when"), "args", "a TMA descriptor is there when its "
+			   "tensor is: give the 'when' to %s", x->name);
+	a->when = x->when;
+	for (i = 0; i < 3; i++) {
+		if (dflt[i]->e)
+			continue;
+		dflt[i]->text = (char *)defaults[i];
+		dflt[i]->loc = a->loc;
+		if (jitk__expr_parse(&dflt[i]->e, dflt[i]->text, err, sizeof(err), &pos) ||
+		    jitk__arena_defer(c->a, free_expr, dflt[i]->e))
+			return JITK_ENOMEM;
+	}
+	return 0;
+}
+
 static const field arg_fields[] = {
 	{ K("type", YN_SCALAR, "a type like 'const bf16'", p_arg_type), .flags = F_REQ | F_SUB },
 	{ K("shape", YN_SEQ, "a list of dimensions", p_dims), .flags = F_SUB | F_LATER,
@@ -1314,6 +1433,15 @@ static const field arg_fields[] = {
 	{ S("default", p_default), .flags = F_SUB },
 	{ K("when", YN_MAP, "a mapping of parameter values", p_cond), .flags = F_SUB,
 	  OFF(spec_arg, when) },
+	{ S("tensor", p_tma_tensor), .flags = F_SUB },
+	{ K("box", YN_SEQ, "a list of tile dimensions", p_tma_dims), .flags = F_SUB,
+	  .item = &tma_dim_item, .size = sizeof(spec_expr) },
+	{ K("element_strides", YN_SEQ, "a list of element strides", p_tma_dims), .flags = F_SUB,
+	  .arg = 1, .item = &tma_dim_item, .size = sizeof(spec_expr) },
+	{ S("swizzle", p_tma_expr), .flags = F_SUB, .arg = 0 },
+	{ S("interleave", p_tma_expr), .flags = F_SUB, .arg = 1 },
+	{ S("l2_promotion", p_tma_expr), .flags = F_SUB, .arg = 2 },
+	{ K("oob_fill", YN_SCALAR, "zero or nan", p_tma_oob), .flags = F_SUB },
 	{ .key = NULL },
 };
 
@@ -1368,6 +1496,10 @@ static int p_args(sctx *c, const ynode *n, const char *path, void *out, const fi
 			return ERR(c, jitk__ymap_get(e, "configured"), "args.configured",
 				   "a configured tensor has shape [1]");
 	}
+	/* TMA descriptors last: they name tensors, which now have shapes. */
+	for (i = 0; i < n->n && !rc; i++)
+		if (f->args[i].type == AT_TMA)
+			rc = tma_link(c, f, &f->args[i], ymap_val(n, i));
 	return rc;
 }
 
@@ -1612,6 +1744,251 @@ static int p_symbols(sctx *c, const ynode *n, const char *path, void *out, const
 	return set->syms ? read_items(c, n, path, fd, &syms, &count) : JITK_ENOMEM;
 }
 
+/* ---------------------------------------------------- header packages */
+
+/* A directory name relative to a package root (a search directory, the
+ * part of a find path below $env): no absolute path, no "..", nothing
+ * unprintable - jitk never looks outside what the root holds. */
+static const char *rel_dir_problem(const char *s)
+{
+	const char *p = s;
+
+	if (!*s)
+		return "is empty";
+	if (*s == '/')
+		return "is absolute (name it relative to the root)";
+	for (; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+			return "holds a control character";
+	for (p = s; *p; p = *p ? p + 1 : p) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && !strncmp(p, "..", 2))
+			return "has a '..' component (a package never reaches outside its root)";
+		p += n;
+	}
+	return NULL;
+}
+
+static int p_find_path(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	int rc = get_string(c, v, path, AT(out, fd->off, char *));
+	const char *p;
+
+	for (p = v->str; !rc && *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+			return ERR(c, v, path, "the path holds a control character");
+	return rc;
+}
+
+static const field find_fields[] = {
+	{ S("env", p_ident), OFF(spec_find, env) },
+	{ S("path", p_find_path), OFF(spec_find, path) },
+	{ S("configured", p_ident), OFF(spec_find, configured) },
+	{ .key = NULL },
+};
+
+/* One place to look: { env: VAR, path: REL } ($VAR/REL, REL optional),
+ * { path: /ABS } or { configured: NAME }. */
+static int p_find(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_find *f = out;
+	const ynode *pn = jitk__ymap_get(n, "path");
+	const char *why;
+	int rc;
+
+	f->loc = loc_of(c, n);
+	if ((rc = parse_map(c, n, path, find_fields, f)))
+		return rc;
+	if (f->configured && (f->env || f->path))
+		return ERR(c, n, path, "'configured' stands alone (no env or path with it)");
+	if (!f->configured && !f->env && !f->path)
+		return ERR(c, n, path, "a place to look needs env (and path), path or configured");
+	if (f->env && f->path && (why = rel_dir_problem(f->path)))
+		return ERR(c, pn, path, "path '%s' below $%s %s", q(f->path), f->env, why);
+	if (!f->env && f->path && f->path[0] != '/')
+		return ERR(c, pn, path, "path '%s' must be absolute (or give env: VAR to read it "
+			   "below $VAR)", q(f->path));
+	return 0;
+}
+
+static const field find_item = { K(NULL, YN_MAP, "a place to look (a mapping)", p_find) };
+
+static int p_search_dir(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	char **s = out;
+	const char *why;
+	int rc = get_string(c, v, path, s);
+
+	if (!rc && (why = rel_dir_problem(*s)))
+		return ERR(c, v, path, "search directory '%s' %s", q(*s), why);
+	return rc;
+}
+
+static const field search_item = { S(NULL, p_search_dir) };
+
+static const field package_fields[] = {
+	{ S("description", p_string), .flags = F_SUB, OFF(spec_package, description) },
+	{ K("find", YN_SEQ, "a list of places to look", p_list), .flags = F_REQ | F_SUB,
+	  LIST(spec_package, find, nfind, &find_item) },
+	{ K("search", YN_SEQ, "a list of directories", p_list), .flags = F_SUB,
+	  .dup = "directory ", LIST(spec_package, search, nsearch, &search_item) },
+	{ .key = NULL },
+};
+
+/* A package name also names its environment variable, JITK_PACKAGE_<NAME>
+ * in capitals: lower-case letters, digits and '_' keep that one to one. */
+static int package_name_ok(const char *s)
+{
+	if (!islower((unsigned char)*s))
+		return 0;
+	for (; *s; s++)
+		if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '_')
+			return 0;
+	return 1;
+}
+
+static int p_package(sctx *c, const ynode *d, const char *path, void *out, const field *fd)
+{
+	spec_package *p = out;
+	size_t i;
+	int rc;
+
+	p->loc = loc_of(c, c->key);
+	if (!package_name_ok(c->key->str))
+		return ERR(c, c->key, path, "package name '%s' is not lower-case letters, digits "
+			   "and '_' (it also names the variable JITK_PACKAGE_<NAME>, in capitals)",
+			   q(c->key->str));
+	for (i = 0; i < c->set->npackages; i++)
+		if (!strcmp(c->set->packages[i].name, c->key->str))
+			return ERR(c, c->key, path, "package '%s' is already defined at %s:%d:%d",
+				   q(c->key->str), c->set->packages[i].loc.file,
+				   c->set->packages[i].loc.line, c->set->packages[i].loc.col);
+	if ((rc = copy(c, &p->name, c->key->str)) || (rc = parse_map(c, d, path, package_fields, p)))
+		return rc;
+	if (!p->nfind)
+		return ERR(c, d, path, "find is empty");
+	if (p->nsearch > SPEC_MAX_SEARCH)
+		return ERR(c, d, path, "more than %d search directories", SPEC_MAX_SEARCH);
+	if (!p->nsearch) {
+		if (!(p->search = ARRAY(c, 1, char *)) || (rc = copy(c, &p->search[0], ".")))
+			return JITK_ENOMEM;
+		p->nsearch = 1;
+	}
+	return 0;
+}
+
+static const field package_item = { K(NULL, YN_MAP, "a package definition (a mapping)",
+				      p_package) };
+
+/* packages: { name: definition, ... }, appended to the set's list. */
+static int p_packages(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_set *set = c->set;
+	spec_package *all;
+	size_t i;
+
+	if (set->npackages + n->n > SPEC_MAX_PACKAGES)
+		return ERR(c, n, path, "more than %d header packages", SPEC_MAX_PACKAGES);
+	if (!(all = jitk__arena_grow(c->a, set->packages, set->npackages, set->npackages + n->n,
+				     sizeof(*all))))
+		return JITK_ENOMEM;
+	set->packages = all;
+	for (i = 0; i < n->n; i++) {
+		const ynode *k = ymap_key(n, i);
+		const char *sub_path;
+		int rc;
+
+		c->key = k;
+		if (!(sub_path = sub(c, path, k->str)))
+			return JITK_ENOMEM;
+		if ((rc = parse_field(c, ymap_val(n, i), sub_path, &package_item,
+				      &set->packages[set->npackages])))
+			return rc;
+		set->npackages++;
+	}
+	return 0;
+}
+
+/* A registry file: a description (documentation only) and the packages. */
+typedef struct {
+	char *description;
+} spec_registry;
+
+static const field registry_fields[] = {
+	{ S("description", p_string), .flags = F_SUB, OFF(spec_registry, description) },
+	{ K("packages", YN_MAP, "a mapping of packages", p_packages), .flags = F_REQ | F_SUB },
+	{ .key = NULL },
+};
+
+/* A file whose top level has packages and no family is a registry. */
+static int is_registry(const ynode *root)
+{
+	return root && root->kind == YN_MAP && jitk__ymap_get(root, "packages") &&
+	       !jitk__ymap_get(root, "family");
+}
+
+static int parse_registry(sctx *c, const ynode *root)
+{
+	spec_registry r = { NULL };
+
+	return parse_map(c, root, "", registry_fields, &r);
+}
+
+static int p_include(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	spec_include *inc = out;
+
+	inc->loc = loc_of(c, v);
+	return get_ident(c, v, path, &inc->name);
+}
+
+static const field include_item = { S(NULL, p_include) };
+
+static int p_includes(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	if (n->n > SPEC_MAX_INCLUDES)
+		return ERR(c, n, path, "more than %d header packages", SPEC_MAX_INCLUDES);
+	return p_list(c, n, path, out, fd);
+}
+
+/* Every family's includes name a package some packages.yaml defines. */
+static int link_packages(spec_set *set, const texts_t *tx)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < set->nfams; i++) {
+		spec_family *f = set->fams[i];
+
+		for (j = 0; j < f->nincludes; j++) {
+			spec_include *inc = &f->includes[j];
+			const char *best = NULL;
+			int bestd = 3, d;
+
+			for (k = 0; k < set->npackages; k++) {
+				if (!strcmp(set->packages[k].name, inc->name))
+					break;
+				if ((d = jitk__edit_distance(inc->name, set->packages[k].name)) < bestd) {
+					bestd = d;
+					best = set->packages[k].name;
+				}
+			}
+			if (k < set->npackages) {
+				inc->package = k;
+				continue;
+			}
+			if (best)
+				return link_error(tx, set, &inc->loc, "unknown header package '%s' (did "
+						  "you mean '%s'?)", q(inc->name), best);
+			return link_error(tx, set, &inc->loc, "unknown header package '%s' (%s)",
+					  q(inc->name), set->npackages
+						  ? "it is in no packages.yaml of the spec directories"
+						  : "the spec directories have no packages.yaml");
+		}
+	}
+	return 0;
+}
+
 /* The template must be a readable regular file with something in it: read
  * it now (never blocking on a FIFO or device) so that a wrong path fails
  * at its line, not in NVRTC with a confusing static_assert. The path is
@@ -1687,6 +2064,8 @@ static const field family_fields[] = {
 	{ K("launch", YN_MAP, "a mapping", p_map), .flags = F_REQ | F_SUB, .sub = launch_fields },
 	{ K("nvrtc_options", YN_SEQ, "a list of options", p_list), .flags = F_SUB,
 	  LIST(spec_family, options, noptions, &option_item) },
+	{ K("includes", YN_SEQ, "a list of header package names", p_includes), .flags = F_SUB,
+	  .dup = "package ", LIST(spec_family, includes, nincludes, &include_item) },
 	{ K("symbols", YN_MAP, "a mapping of symbols", p_symbols), .flags = F_REQ | F_SUB,
 	  .item = &symbol_item, .size = sizeof(spec_symbol) },
 	{ .key = NULL },
@@ -2574,6 +2953,8 @@ static int load_text(spec_set *set, const char *path, char *text, size_t len,
 		t.text = text;
 		t.text_len = len;
 		rc = err_at(&c, line, col, NULL, "%s", msg);
+	} else if (is_registry(t.root)) {
+		rc = parse_registry(&c, t.root);
 	} else {
 		rc = parse_family(&c, t.root);
 	}
@@ -2618,6 +2999,8 @@ static int reported(int rc)
  * scratch memory, hand the set over or free it. */
 static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
 {
+	if (!rc)
+		rc = link_packages(set, tx);
 	if (!rc)
 		rc = link_instances(set, tx);
 	if (!rc && jitk__arena_failed(set->arena))

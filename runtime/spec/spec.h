@@ -79,7 +79,61 @@ typedef struct {
 	spec_loc loc;
 } spec_expr;
 
-enum spec_atype { AT_TENSOR, AT_I32, AT_I64, AT_F32 };
+/* Header packages (a spec directory's packages.yaml; docs/spec-format.md
+ * "Header packages"): named include roots that a family may name in its
+ * includes. Where a root is, is found when a family first needs it
+ * (build/packages.c): $JITK_PACKAGE_<NAME>, else the first of find that
+ * is a directory. */
+typedef struct {
+	char *env;        /* $env/path (path relative, may be NULL) */
+	char *path;       /* without env: absolute */
+	char *configured; /* what configure found under this name */
+	spec_loc loc;
+} spec_find;
+
+typedef struct {
+	char *name;
+	char *description;
+	spec_find *find;
+	size_t nfind;
+	char **search; /* the -I directories, relative to the root ("." is it) */
+	size_t nsearch;
+	spec_loc loc;
+} spec_package;
+
+/* A package a family includes from. */
+typedef struct {
+	char *name;
+	size_t package; /* index in the set's packages (linked at load) */
+	spec_loc loc;
+} spec_include;
+
+#define SPEC_MAX_PACKAGES 64 /* in a spec set */
+#define SPEC_MAX_INCLUDES 8  /* packages of one family */
+#define SPEC_MAX_SEARCH 8    /* search directories of one package */
+
+enum spec_atype { AT_TENSOR, AT_I32, AT_I64, AT_F32, AT_TMA };
+
+/* A TMA descriptor argument (type: tma): a CUtensorMap the runtime
+ * encodes from a tensor argument of the same call (cuTensorMapEncodeTiled)
+ * and passes by value (the kernel takes const __grid_constant__
+ * jitk_tensor_map). box and element_strides are in the tensor's order
+ * (outermost first, like its shape); every expression is a constant of
+ * the variant (parameters, tuning, derived values). */
+#define SPEC_TMA_MAX_RANK 5
+typedef struct {
+	char *tensor;      /* the tensor argument's name ... */
+	size_t tensor_arg; /* ... and its index (linked when the args are read) */
+	spec_loc tensor_loc;
+	spec_expr *box;
+	size_t nbox;
+	spec_expr *elem_strides; /* NULL: all 1 */
+	size_t nelem_strides;
+	spec_expr swizzle;    /* bytes: 0 (none), 32, 64, 128 */
+	spec_expr interleave; /* bytes: 0 (none), 16, 32 */
+	spec_expr l2;         /* L2 promotion bytes: 0, 64, 128, 256 */
+	int oob_nan;          /* out-of-bounds elements read as NaN, not 0 */
+} spec_tma;
 enum spec_io { IO_IN, IO_OUT, IO_INOUT };
 
 /* Element types of tensor arguments, with DLPack's type code and bits. */
@@ -113,6 +167,7 @@ typedef struct {
 	int64_t def_i;
 	float def_f;
 	spec_cond when; /* absent from a symbol when false */
+	spec_tma *tma;  /* AT_TMA */
 	spec_loc loc;
 } spec_arg;
 
@@ -136,6 +191,8 @@ typedef struct {
 	size_t nconstraints;
 	char **options; /* extra NVRTC options */
 	size_t noptions;
+	spec_include *includes; /* header packages, in -I order */
+	size_t nincludes;
 	spec_arg *args;
 	size_t nargs;
 	char **dims; /* free shape variables, bound from tensor shapes */
@@ -200,6 +257,8 @@ typedef struct {
 	size_t nsyms;
 	spec_instance *insts;
 	size_t ninsts;
+	spec_package *packages; /* every packages.yaml's, in load order */
+	size_t npackages;
 	size_t *by_name; /* instance ids sorted by name */
 	size_t nplanned; /* while loading: instances of the symbols parsed */
 	jitk_arena *arena; /* owns the set and everything it points to */
