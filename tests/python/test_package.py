@@ -349,6 +349,13 @@ class ProducerErrorTests(unittest.TestCase):
     says it is not on the runtime's GPU, is a jitk.ArgumentError naming the
     argument, before anything reaches the library."""
 
+    def setUp(self):
+        self.saved = _core._op_call_dlpack
+        _core._op_call_dlpack = lambda *a: self.fail("the call reached the library")
+
+    def tearDown(self):
+        _core._op_call_dlpack = self.saved
+
     def call(self, **tensors):
         rt = stand_in_runtime()
         with self.assertRaises(jitk.ArgumentError) as e:

@@ -139,7 +139,7 @@ class TorchDeviceAndConfiguredTests(unittest.TestCase):
         # plans': test_package.py, and on the GPU test_torch.py, test_ops.py)
         from jitk import _core
         rt = jitk.Runtime.__new__(jitk.Runtime)
-        rt._h = 1  # stood in (set back before it is freed)
+        rt._h = None
         s = torch.tensor([0.5])
         with torch.inference_mode():
             frozen = torch.tensor([0.5])
@@ -149,6 +149,7 @@ class TorchDeviceAndConfiguredTests(unittest.TestCase):
         forgot = []
         saved = _core._unconfigure
         _core._unconfigure = lambda h, p: forgot.append(p) or 0
+        rt._h = 1  # stood in (set back before it is freed)
         try:
             rt._check_configured(s)
             rt._check_configured(s[0:1])  # a view shares the counter
