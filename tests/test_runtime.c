@@ -365,6 +365,41 @@ static void test_guards(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* What jitk.h says a configured address's validation is tied to (issue
+ * 22 #16): the address and its driver allocation, not the bytes. A value
+ * written there after configure, or a sub-allocator's new tensor at the
+ * same address in the same driver allocation (PyTorch's caching
+ * allocator: the buffer id stays), is not seen, so jitk_unconfigure is
+ * the caller's release, and the Python binding holds and watches its
+ * tensors; a new driver allocation at the address is refused. */
+static void test_a_configured_address_is_its_allocation_not_its_bytes(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 100, f->specs);
+	jitk_norm_args a = norm_args(8, 3072);
+	const char *why = NULL;
+
+	fake.scale_value = 0.5f;
+	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	fake.scale_value = -3.0f; /* written, or another tensor there: not read again */
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	/* the release before the memory goes back to a pool or is written */
+	assert_int_equal(jitk_unconfigure(rt, a.input_scale), 0);
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	assert_non_null(strstr(why, "was not validated with jitk_configure"));
+	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "holds -3"));
+	/* a new driver allocation at the address: refused without a release */
+	fake.scale_value = 0.5f;
+	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	fake.buffer_epoch++;
+	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
+	assert_int_equal(fake.nlaunches, 1);
+	jitk_runtime_free(rt);
+}
+
 static void tensor2(jitk_tensor *t, jitk_devptr p, jitk_dtype dt, int64_t r, int64_t c)
 {
 	const int64_t shape[2] = { r, c };
@@ -1451,6 +1486,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sm100_and_sm120, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sm80, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_guards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_configured_address_is_its_allocation_not_its_bytes,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_generic_call_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_impossible_tensors_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shape_division_by_zero_says_so, setup, teardown),

@@ -835,7 +835,19 @@ JITK_API int jitk_call_dlpack(jitk_call_info *out, jitk_runtime *rt, const char 
  * buffer id), so that a freed and reallocated address is not taken as
  * validated. JITK_EINVAL (the value in the message) when the rule fails.
  * jitk_unconfigure forgets an address (JITK_ENOENT if it was not
- * configured). */
+ * configured).
+ *
+ * What is remembered is the address and the driver allocation (cuMemAlloc
+ * and the like) that holds it, not the bytes: the library cannot see a
+ * write into the memory after the read, nor a sub-allocator (PyTorch's
+ * caching allocator, CuPy's memory pool, any pool of the caller's) that
+ * frees the tensor and hands the same address in the same driver
+ * allocation to another one. Keep a configured tensor's memory allocated
+ * and unwritten while it is configured, and call jitk_unconfigure before
+ * freeing it to a pool or writing it (then jitk_configure again). The
+ * Python binding does this for its tensors: it holds each configured
+ * tensor until unconfigure, and undoes a validation whose torch.Tensor
+ * was written since (its version counter). */
 JITK_API int jitk_configure(jitk_runtime *rt, const char *symbol, const char *arg,
 			    const jitk_tensor *t);
 JITK_API int jitk_unconfigure(jitk_runtime *rt, jitk_devptr data);

@@ -173,8 +173,12 @@ class ArgumentTests(unittest.TestCase):
         # "no" is truthy: it would have turned compiling off
         self.assertArgumentError(t, "no_compile must be True, False or None, not str",
                                  jitk.Compiler, specs=SPECS, no_compile="no")
-        self.assertArgumentError(t, "device must be an int, not str", jitk.Runtime, device="abc")
-        self.assertArgumentError(t, "device must be an int, not float", jitk.Runtime, device=0.5)
+        self.assertArgumentError(ValueError, "device 'abc' is not a CUDA device", jitk.Runtime,
+                                 device="abc")
+        self.assertArgumentError(t, "device must be an int, 'cuda:N' or a torch.device, not float",
+                                 jitk.Runtime, device=0.5)
+        self.assertArgumentError(t, "device must be an int, 'cuda:N' or a torch.device, not bool",
+                                 jitk.Runtime, device=True)
 
     def test_values_out_of_range(self):
         v = ValueError
@@ -227,6 +231,174 @@ class ArgumentTests(unittest.TestCase):
         self.assertArgumentError(v, "name 'x\\x00' contains a NUL", rt.stats, "x\0")
         self.assertArgumentError(v, "mode must be 'strict', 'try' or 'auto', not 'fast'",
                                  rt.call, "static_quant_fp8", "fast")
+
+
+class DeviceTests(unittest.TestCase):
+    """issue 22 #17: a device is an int, "cuda", "cuda:N" or a torch.device
+    (test_torch_cpu.py: torch.device) wherever one is taken."""
+
+    def setUp(self):
+        from jitk import _ops
+        self.made = []
+        made = self.made
+
+        class StandIn:  # the library's runtime needs a GPU
+            def __init__(self, device=None):
+                made.append(device)
+        self.saved = (_ops._core.Runtime, dict(_ops._runtimes))
+        _ops._core.Runtime = StandIn
+        _ops._runtimes.clear()
+
+    def tearDown(self):
+        from jitk import _ops
+        _ops._core.Runtime = self.saved[0]
+        _ops._runtimes.clear()
+        _ops._runtimes.update(self.saved[1])
+
+    def test_cuda_strings_and_ints(self):
+        d = jitk._core._device
+        self.assertEqual([d(0), d(3), d("cuda:1"), d("cuda:12")], [0, 3, 1, 12])
+        self.assertIn(d("cuda"), range(64))  # the current device (0 without PyTorch)
+        self.assertEqual(d(None), d("cuda"))
+        # the ops' runtimes are one per device index, however it is spelled
+        a = jitk.runtime("cuda:1")
+        self.assertIs(jitk.runtime(1), a)
+        self.assertIsNot(jitk.runtime(0), a)
+        self.assertEqual(self.made, [1, 0])
+        for bad, kind, text in [("cpu", ValueError, "device 'cpu' is not a CUDA device"),
+                                ("cuda:", ValueError, "device 'cuda:' is not a CUDA device"),
+                                ("cuda:1 ", ValueError, "device 'cuda:1 ' is not a CUDA device"),
+                                ("cuda:-1", ValueError, "device 'cuda:-1' is not a CUDA device"),
+                                (-1, ValueError, "device -1 is out of range"),
+                                (1.0, TypeError, "device must be an int, 'cuda:N' or a "
+                                 "torch.device, not float")]:
+            with self.assertRaises(kind) as e:
+                jitk.runtime(bad)
+            self.assertIsInstance(e.exception, jitk.Error)
+            self.assertIn(text, e.exception.message)
+
+
+class WithoutTorchTests(unittest.TestCase):
+    """What docs/python.md's install check and the ops' helpers do where
+    PyTorch does not import (a subprocess that hides it): jitk errors, not
+    AttributeError or ModuleNotFoundError."""
+
+    def test_install_check_runtime_and_configure(self):
+        import subprocess
+        code = "\n".join([
+            "import sys; sys.modules['torch'] = None  # import torch raises ImportError",
+            "import jitk",
+            "print(jitk.version() != '', jitk._ops.eager_plan, jitk.ops)",
+            "print(jitk._ops.eager_plan_note)",
+            "try:",
+            "    jitk.configure('fused_norm_scale_shift_fp8', 'input_scale', 0.5)",
+            "except jitk.ArgumentTypeError as e:",
+            "    print(e.message)",
+            "try:",
+            "    jitk.runtime('cuda:0')",
+            "except jitk.Error as e:",  # no GPU here: the driver's error, from jitk
+            "    print('jitk.Error')",
+            "else:",
+            "    print('jitk.Error')",  # a GPU: a runtime
+        ])
+        env = dict(os.environ)
+        if not os.environ.get("JITK_TEST_INSTALLED"):
+            env["PYTHONPATH"] = os.path.join(ROOT, "bindings", "python")
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            "True None None",
+            "PyTorch does not import here (import of torch halted; None in sys.modules): no ops",
+            "input_scale must be a torch.Tensor or a tensor with __dlpack__, not float",
+            "jitk.Error"])
+
+
+class EnvTests(unittest.TestCase):
+    """The package's boolean environment variables parse as the library's
+    (issue 22 #4): any case of 1/true/yes/on and 0/false/no/off; anything
+    else one warning and the meaning that does less."""
+
+    def flag(self, value, default=True, unknown=False):
+        import warnings
+        name = "JITK_TEST_FLAG"
+        saved = os.environ.get(name)
+        os.environ[name] = value
+        jitk._core._env_warned.discard(name)
+        try:
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                got = jitk._core._env_flag(name, default, unknown)
+                jitk._core._env_flag(name, default, unknown)  # warned once
+        finally:
+            if saved is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = saved
+        return got, [str(x.message) for x in w]
+
+    def test_values(self):
+        for v in ("1", "true", "TRUE", "Yes", "on", "ON"):
+            self.assertEqual(self.flag(v, default=False, unknown=False), (True, []), v)
+        for v in ("0", "false", "False", "NO", "off", "Off"):
+            self.assertEqual(self.flag(v, default=True, unknown=True), (False, []), v)
+        self.assertEqual(self.flag("", default=True), (True, []))  # empty: unset
+        for v in ("2", " 1", "y", "enable", "tru\u0435"):
+            got, warned = self.flag(v, default=True, unknown=False)
+            self.assertFalse(got, v)
+            self.assertEqual(len(warned), 1, v)
+            self.assertIn(f"JITK_TEST_FLAG={v!r} is not one of 1/true/yes/on or "
+                          "0/false/no/off: taken as off", warned[0])
+
+    def test_torch_plan_switch(self):
+        # JITK_TORCH_PLAN=FALSE meant "on" (only "0" was off)
+        from jitk import _ops
+
+        class FakeTorch:
+            __version__ = "0.0"
+        saved = os.environ.get("JITK_TORCH_PLAN")
+        try:
+            for v in ("0", "FALSE", "off", "No"):
+                os.environ["JITK_TORCH_PLAN"] = v
+                self.assertEqual(_ops.torch_module(FakeTorch), (None, f"JITK_TORCH_PLAN={v}"))
+            import warnings
+            os.environ["JITK_TORCH_PLAN"] = "2"
+            jitk._core._env_warned.discard("JITK_TORCH_PLAN")
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                self.assertEqual(_ops.torch_module(FakeTorch), (None, "JITK_TORCH_PLAN=2"))
+            self.assertEqual(len(w), 1)
+            os.environ["JITK_TORCH_PLAN"] = "on"  # on: the usual checks decide
+            self.assertNotEqual(_ops.torch_module(FakeTorch)[1], "JITK_TORCH_PLAN=on")
+        finally:
+            if saved is None:
+                os.environ.pop("JITK_TORCH_PLAN", None)
+            else:
+                os.environ["JITK_TORCH_PLAN"] = saved
+
+    @unittest.skipIf(os.environ.get("JITK_TEST_INSTALLED"), "the source tree's build backend")
+    def test_torch_ext_switch(self):
+        import contextlib
+        import importlib.util
+        import io
+        spec = importlib.util.spec_from_file_location(
+            "jitk_backend", os.path.join(ROOT, "bindings", "python", "_build", "backend.py"))
+        backend = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(backend)
+        saved = os.environ.get("JITK_TORCH_EXT")
+        try:
+            for v, said in [("OFF", "JITK_TORCH_EXT=OFF: no jitk._torch"),
+                            ("False", "JITK_TORCH_EXT=False: no jitk._torch"),
+                            ("2", "warning: JITK_TORCH_EXT='2' is not one of")]:
+                os.environ["JITK_TORCH_EXT"] = v
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    self.assertEqual(backend.torch_extension("include", "out"), [])
+                self.assertIn(said, out.getvalue())
+        finally:
+            if saved is None:
+                os.environ.pop("JITK_TORCH_EXT", None)
+            else:
+                os.environ["JITK_TORCH_EXT"] = saved
 
 
 class RuntimeWithoutGpuTests(unittest.TestCase):

@@ -293,9 +293,47 @@ class OpsTests(unittest.TestCase):
         self.assertIn("shift is on the CPU", str(e.exception))
 
 
+    def test_configured_scale_guard_in_every_plan(self):
+        # issue 22 #16 through the ops (the C plan, the libtorch plan, the
+        # dispatcher's kernels): a write into a configured scale undoes its
+        # validation; a configured scale's memory is not handed on
+        import warnings
+        x, scale, shift, _, _ = self.norm_args("fused_norm_scale_shift_fp8", rows=8)
+        rt = jitk.runtime(torch.device("cuda"))  # issue 22 #17
+        self.assertIs(jitk.runtime(f"cuda:{rt.device}"), rt)
+        self.assertIs(jitk.runtime(rt.device), rt)
+
+        def fused_launches():
+            torch.cuda.synchronize()
+            return rt.stats("fused_norm_scale_shift_fp8[hidden=3072]")["launches"]
+        calls = (jitk.ops.fused_norm_scale_shift_fp8, torch.ops.jitk.fused_norm_scale_shift_fp8,
+                 lambda *a: torch.ops.jitk.fused_norm_scale_shift_fp8.out(
+                     *a, y=torch.empty_like(x), q=torch.empty(x.shape, dtype=torch.float8_e4m3fn,
+                                                              device="cuda")))
+        s = torch.tensor([0.5], device="cuda")
+        jitk.configure("fused_norm_scale_shift_fp8", "input_scale", s)
+        for call in calls:
+            n = fused_launches()
+            call(x, scale, shift, s)
+            self.assertEqual(fused_launches(), n + 1)
+            s.fill_(-3.0)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                call(x, scale, shift, s)  # the split path
+            self.assertEqual(fused_launches(), n + 1)
+            self.assertIn("was written after configure", str(w[0].message))
+            s.fill_(0.5)
+            jitk.configure("fused_norm_scale_shift_fp8", "input_scale", s)
+        p = s.data_ptr()
+        del s
+        kept = [torch.tensor([-3.0], device="cuda") for _ in range(64)]
+        self.assertNotIn(p, [k.data_ptr() for k in kept])  # still the configured scale's
+        rt.unconfigure(p)
+        del kept
+
     def test_eager_plan(self):
         # bench/device_run.sh builds jitk._torch and says it expects it
-        if os.environ.get("JITK_EXPECT_TORCH_PLAN") == "1":
+        if jitk._core._env_flag("JITK_EXPECT_TORCH_PLAN", False, True):
             self.assertTrue(jitk._ops.eager_plan.startswith("libtorch"),
                             (jitk._ops.eager_plan, jitk._ops.eager_plan_note))
         print(f"\neager plan: {jitk._ops.eager_plan}")

@@ -5,6 +5,7 @@ compiled call plan against a recording stand-in for jitk_op_call, and
 `python -m jitk`. Run by tests/python.sh (source tree) and
 tests/pip_install.sh (installed, JITK_TEST_INSTALLED=1)."""
 import ctypes
+import importlib.util
 import os
 import subprocess
 import sys
@@ -300,6 +301,213 @@ def fast():
         return None
 
 
+class Producer:
+    """A DLPack producer: __dlpack_device__ says where it is (None: no such
+    method); __dlpack__ raises what it is given, else returns a capsule of
+    an f32 [1] CUDA tensor at data."""
+
+    def __init__(self, where=(2, 0), raises=None, data=0x7000):
+        self.where, self.raises = where, raises
+        self.shape = (ctypes.c_int64 * 1)(1)
+        self.m = _dlpack.DLManagedTensor()
+        t = self.m.dl_tensor
+        t.data = data
+        t.device.device_type, t.device.device_id = where or (2, 0)
+        t.ndim = 1
+        t.dtype.code, t.dtype.bits, t.dtype.lanes = 2, 32, 1
+        t.shape = self.shape
+        if where is None:
+            self.__dict__["no_device"] = True
+
+    def __getattr__(self, name):  # __dlpack_device__ only where there is one
+        if name == "__dlpack_device__" and "no_device" not in self.__dict__:
+            return lambda: self.where
+        raise AttributeError(name)
+
+    def __dlpack__(self, stream=None, max_version=None):
+        if self.raises is not None:
+            raise self.raises
+        return capsule(self.m, b"dltensor")
+
+
+def stand_in_runtime(selector="static_quant_fp8"):
+    """A Runtime without the library's runtime (that needs a GPU): the op's
+    argument table from the specs, the handle a dummy."""
+    rt = jitk.Runtime.__new__(jitk.Runtime)
+    rt._h, rt.device = None, 0
+    args = describe(SPECS, selector)["symbols"][0]["args"]
+    rt._ops = {selector: ctypes.c_void_p(0x1234)}
+    rt._kinds = {selector: {a["name"]: a["kind"] for a in args}}
+    rt._args = {0x1234: args}
+    rt._configured_args = {selector: {a["name"] for a in args if a.get("configured")}}
+    rt._configured, rt._configured_keep = {}, {}
+    return rt
+
+
+class ProducerErrorTests(unittest.TestCase):
+    """issue 22 #12: whatever a DLPack producer raises, or a tensor that
+    says it is not on the runtime's GPU, is a jitk.ArgumentError naming the
+    argument, before anything reaches the library."""
+
+    def setUp(self):
+        self.saved = _core._op_call_dlpack
+        _core._op_call_dlpack = lambda *a: self.fail("the call reached the library")
+
+    def tearDown(self):
+        _core._op_call_dlpack = self.saved
+
+    def call(self, **tensors):
+        rt = stand_in_runtime()
+        with self.assertRaises(jitk.ArgumentError) as e:
+            rt.call("static_quant_fp8", "strict", **tensors)
+        self.assertEqual(e.exception.status, "EINVAL")
+        return e.exception.message
+
+    def test_where_the_producer_says_it_is(self):
+        ok = Producer()
+        self.assertEqual(self.call(q=ok, x=Producer((1, 0)), input_scale=ok),
+                         "x is on the CPU, not cuda:0")
+        self.assertEqual(self.call(q=ok, x=ok, input_scale=Producer((2, 3))),
+                         "input_scale is on cuda:3, not cuda:0")
+        self.assertEqual(self.call(q=Producer((3, 0)), x=ok, input_scale=ok),
+                         "q is on CUDA pinned host memory, not cuda:0")
+        self.assertEqual(self.call(q=ok, x=Producer((99, 0)), input_scale=ok),
+                         "x is on DLPack device type 99, not cuda:0")
+        bad = Producer()
+        bad.where = ("cuda", 0)
+        self.assertIn("x: __dlpack_device__() failed: TypeError", self.call(q=ok, x=bad,
+                                                                            input_scale=ok))
+
+    def test_every_producer_failure_is_wrapped(self):
+        ok = Producer()
+        for exc, text in [(RuntimeError("NumPy only supports stream=None."),
+                           "x: __dlpack__(stream=1) failed: RuntimeError: NumPy only supports "
+                           "stream=None."),
+                          (BufferError("read-only"), "x: __dlpack__(stream=1) failed: "
+                           "BufferError: read-only"),
+                          (TypeError("no"), "x: __dlpack__(stream=1) failed: TypeError: no"),
+                          (ValueError("v"), "x: __dlpack__(stream=1) failed: ValueError: v")]:
+            self.assertEqual(self.call(q=ok, x=Producer(None, exc), input_scale=ok), text)
+        rt = stand_in_runtime()
+        with self.assertRaises(jitk.ArgumentError) as e:
+            rt.configure("fused_norm_scale_shift_fp8", "input_scale",
+                         Producer(None, RuntimeError("boom")))
+        self.assertEqual(e.exception.message,
+                         "input_scale: __dlpack__(stream=1) failed: RuntimeError: boom")
+        with self.assertRaises(jitk.ArgumentError) as e:
+            rt.configure("fused_norm_scale_shift_fp8", "input_scale", Producer((1, 0)))
+        self.assertEqual(e.exception.message, "input_scale is on the CPU, not cuda:0")
+
+    @unittest.skipUnless(importlib.util.find_spec("numpy"), "needs NumPy")
+    def test_numpy_array(self):
+        import numpy as np
+        a = np.zeros(4, np.float32)
+        self.assertEqual(self.call(q=Producer(), x=a, input_scale=Producer()),
+                         "x is on the CPU, not cuda:0")
+        with self.assertRaises(jitk.ArgumentError) as e:
+            jitk.configure("fused_norm_scale_shift_fp8", "input_scale", a[:1])
+        self.assertEqual(e.exception.message, "input_scale is on the CPU, not a CUDA device")
+
+
+class ConfiguredTests(unittest.TestCase):
+    """issue 22 #16: a configured tensor's validation is tied to the tensor,
+    not only to its address: the runtime holds it (its memory cannot be
+    handed to another tensor, as PyTorch's caching allocator does inside
+    one driver allocation) until unconfigure, and a write into it since
+    configure (its _version) undoes the validation before the next call.
+    The library's side is stood in for (it needs a GPU); tests/python/
+    test_torch.py does this on the GPU under the caching allocator."""
+
+    def setUp(self):
+        self.calls = []
+        self.saved = (_core._configure, _core._unconfigure)
+        _core._configure = lambda h, sym, arg, t: self.calls.append(
+            ("configure", sym, arg, t._obj.data)) or 0
+        _core._unconfigure = lambda h, data: self.calls.append(("unconfigure", data)) or 0
+
+    def tearDown(self):
+        _core._configure, _core._unconfigure = self.saved
+
+    def test_the_runtime_holds_a_configured_tensor_until_unconfigure(self):
+        import weakref
+        rt = stand_in_runtime()
+        s = Producer(data=0x7100)
+        alive = weakref.ref(s)
+        rt.configure("fused_norm_scale_shift_fp8", "input_scale", s)
+        self.assertEqual(self.calls, [("configure", b"fused_norm_scale_shift_fp8", b"input_scale",
+                                       0x7100)])
+        del s
+        self.assertIsNotNone(alive())  # its memory stays its own
+        self.assertEqual(rt._configured, {0x7100: None})
+        rt.unconfigure(alive())
+        self.assertIsNone(alive())     # released
+        self.assertEqual(self.calls[-1], ("unconfigure", 0x7100))
+        self.assertEqual(rt._configured, {})
+        s = Producer(data=0x7200)
+        alive = weakref.ref(s)
+        rt.configure("fused_norm_scale_shift_fp8", "input_scale", s)
+        del s
+        rt.close()
+        self.assertIsNone(alive())     # and at close
+
+    def watched(self, plan_of):
+        """A plan watching argument x (index 1): a write since configure
+        calls stale with its address before the call; an unwatched or
+        unconfigured address is left to the library."""
+        bf16 = FakeDtype()
+        versions, seen = {0x2000: 5, 0x3000: None}, []
+
+        def stale(p):
+            seen.append(p)
+            versions.pop(p)
+        plan = plan_of(("y", "x", "w", "n", "eps"), "ttolf", ((bf16, 4, 16),),
+                       ((1,), versions, stale))
+        y = FakeTensor(0x1000, (4, 6), (6, 1), bf16)
+        x = FakeTensor(0x2000, (4, 6), (6, 1), bf16)
+        x._version = 5
+        self.assertEqual(plan(55, y, x, None, 5, 0.5), 0)
+        self.assertEqual(seen, [])
+        x._version = 6  # written in place
+        self.assertEqual(plan(55, y, x, None, 5, 0.5), 0)
+        self.assertEqual(seen, [0x2000])
+        versions[0x2000] = 6
+        del x._version  # no version counter: not the tensor configured
+        self.assertEqual(plan(55, y, x, None, 5, 0.5), 0)
+        self.assertEqual(seen, [0x2000, 0x2000])
+        # None: a tensor configure saw without a counter (an inference tensor)
+        x3 = FakeTensor(0x3000, (4, 6), (6, 1), bf16)
+        self.assertEqual(plan(55, y, x3, None, 5, 0.5), 0)
+        self.assertEqual(seen, [0x2000, 0x2000])
+        return plan
+
+    @unittest.skipIf(fast() is None, "jitk._fast is not built (the installed package has it)")
+    def test_the_c_plan_undoes_a_validation_written_since(self):
+        def cb(info, op, mode, args, n, stream):
+            return 0
+        fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_core._CallInfo), ctypes.c_void_p,
+                              ctypes.c_int, ctypes.POINTER(_core._Arg), ctypes.c_size_t,
+                              ctypes.c_void_p)(cb)
+
+        def plan_of(names, kinds, dtypes, watch):
+            return fast().Plan(0x1234, ctypes.cast(fn, ctypes.c_void_p).value, 2, 0, names,
+                               kinds, dtypes, (FakeTensor, FakeParameter), jitk.ArgumentError,
+                               jitk.ArgumentTypeError, False, watch)
+        self.watched(plan_of)
+        with self.assertRaises(ValueError):  # a scalar is no configured tensor
+            plan_of(("x", "n"), "tl", (), ((1,), {}, print))
+        with self.assertRaises(TypeError):
+            plan_of(("x",), "t", (), ((0,), [], print))
+
+    def test_the_ctypes_plan_undoes_a_validation_written_since(self):
+        op_call = _core._op_call
+        _core._op_call = lambda info, op, mode, arr, n, stream: 0
+        try:
+            self.watched(lambda names, kinds, dtypes, watch: _ops._PyPlan(
+                0x1234, 2, 0, names, kinds, dtypes, (FakeTensor, FakeParameter), False, watch))
+        finally:
+            _core._op_call = op_call
+
+
 class FakeTensor:
     """Quacks like a torch.Tensor for the plan (it reads get_device,
     dtype, data_ptr, shape and stride)."""
@@ -465,10 +673,13 @@ class CommandTests(unittest.TestCase):
             self.assertIn("[1/2] compiled static_quant_fp8 sm_90\n[2/2] gated    static_quant_fp8 sm_80",
                           out)
             self.assertIn(f"into {cache} in", out)
-            self.assertTrue(out.rstrip().endswith("1 compiled, 0 cached, 0 failed, 1 gated"))
+            # the CLI's summary line: compiled, cached, remote, failed, gated
+            self.assertTrue(out.rstrip().endswith(
+                "1 compiled, 0 cached, 0 remote, 0 failed, 1 gated"), out)
             rc, out, _ = self.run_jitk("precompile", "static_quant_fp8", "--arch", "sm_90",
                                        "--cache", cache, "--specs", SPECS)
-            self.assertTrue(out.rstrip().endswith("0 compiled, 1 cached, 0 failed, 0 gated"))
+            self.assertTrue(out.rstrip().endswith(
+                "0 compiled, 1 cached, 0 remote, 0 failed, 0 gated"), out)
         rc, _, err = self.run_jitk("explain", "nosuch", "--arch", "sm_90", "--specs", SPECS)
         self.assertEqual((rc, err.strip()), (1, "jitk: no symbol named 'nosuch' (see jitk list)"))
         rc, _, err = self.run_jitk("precompile", "--arch", "hopper", "--specs", SPECS)
@@ -476,6 +687,40 @@ class CommandTests(unittest.TestCase):
         self.assertIn("'hopper' is not an architecture", err)
         self.assertEqual(self.run_jitk("bogus")[0], 2)
         self.assertEqual(self.run_jitk()[0], 2)
+
+    def test_help_says_all_of_it(self):
+        # the description was the docstring's first line, cut mid-sentence
+        rc, out, _ = self.run_jitk("--help")
+        self.assertEqual(rc, 0)
+        text = " ".join(out.split())
+        self.assertIn("python -m jitk: the jitk command's list, explain and precompile, through "
+                      "the library (the same specs, selectors, cache and messages). Exit status: "
+                      "0 ok, 1 failure, 2 usage.", text)
+
+    def test_precompile_counts_each_origin(self):
+        # what the remote tier gave is counted as remote, as the CLI does
+        # (the library's answers stood in for: a remote needs a server)
+        import contextlib
+        import io
+        from jitk import __main__ as cli
+        answers = iter(["remote", "compiled", "cache", "layer", "memory", "remote"])
+        saved = _core.Compiler.precompile
+        _core.Compiler.precompile = lambda self, inst, arch: next(answers)
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                rc = cli.main(["precompile", "static_quant_fp8", "--arch",
+                               "sm_89,sm_90,sm_100,sm_120,sm_86,sm_80", "--specs", SPECS,
+                               "--cache", ""])
+        finally:
+            _core.Compiler.precompile = saved
+        lines = out.getvalue().splitlines()
+        self.assertEqual(rc, 0)
+        self.assertEqual(lines[0], "[1/6] remote   static_quant_fp8 sm_89")
+        self.assertEqual(lines[4], "[5/6] compiled static_quant_fp8 sm_86 (in memory only: not "
+                         "written to the cache)")
+        self.assertTrue(lines[-1].endswith("2 compiled, 2 cached, 2 remote, 0 failed, 0 gated"),
+                        lines[-1])
 
     @unittest.skipUnless(INSTALLED, "the installed package")
     def test_installed_package_is_self_contained(self):

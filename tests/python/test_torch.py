@@ -3,6 +3,7 @@ bench/device_run.sh; skipped without torch or CUDA)."""
 import os
 import sys
 import unittest
+import warnings
 
 ROOT = os.environ.get("JITK_TEST_ROOT", os.getcwd())
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
@@ -101,6 +102,101 @@ class TorchTests(unittest.TestCase):
         y2 = self.rt.fused_norm_scale_shift(x, scale, shift)
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(y.view(torch.int16), y2.view(torch.int16)))
+
+    def fresh(self):
+        return jitk.Runtime(specs=os.path.join(ROOT, "specs"))
+
+    def refused(self, rt, x, scale, shift, s):
+        """The strict fused call refuses s as not validated; auto takes the
+        split path."""
+        with self.assertRaises(jitk.ArgumentError) as e:
+            rt.fused_norm_scale_shift_fp8(x, scale, shift, s)
+        self.assertIn("was not validated with jitk_configure", e.exception.message)
+        *_, fused = rt.auto_norm_scale_shift_fp8(x, scale, shift, s)
+        self.assertFalse(fused)
+
+    def test_a_freed_configured_scale_does_not_validate_the_next_tensor_there(self):
+        # issue 22 #16: PyTorch's caching allocator hands a freed tensor's
+        # address to a later tensor of its size inside the same driver
+        # allocation, where the buffer id the library checks is the same;
+        # a never-configured -3.0 there took the fused path (29 of 48)
+        x, _, _, scale, shift, _ = self.inputs(rows=8)
+        rt = self.fresh()
+
+        def lands_on(p, tries=64):
+            """Up to tries new [-3.0] scales, all kept alive: the one at p, or None."""
+            kept = []
+            for _ in range(tries):
+                kept.append(torch.tensor([-3.0], device="cuda"))
+                if kept[-1].data_ptr() == p:
+                    return kept[-1]
+            return None
+        # unconfigured and freed, the address is reused (the allocator does
+        # it here), and what lands there is not validated
+        s = torch.tensor([0.5], device="cuda")
+        p = s.data_ptr()
+        rt.configure_input_scale(s)
+        rt.unconfigure(s)
+        del s
+        again = lands_on(p)
+        self.assertIsNotNone(again, "the caching allocator did not reuse the address")
+        self.refused(rt, x, scale, shift, again)
+        del again
+        # configured and dropped by the caller: the runtime holds it, so no
+        # new tensor lands there, in the issue's 48 trials
+        for i in range(48):
+            s = torch.tensor([0.5 + i], device="cuda")
+            p = s.data_ptr()
+            rt.configure_input_scale(s)
+            del s
+            self.assertIsNone(lands_on(p, tries=8 if i else 64), i)
+            bad = torch.tensor([-3.0], device="cuda")
+            self.refused(rt, x, scale, shift, bad)
+        self.assertEqual(len(rt._configured), 48)
+        for q in list(rt._configured):
+            rt.unconfigure(q)
+        rt.close()
+
+    def test_a_configured_scale_written_in_place_is_no_longer_validated(self):
+        # issue 22 #16: the same tensor, -3.0 written into it after configure
+        x, _, _, scale, shift, _ = self.inputs(rows=8)
+        rt = self.fresh()
+        s = torch.tensor([0.5], device="cuda")
+        rt.configure_input_scale(s)
+        *_, fused = rt.auto_norm_scale_shift_fp8(x, scale, shift, s)
+        self.assertTrue(fused)
+        s.fill_(-3.0)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            self.refused(rt, x, scale, shift, s)
+        self.assertIn("was written after configure", str(w[0].message))
+        with self.assertRaises(jitk.ArgumentError):
+            rt.configure_input_scale(s)  # -3.0: refused where it is checked
+        s.fill_(2.0)
+        rt.configure_input_scale(s)      # configured again after the write
+        *_, fused = rt.auto_norm_scale_shift_fp8(x, scale, shift, s)
+        self.assertTrue(fused)
+        rt.close()
+
+    def test_devices_and_foreign_tensors(self):
+        # issue 22 #17: a device as PyTorch spells it
+        for d in (torch.device("cuda"), torch.device("cuda", torch.cuda.current_device()),
+                  f"cuda:{torch.cuda.current_device()}", "cuda"):
+            rt = jitk.Runtime(device=d, specs=os.path.join(ROOT, "specs"))
+            self.assertEqual(rt.device, torch.cuda.current_device())
+            rt.close()
+        # issue 22 #12: a NumPy array is on the CPU (NumPy raised "only
+        # supports stream=None" through the call)
+        try:
+            import numpy as np
+        except ImportError:
+            return
+        x, _, _, _, _, s = self.inputs(rows=3, h=1536)
+        q = torch.empty(x.numel(), dtype=torch.float8_e4m3fn, device="cuda")
+        with self.assertRaises(jitk.ArgumentError) as e:
+            self.rt.call("static_quant_fp8", q=q, x=np.zeros(x.numel(), np.float32),
+                         input_scale=s)
+        self.assertEqual(e.exception.message, "x is on the CPU, not cuda:0")
 
     def test_stats(self):
         st = self.rt.stats("fused_norm_scale_shift[hidden=3072]")

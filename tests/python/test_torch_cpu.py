@@ -104,6 +104,71 @@ def torch_plan():
     return torch is not None and (jitk._ops.eager_plan or "").startswith("libtorch")
 
 
+@unittest.skipIf(torch is None, "needs PyTorch")
+class TorchDeviceAndConfiguredTests(unittest.TestCase):
+    def test_torch_devices(self):
+        # issue 22 #17: jitk.runtime(torch.device("cuda")) was an ArgumentTypeError
+        from jitk import _core, _ops
+        d = _core._device
+        self.assertEqual(d(torch.device("cuda:2")), 2)
+        self.assertEqual(d(torch.device("cuda")), d(None))  # the current device
+        with self.assertRaises(jitk.ArgumentError) as e:
+            d(torch.device("cpu"))
+        self.assertEqual(e.exception.message, "device cpu is not a CUDA device")
+        made = []
+
+        class StandIn:  # the library's runtime needs a GPU
+            def __init__(self, device=None):
+                made.append(device)
+        saved = (_ops._core.Runtime, dict(_ops._runtimes))
+        _ops._core.Runtime = StandIn
+        _ops._runtimes.clear()
+        try:
+            a = jitk.runtime(torch.device("cuda:1"))
+            self.assertIs(jitk.runtime("cuda:1"), a)
+            self.assertIs(jitk.runtime(1), a)
+            jitk.runtime(torch.device("cuda"))
+        finally:
+            _ops._core.Runtime = saved[0]
+            _ops._runtimes.clear()
+            _ops._runtimes.update(saved[1])
+        self.assertEqual(made, [1, d(None)])
+
+    def test_a_write_since_configure_undoes_it(self):
+        # issue 22 #16 on real version counters (Runtime.call's check; the
+        # plans': test_package.py, and on the GPU test_torch.py, test_ops.py)
+        from jitk import _core
+        rt = jitk.Runtime.__new__(jitk.Runtime)
+        rt._h = None
+        s = torch.tensor([0.5])
+        with torch.inference_mode():
+            frozen = torch.tensor([0.5])
+        self.assertIsNone(_core._version_of(frozen))  # no counter: the reference only
+        rt._configured = {s.data_ptr(): _core._version_of(s), frozen.data_ptr(): None}
+        rt._configured_keep = {s.data_ptr(): s, frozen.data_ptr(): frozen}
+        forgot = []
+        saved = _core._unconfigure
+        _core._unconfigure = lambda h, p: forgot.append(p) or 0
+        rt._h = 1  # stood in (set back before it is freed)
+        try:
+            rt._check_configured(s)
+            rt._check_configured(s[0:1])  # a view shares the counter
+            rt._check_configured(frozen)
+            self.assertEqual(forgot, [])
+            s[0:1].fill_(-3.0)  # in place, through a view
+            import warnings
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                rt._check_configured(s)
+            self.assertEqual(forgot, [s.data_ptr()])
+            self.assertIn("was written after configure", str(w[0].message))
+            self.assertNotIn(s.data_ptr(), rt._configured)
+            self.assertNotIn(s.data_ptr(), rt._configured_keep)
+        finally:
+            _core._unconfigure = saved
+            rt._h = None
+
+
 @unittest.skipUnless(torch_plan(), "needs jitk._torch (built where PyTorch imports)")
 class TorchPlanCpuTests(unittest.TestCase):
     """jitk._torch's plan, where no GPU runs it: what goes back to the
@@ -148,6 +213,12 @@ class TorchPlanCpuTests(unittest.TestCase):
         args[4], args[5] = ((torch.int32, 0, 32),), (torch.float16,)
         with self.assertRaisesRegex(ValueError, "x: its output dtype"):
             _torch.Plan(*args)
+        # the configured tensors to watch: tensor arguments, with a registry
+        _torch.Plan(*ok, ((0,), lambda d: ({}, print)))
+        _torch.Plan(*ok, None)
+        for bad in (((1,), print), ((0,), None), ([0], print), "x"):
+            with self.assertRaises((ValueError, TypeError), msg=bad):
+                _torch.Plan(*ok, bad)
 
 
 if __name__ == "__main__":

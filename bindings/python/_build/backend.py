@@ -12,7 +12,9 @@ jitk/include inside.
 
 Environment: JITK_CONFIGURE_ARGS (more ./configure options, e.g.
 --cuda=DIR), CC (the C compiler for _fast.c; default cc), CXX (the C++
-compiler for _torch.cpp; default c++), JITK_TORCH_EXT=0 (no _torch.cpp).
+compiler for _torch.cpp; default c++), JITK_TORCH_EXT=0 (no _torch.cpp; the values
+of the library's switches: any case of 1/true/yes/on, 0/false/no/off;
+anything else is warned about and taken as 0).
 
 `python3 bindings/python/_build/backend.py torch-ext` builds jitk/_torch
 in the source tree (PYTHONPATH=bindings/python then uses it).
@@ -115,8 +117,11 @@ def _build_extension(src, out):
 
 _TORCH_QUERY = """
 import json, torch, torch.utils.cpp_extension as e
+with open(e.__file__) as f:  # the C++ standard PyTorch builds its own extensions with
+    std = "c++20" if "-std=c++20" in f.read() else "c++17"
 print(json.dumps(dict(version=torch.__version__, abi=int(torch._C._GLIBCXX_USE_CXX11_ABI),
-                      include=e.include_paths(), lib=e.library_paths(), cuda=e.CUDA_HOME)))
+                      include=e.include_paths(), lib=e.library_paths(), cuda=e.CUDA_HOME,
+                      std=std)))
 """
 
 
@@ -128,8 +133,13 @@ def torch_extension(include, out, cuda=None):
     does not import here (pip's build isolation: install with
     --no-build-isolation to build it) or JITK_TORCH_EXT=0."""
     import json
-    if os.environ.get("JITK_TORCH_EXT", "1") == "0":
-        print("jitk build: JITK_TORCH_EXT=0: no jitk._torch", flush=True)
+    flag = os.environ.get("JITK_TORCH_EXT", "")
+    if flag.lower() in ("0", "false", "no", "off"):
+        print(f"jitk build: JITK_TORCH_EXT={flag}: no jitk._torch", flush=True)
+        return []
+    if flag and flag.lower() not in ("1", "true", "yes", "on"):  # as the library's switches
+        print(f"jitk build: warning: JITK_TORCH_EXT={flag!r} is not one of 1/true/yes/on or "
+              "0/false/no/off: taken as off, no jitk._torch", flush=True)
         return []
     r = subprocess.run([sys.executable, "-c", _TORCH_QUERY], capture_output=True, text=True)
     if r.returncode:
@@ -141,7 +151,7 @@ def torch_extension(include, out, cuda=None):
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     target = os.path.join(out, "_torch" + suffix)
     cxx = os.environ.get("CXX", "c++")
-    cmd = shlex.split(cxx) + ["-shared", "-fPIC", "-O2", "-std=c++17", "-Wall",
+    cmd = shlex.split(cxx) + ["-shared", "-fPIC", "-O2", "-std=" + t.get("std", "c++17"), "-Wall",
                               f"-D_GLIBCXX_USE_CXX11_ABI={t['abi']}",
                               f'-DJITK_TORCH_VERSION="{t["version"]}"',
                               "-I" + sysconfig.get_paths()["include"], "-I" + include,

@@ -15,9 +15,10 @@ docs/python.md is the guide; `python -m jitk` mirrors the jitk command
 """
 from ._core import (ArgumentError, ArgumentTypeError, Compiler, Error, Runtime,  # noqa: F401
                     library_path, version)
+from . import _ops  # needs no PyTorch until register()
 
 __all__ = ["Error", "ArgumentError", "ArgumentTypeError", "Compiler", "Runtime", "version",
-           "library_path", "ops", "runtime", "configure"]
+           "library_path", "ops", "runtime", "configure", "unconfigure"]
 
 
 def _register_torch_ops():
@@ -27,9 +28,9 @@ def _register_torch_ops():
     global ops_error
     try:
         import torch  # noqa: F401
-    except ImportError:
+    except ImportError as e:
+        _ops.eager_plan_note = f"PyTorch does not import here ({e}): no ops"
         return None
-    from . import _ops
     try:
         _ops.register()
     except Error as e:
@@ -42,15 +43,45 @@ ops = _register_torch_ops()
 
 
 def runtime(device=None):
-    """The Runtime the ops use on a CUDA device (default: the current one)."""
-    from . import _ops
+    """The Runtime the ops use on a CUDA device: None or "cuda" (PyTorch's
+    current device; 0 without PyTorch), an int, "cuda:N" or a
+    torch.device."""
     return _ops.runtime(device)
+
+
+def _device_of(tensor, what):
+    """The CUDA device a torch.Tensor or a DLPack tensor is on."""
+    from . import _core
+    if _core._is_torch_tensor(tensor):
+        d = tensor.get_device()
+        if d < 0:
+            raise ArgumentError(f"{what} is on the CPU, not a CUDA device")
+        return d
+    if hasattr(tensor, "__dlpack__"):
+        from . import _dlpack
+        try:
+            where = _dlpack.device(tensor, what)
+        except ValueError as e:
+            raise ArgumentError(str(e)) from None
+        if where is None:
+            return None
+        if where[0] not in _dlpack.CUDA_DEVICES:
+            raise ArgumentError(f"{what} is on {_dlpack.device_name(*where)}, not a CUDA device")
+        return where[1]
+    raise ArgumentTypeError(f"{what} must be a torch.Tensor or a tensor with __dlpack__, not "
+                            f"{type(tensor).__name__}")
 
 
 def configure(symbol, arg, tensor):
     """Validate a tensor that a `configured:` argument needs (a static fp8
     scale: one finite, positive fp32), for the ops on its device: once, at
     model load (a device read; not during capture). Until then the fused
-    kernels that need it run their fallback (the same bytes)."""
-    runtime(tensor.get_device() if hasattr(tensor, "get_device") else None).configure(
-        symbol, arg, tensor)
+    kernels that need it run their fallback (the same bytes). The ops'
+    runtime keeps the tensor until unconfigure; an in-place write into it
+    undoes the validation (configure it again after writing)."""
+    runtime(_device_of(tensor, arg)).configure(symbol, arg, tensor)
+
+
+def unconfigure(tensor):
+    """Forget a tensor configure validated, and let go of it."""
+    runtime(_device_of(tensor, "tensor")).unconfigure(tensor)

@@ -32,7 +32,7 @@ def cmd_explain(a):
 
 def cmd_precompile(a):
     archs = [x for x in (a.arch or DEFAULT_ARCHS).split(",") if x]
-    counts = {"compiled": 0, "cached": 0, "failed": 0, "gated": 0}
+    counts = {"compiled": 0, "cached": 0, "remote": 0, "failed": 0, "gated": 0}
     t0 = time.monotonic()
     with _compiler(a, cache_dir=a.cache) as c:
         for arch in archs:
@@ -47,9 +47,13 @@ def cmd_precompile(a):
         for inst in insts:
             for arch in archs:
                 done += 1
+                note = ""
                 try:
                     origin = c.precompile(inst, arch)
-                    what = "compiled" if origin in ("compiled", "memory") else "cached"
+                    what = {"compiled": "compiled", "memory": "compiled",
+                            "remote": "remote"}.get(origin, "cached")
+                    if origin == "memory":  # the library warned why
+                        note = " (in memory only: not written to the cache)"
                 except _core.Error as e:
                     if e.status == "EARCH":
                         what = "gated"
@@ -57,18 +61,18 @@ def cmd_precompile(a):
                         what = "failed"
                         print(f"jitk: {e.message}", file=sys.stderr)
                 counts[what] += 1
-                print(f"[{done}/{total}] {what if what != 'failed' else 'FAILED':<8} {inst} {arch}",
-                      flush=True)
+                print(f"[{done}/{total}] {what if what != 'failed' else 'FAILED':<8} {inst} {arch}"
+                      f"{note}", flush=True)
         where = c.cache_dir() or "(memory)"
     print(f"precompiled {len(insts)} symbols x {len(archs)} architectures ({','.join(archs)}) "
           f"into {where} in {time.monotonic() - t0:.2f} s with 1 processes: "
-          f"{counts['compiled']} compiled, {counts['cached']} cached, {counts['failed']} failed, "
-          f"{counts['gated']} gated")
+          f"{counts['compiled']} compiled, {counts['cached']} cached, {counts['remote']} remote, "
+          f"{counts['failed']} failed, {counts['gated']} gated")
     return 1 if counts["failed"] else 0
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m jitk", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m jitk", description=" ".join(__doc__.split()))
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     sp = sub.add_parser("list", help="every symbol instance, its family, parameters and gates")
     sp.add_argument("name", nargs="?", help="a selector (default: all)")

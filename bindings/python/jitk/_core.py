@@ -29,6 +29,7 @@ import math
 import operator
 import os
 import sys
+import warnings
 
 __all__ = ["Error", "ArgumentError", "ArgumentTypeError", "Compiler", "Runtime", "version"]
 
@@ -252,6 +253,63 @@ def _f32(v, what):
     return f
 
 
+_ENV_TRUE = ("1", "true", "yes", "on")
+_ENV_FALSE = ("0", "false", "no", "off")
+_env_warned = set()
+
+
+def _env_flag(name, default, unknown):
+    """A boolean environment variable, read as the library reads its own:
+    1/true/yes/on or 0/false/no/off in any case; unset or empty: default;
+    anything else (" 1", "2") is warned about once per process and taken as
+    unknown, the meaning that does less."""
+    v = os.environ.get(name, "")
+    if not v:
+        return default
+    low = v.lower() if v.isascii() else v
+    if low in _ENV_TRUE:
+        return True
+    if low in _ENV_FALSE:
+        return False
+    if name not in _env_warned:
+        _env_warned.add(name)
+        warnings.warn(f"jitk: {name}={v!r} is not one of 1/true/yes/on or 0/false/no/off: "
+                      f"taken as {'on' if unknown else 'off'}", RuntimeWarning, stacklevel=3)
+    return unknown
+
+
+def _current_device():
+    """PyTorch's current CUDA device when PyTorch is imported and sees one,
+    else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return torch.cuda.current_device()
+    return 0
+
+
+def _device(device, what="device"):
+    """A CUDA device index from None or "cuda" (the current device), an
+    int, "cuda:N", or a torch.device of type cuda."""
+    if device is None:
+        return _current_device()
+    if isinstance(device, str):
+        if device == "cuda":
+            return _current_device()
+        n = device[5:] if device.startswith("cuda:") else ""
+        if not (n.isascii() and n.isdigit()):
+            raise ArgumentError(f"{what} {device!r} is not a CUDA device ('cuda' or 'cuda:N')")
+        return _int(int(n), what, 0, _INT32[1])
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(device, torch.device):
+        if device.type != "cuda":
+            raise ArgumentError(f"{what} {device} is not a CUDA device")
+        return _current_device() if device.index is None else device.index
+    if isinstance(device, bool) or not hasattr(device, "__index__"):
+        raise ArgumentTypeError(f"{what} must be an int, 'cuda:N' or a torch.device, not "
+                                f"{type(device).__name__}")
+    return _int(device, what, 0, _INT32[1])
+
+
 def version():
     """The library's version string."""
     return _version().decode()
@@ -374,11 +432,13 @@ class Compiler(_Handle):
 
 # ----------------------------------------------------------------- runtime
 
-def _torch():
+def _torch(what="this"):
     try:
         import torch
     except ImportError as e:  # the CPU parts of jitk need no torch
-        raise Error(-1, "this needs PyTorch: " + str(e)) from None
+        raise Error(-1, f"{what} needs PyTorch, which does not import here ({e}); "
+                    "PyTorch-free: jitk.Compiler, and jitk.Runtime(device=N) with DLPack "
+                    "tensors (CuPy, JAX)") from None
     return torch
 
 
@@ -428,6 +488,15 @@ def _make_args(kinds, args, tensor):
     return arr, i, keep
 
 
+def _version_of(t):
+    """A torch.Tensor's version counter (bumped by every in-place write), or
+    None where it has none (an inference tensor)."""
+    try:
+        return t._version
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def _is_torch_tensor(v):
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(v, torch.Tensor)
@@ -464,11 +533,7 @@ class Runtime(_Handle):
 
     def __init__(self, device=None, specs=None, cache_dir=None, cache_path=None,
                  no_compile=None, force_compile=None, capture="error", programmatic=False):
-        if device is None:
-            import sys
-            torch = sys.modules.get("torch")
-            device = torch.cuda.current_device() if torch and torch.cuda.is_available() else 0
-        self.device = _int(device, "device", 0, _INT32[1])
+        self.device = _device(device)
         if capture not in ("error", "resolve"):
             raise ArgumentError(f"capture must be 'error' or 'resolve', not {capture!r}")
         self._copts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
@@ -485,6 +550,23 @@ class Runtime(_Handle):
         self._ops = {}
         self._kinds = {}
         self._args = {}
+        self._configured_args = {}
+        # the tensors configure validated, by data address: the version
+        # PyTorch's counter had then (None: a tensor without one) and what
+        # keeps the memory from being freed and handed to another tensor
+        # (the caching allocator reuses addresses inside its blocks, where
+        # the driver's buffer id stays the same) until unconfigure
+        self._configured = {}
+        self._configured_keep = {}
+
+    def close(self):
+        """Free the runtime; its configured tensors are released."""
+        _Handle.close(self)
+        if hasattr(self, "_configured"):
+            self._configured.clear()
+            self._configured_keep.clear()
+
+    __del__ = close
 
     @property
     def arch(self):
@@ -526,6 +608,8 @@ class Runtime(_Handle):
             sym = selector.split("[", 1)[0]
             d = self.describe(sym)["symbols"][0]
             self._kinds[selector] = {a["name"]: a["kind"] for a in d["args"]}
+            self._configured_args[selector] = {a["name"] for a in d["args"]
+                                               if a.get("configured")}
             self._args[op.value] = d["args"]
             self._ops[selector] = op
         return op
@@ -571,6 +655,9 @@ class Runtime(_Handle):
         tensors = [v for n, v in args.items() if kinds.get(n) == "tensor" and v is not None]
         info = _CallInfo()
         if all(_is_torch_tensor(t) for t in tensors):
+            for name in self._configured_args.get(selector, ()):
+                if args.get(name) is not None:
+                    self._check_configured(args[name])
             arr, n, keep = _make_args(kinds, args, self._tensor)
             if stream is None and keep:
                 stream = self._stream()
@@ -583,6 +670,9 @@ class Runtime(_Handle):
 
     def _call_dlpack(self, op, kinds, info, mode, args, tensors, stream):
         from . import _dlpack
+        for name, v in args.items():
+            if kinds.get(name) == "tensor" and v is not None:
+                self._dlpack_device(v, name)
         wait = False
         if stream is None:
             stream = _dlpack.framework_stream(tensors[0], self.device)
@@ -594,9 +684,9 @@ class Runtime(_Handle):
             if not hasattr(v, "__dlpack__"):
                 raise ArgumentTypeError(f"{name} must be a tensor with __dlpack__, not "
                                         f"{type(v).__name__}")
-            cap = _dlpack.export(v, stream, name)
-            capsules.append(cap)
             try:
+                cap = _dlpack.export(v, stream, name)
+                capsules.append(cap)
                 addr, read_only = _dlpack.view(cap, name)
             except ValueError as e:
                 raise ArgumentError(str(e)) from None
@@ -611,13 +701,43 @@ class Runtime(_Handle):
         del capsules
         return rc
 
+    def _dlpack_device(self, v, name):
+        """Refuse a DLPack tensor that says it is not on this runtime's
+        CUDA device (a NumPy array: on the CPU) before it is exported."""
+        from . import _dlpack
+        if not hasattr(v, "__dlpack__"):
+            raise ArgumentTypeError(f"{name} must be a tensor with __dlpack__, not "
+                                    f"{type(v).__name__}")
+        try:
+            where = _dlpack.device(v, name)
+        except ValueError as e:
+            raise ArgumentError(str(e)) from None
+        if where is None:
+            return
+        kind, index = where
+        if kind not in _dlpack.CUDA_DEVICES:
+            raise ArgumentError(f"{name} is on {_dlpack.device_name(kind, index)}, not "
+                                f"cuda:{self.device}")
+        if kind == _dlpack.CUDA and index != self.device:
+            raise ArgumentError(f"{name} is on cuda:{index}, not cuda:{self.device}")
+
     def configure(self, symbol, arg, t):
         """Validate a tensor a `configured:` argument of symbol needs (one
-        device read), tied to its allocation."""
+        device read). Until unconfigure (or close), the runtime holds a
+        reference to the tensor, so that its memory is not handed to another
+        tensor (PyTorch's caching allocator, CuPy's pool); an in-place
+        write into a torch.Tensor after configure (its version counter
+        moves) undoes the validation at the next call (the fused kernel's
+        guard refuses it: its fallback in AUTO); configure it again after
+        writing."""
         if not _is_torch_tensor(t) and hasattr(t, "__dlpack__"):
             from . import _dlpack
-            cap = _dlpack.export(t, None, arg)
-            addr, _ = _dlpack.view(cap, arg)
+            self._dlpack_device(t, arg)
+            try:
+                cap = _dlpack.export(t, None, arg)
+                addr, _ = _dlpack.view(cap, arg)
+            except ValueError as e:
+                raise ArgumentError(str(e)) from None
             dl = _dlpack.DLTensor.from_address(addr)
             d = _Tensor()
             d.data = (dl.data or 0) + dl.byte_offset
@@ -627,13 +747,60 @@ class Runtime(_Handle):
                 d.shape[i] = dl.shape[i]
                 d.strides[i] = dl.strides[i] if dl.strides else 1
             _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
+            self._configured[d.data] = None  # no version counter to watch
+            self._configured_keep[d.data] = t
             return
         d = self._tensor(t, arg)
         _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
+        self._configured[d.data] = _version_of(t)
+        self._configured_keep[d.data] = (t, getattr(t, "untyped_storage", lambda: None)())
+
+    def _check_configured(self, t):
+        """Undo the validation of a configured torch.Tensor written since
+        (the plans do the same in C)."""
+        p = t.data_ptr()
+        if p in self._configured:
+            v = self._configured[p]
+            if v is not None and _version_of(t) != v:
+                self._stale(p)
+
+    def _stale(self, data):
+        """Forget a configured address whose tensor was written after
+        configure: the library no longer takes it as validated."""
+        if data in self._configured:
+            warnings.warn(f"jitk: the configured tensor at 0x{data:x} was written after "
+                          "configure: it is no longer taken as validated (configure it again)",
+                          RuntimeWarning, stacklevel=2)
+        self._forget(data)
+
+    def _forget(self, data):
+        self._configured.pop(data, None)
+        self._configured_keep.pop(data, None)
+        if self._h:
+            _unconfigure(self._h, data)  # ENOENT: already forgotten
 
     def unconfigure(self, t):
-        _check(_unconfigure(self._h, t.data_ptr() if hasattr(t, "data_ptr") else
-                            _int(t, "data", 0, (1 << 64) - 1)))
+        """Forget a configured tensor (or data address): the library no
+        longer takes its address as validated, and the runtime lets go of
+        it (its memory may then be reused)."""
+        if _is_torch_tensor(t):
+            data = t.data_ptr()
+        elif hasattr(t, "__dlpack__"):
+            from . import _dlpack
+            try:
+                addr, _ = _dlpack.view(_dlpack.export(t, None, "tensor"), "tensor")
+            except ValueError as e:
+                raise ArgumentError(str(e)) from None
+            dl = _dlpack.DLTensor.from_address(addr)
+            data = (dl.data or 0) + dl.byte_offset
+        else:
+            data = _int(t, "data", 0, (1 << 64) - 1)
+        known = data in self._configured
+        self._configured.pop(data, None)
+        self._configured_keep.pop(data, None)
+        rc = _unconfigure(self._h, data)
+        if rc < 0 and not known:
+            _check(rc)
 
     # -- the norm family, on the generic call
     def configure_input_scale(self, input_scale):

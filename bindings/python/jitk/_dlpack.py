@@ -11,11 +11,39 @@ capsule is alive and never renames it, so the capsule's destructor calls
 the producer's deleter: the producer keeps ownership throughout.
 """
 import ctypes as _c
+import operator
 
 __all__ = ["DLTensor", "DLManagedTensor", "DLManagedTensorVersioned", "export", "view",
-           "framework_stream", "READ_ONLY"]
+           "framework_stream", "device", "device_name", "READ_ONLY"]
 
 READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+CUDA, CUDA_MANAGED = 2, 13  # DLDeviceType: kDLCUDA, kDLCUDAManaged
+CUDA_DEVICES = (CUDA, CUDA_MANAGED)
+_DEVICE_NAMES = {1: "the CPU", 3: "CUDA pinned host memory", 4: "an OpenCL device",
+                 7: "a Vulkan device", 8: "a Metal device", 9: "a VPI device",
+                 10: "a ROCm device", 11: "ROCm pinned host memory", 12: "an extension device",
+                 14: "a oneAPI device", 15: "a WebGPU device", 16: "a Hexagon DSP",
+                 17: "a MAIA device"}
+
+
+def device_name(kind, index):
+    """Where a DLPack device type puts a tensor, in words."""
+    if kind in CUDA_DEVICES:
+        return f"cuda:{index}"
+    return _DEVICE_NAMES.get(kind, f"DLPack device type {kind}")
+
+
+def device(v, what):
+    """(device_type, device_id) from v.__dlpack_device__(), or None when v
+    has none; ValueError when it fails or answers something else."""
+    if not hasattr(v, "__dlpack_device__"):
+        return None
+    try:
+        kind, index = v.__dlpack_device__()
+        return operator.index(kind), operator.index(index)
+    except Exception as e:  # noqa: BLE001 - whatever the producer raises
+        raise ValueError(f"{what}: __dlpack_device__() failed: {type(e).__name__}: "
+                         f"{e}") from None
 
 
 class DLDevice(_c.Structure):
@@ -90,15 +118,19 @@ def framework_stream(v, device):
 
 def export(v, stream, what):
     """v.__dlpack__ for a kernel on stream (an int handle; None: the
-    legacy default stream): the capsule (keep it alive for the call)."""
+    legacy default stream): the capsule (keep it alive for the call).
+    Whatever the producer raises (NumPy: "only supports stream=None", a
+    BufferError) comes back as ValueError naming the argument."""
     s = 1 if not stream else stream  # DLPack: 1 is CUDA's legacy default stream
     try:
-        return v.__dlpack__(stream=s, max_version=(1, 0))
-    except TypeError:  # a producer older than DLPack 1.0's protocol
-        pass
-    try:
-        return v.__dlpack__(stream=s)
-    except TypeError:
-        return v.__dlpack__()
-    except Exception as e:
-        raise ValueError(f"{what}: __dlpack__(stream={s}) failed: {e}") from None
+        try:
+            return v.__dlpack__(stream=s, max_version=(1, 0))
+        except TypeError:  # a producer older than DLPack 1.0's protocol
+            pass
+        try:
+            return v.__dlpack__(stream=s)
+        except TypeError:  # older still: no stream argument
+            return v.__dlpack__()
+    except Exception as e:  # noqa: BLE001 - whatever the producer raises
+        raise ValueError(f"{what}: __dlpack__(stream={s}) failed: {type(e).__name__}: "
+                         f"{e}") from None

@@ -12,7 +12,14 @@
  * tensor that is not a plain torch.Tensor (the caller takes the
  * dispatcher's path; a kernel's plan, made with subclasses, reads a
  * subclass's tensor as torch.Tensor's: under the dispatcher it is one).
- * Bad values raise ArgumentError / ArgumentTypeError. */
+ * Bad values raise ArgumentError / ArgumentTypeError.
+ *
+ * A plan made with configured=(indices, versions, stale) looks each
+ * tensor at those indices up in versions (a Runtime's configured tensors:
+ * data address -> its _version at configure, or None) and calls
+ * stale(address) before the call when the tensor's _version moved (an
+ * in-place write after configure): the library then no longer takes the
+ * address as validated. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
@@ -51,10 +58,13 @@ typedef struct {
 	 * bound method per call) */
 	PyObject *attr[2][N_ATTRS];
 	PyObject *arg_error, *type_error;
+	char watched[32];   /* per argument: a configured tensor */
+	PyObject *versions; /* dict: data address -> version (or None); NULL: none watched */
+	PyObject *stale;    /* stale(address) */
 	vectorcallfunc vectorcall;
 } Plan;
 
-static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_get_device;
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_get_device, *s_version;
 static PyObject **attr_names[N_ATTRS] = { &s_get_device, &s_dtype, &s_data_ptr, &s_shape,
 					  &s_stride };
 
@@ -76,6 +86,8 @@ static void plan_dealloc(Plan *p)
 		Py_XDECREF(p->attr[j / N_ATTRS][j % N_ATTRS]);
 	Py_XDECREF(p->arg_error);
 	Py_XDECREF(p->type_error);
+	Py_XDECREF(p->versions);
+	Py_XDECREF(p->stale);
 	Py_TYPE(p)->tp_free((PyObject *)p);
 }
 
@@ -178,6 +190,44 @@ static int read_tensor(Plan *p, PyObject *v, const char *name, jitk_tensor *t)
 	return 0;
 }
 
+/* A configured tensor v at data: stale(data) when its version is not the
+ * one configure saw (a tensor without _version is taken as written). 0, or
+ * -1 with an error raised. */
+static int watch(Plan *p, PyObject *v, uint64_t data)
+{
+	PyObject *key, *seen, *now, *r;
+	int same;
+
+	if (!(key = PyLong_FromUnsignedLongLong(data)))
+		return -1;
+	seen = PyDict_GetItemWithError(p->versions, key); /* borrowed */
+	if (!seen || seen == Py_None) {
+		Py_DECREF(key);
+		return PyErr_Occurred() ? -1 : 0;
+	}
+	Py_INCREF(seen);
+	if (!(now = PyObject_GetAttr(v, s_version))) {
+		PyErr_Clear(); /* no counter to compare: not the tensor configured */
+		same = 0;
+	} else {
+		same = PyObject_RichCompareBool(now, seen, Py_EQ);
+		Py_DECREF(now);
+	}
+	Py_DECREF(seen);
+	if (same < 0) {
+		Py_DECREF(key);
+		return -1;
+	}
+	if (same) {
+		Py_DECREF(key);
+		return 0;
+	}
+	r = PyObject_CallOneArg(p->stale, key);
+	Py_DECREF(key);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
 static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
 				 PyObject *kwnames)
 {
@@ -215,6 +265,9 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
 				return NULL;
 			if (rc > 0)
 				return PyLong_FromLong(NOT_PLAIN);
+			if (p->watched[i] && PyDict_GET_SIZE(p->versions) &&
+			    watch(p, v, t[n].data) < 0)
+				return NULL;
 			a[n].type = JITK_ARG_TENSOR;
 			a[n].v.tensor = &t[n];
 		} else if (jitk_py_scalar(v, k, p->names[i], &a[n], p->type_error, p->arg_error) < 0) {
@@ -235,17 +288,25 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	unsigned long long op, fn;
 	int mode, device;
-	PyObject *names, *dtypes, *plain, *aerr, *terr;
+	PyObject *names, *dtypes, *plain, *aerr, *terr, *cfg = Py_None, *idx = NULL;
+	PyObject *versions = NULL, *stale = NULL;
 	const char *kinds;
 	Plan *p;
 	Py_ssize_t i;
 
 	int subclasses = 0;
 
-	if (!PyArg_ParseTuple(args, "KKiiO!sO!O!OO|p", &op, &fn, &mode, &device, &PyTuple_Type,
+	if (!PyArg_ParseTuple(args, "KKiiO!sO!O!OO|pO", &op, &fn, &mode, &device, &PyTuple_Type,
 			      &names, &kinds, &PyTuple_Type, &dtypes, &PyTuple_Type, &plain, &aerr,
-			      &terr, &subclasses))
+			      &terr, &subclasses, &cfg))
 		return NULL;
+	if (cfg != Py_None &&
+	    (!PyArg_ParseTuple(cfg, "O!O!O", &PyTuple_Type, &idx, &PyDict_Type, &versions, &stale) ||
+	     !PyCallable_Check(stale))) {
+		PyErr_Clear();
+		return PyErr_Format(PyExc_TypeError, "configured must be None or (indices, a dict, "
+				    "a callable)");
+	}
 	if (PyTuple_GET_SIZE(names) != (Py_ssize_t)strlen(kinds) || PyTuple_GET_SIZE(names) > 32 ||
 	    PyTuple_GET_SIZE(plain) != 2 || PyTuple_GET_SIZE(dtypes) > MAX_DTYPES)
 		return PyErr_Format(PyExc_ValueError, "bad plan tables");
@@ -307,6 +368,23 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	p->type_error = terr;
 	Py_INCREF(aerr);
 	Py_INCREF(terr);
+	for (i = 0; idx && i < PyTuple_GET_SIZE(idx); i++) {
+		Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GET_ITEM(idx, i));
+
+		if (j < 0 || j >= p->n || (p->kinds[j] != 't' && p->kinds[j] != 'o')) {
+			Py_DECREF(p);
+			return PyErr_Occurred() ? NULL
+						: PyErr_Format(PyExc_ValueError, "configured: %zd is "
+							       "not a tensor argument", j);
+		}
+		p->watched[j] = 1;
+	}
+	if (idx) {
+		p->versions = versions;
+		p->stale = stale;
+		Py_INCREF(versions);
+		Py_INCREF(stale);
+	}
 	p->vectorcall = plan_vectorcall;
 	return (PyObject *)p;
 }
@@ -320,7 +398,7 @@ static PyTypeObject PlanType = {
 	.tp_call = PyVectorcall_Call,
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
 	.tp_doc = "Plan(op, jitk_op_call, mode, device, names, kinds, dtypes, plain_types, "
-		  "ArgumentError, ArgumentTypeError, subclasses=False): "
+		  "ArgumentError, ArgumentTypeError, subclasses=False, configured=None): "
 		  "plan(stream, *values) -> status",
 	.tp_new = plan_new,
 };
@@ -340,7 +418,8 @@ PyMODINIT_FUNC PyInit__fast(void)
 	s_stride = PyUnicode_InternFromString("stride");
 	s_dtype = PyUnicode_InternFromString("dtype");
 	s_get_device = PyUnicode_InternFromString("get_device");
-	if (!s_data_ptr || !s_shape || !s_stride || !s_dtype || !s_get_device)
+	s_version = PyUnicode_InternFromString("_version");
+	if (!s_data_ptr || !s_shape || !s_stride || !s_dtype || !s_get_device || !s_version)
 		return NULL;
 	if (!(m = PyModule_Create(&fast_module)))
 		return NULL;

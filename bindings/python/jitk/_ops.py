@@ -342,9 +342,7 @@ def runtime(device=None):
     one), created on first use with the default options (JITK_SPECS and
     the other environment variables apply); use it to configure tensors
     (configure, configure_input_scale) and read stats."""
-    if device is None:
-        import torch
-        device = torch.cuda.current_device()
+    device = _core._device(device)
     rt = _runtimes.get(device)
     if rt is None:
         with _lock:
@@ -390,6 +388,10 @@ def _plan_factory(spec, specs, torch, tmod=None):
     dtypes = tuple((dt, c, b) for dt, (c, b) in _core._dtype_codes(torch).items())
     plain = (torch.Tensor, torch.nn.Parameter)
     plans, eplans, handles = {}, {}, {}
+    # the arguments a `configured:` rule guards: each plan looks them up in
+    # its runtime's configured tensors and undoes a validation whose tensor
+    # was written since (Runtime.configure)
+    cfg = tuple(i for i, a in enumerate(spec.call_args) if a.get("configured"))
 
     def make(device):
         with _lock:
@@ -399,8 +401,9 @@ def _plan_factory(spec, specs, torch, tmod=None):
         rt = runtime(device)
         op = rt._op(spec.name)
         _preload(rt, spec, specs)
-        p = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain, True)
-        e = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain, False)
+        watch = (cfg, rt._configured, rt._stale) if cfg else None
+        p = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain, True, watch)
+        e = make_plan(op.value, _MODE_AUTO, device, names, kinds, dtypes, plain, False, watch)
         with _lock:
             plans[device], eplans[device], handles[device] = p, e, op.value
         return p
@@ -412,12 +415,16 @@ def _plan_factory(spec, specs, torch, tmod=None):
     def resolve(device):
         make(device)
         return handles[device]
+    def registry(device):
+        rt = runtime(device)
+        return rt._configured, rt._stale
     tp = tpo = None
     if tmod is not None:
         def tplan(odt):
             return tmod.Plan(_core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value,
                              _MODE_AUTO, names, kinds, dtypes, odt, plain, resolve, _fail,
-                             _core.ArgumentError, _core.ArgumentTypeError)
+                             _core.ArgumentError, _core.ArgumentTypeError,
+                             (cfg, registry) if cfg else None)
         # the functional variant's plan allocates the outputs; the out
         # variant's allocates nothing (a shape given for an output is an error)
         tp = tplan(tuple(getattr(torch, TORCH_DTYPES[a["dtype"]])
@@ -430,8 +437,8 @@ def torch_module(torch):
     """(jitk._torch, None) when it was built for this PyTorch, else (None,
     why not). JITK_TORCH_PLAN=0 leaves it out."""
     import os
-    if os.environ.get("JITK_TORCH_PLAN", "1") == "0":
-        return None, "JITK_TORCH_PLAN=0"
+    if not _core._env_flag("JITK_TORCH_PLAN", True, False):
+        return None, f"JITK_TORCH_PLAN={os.environ['JITK_TORCH_PLAN']}"
     try:
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                "_torch.version")) as f:
@@ -458,11 +465,15 @@ def _plan_kind():
         return "ctypes"
 
 
-def make_plan(op, mode, device, names, kinds, dtypes, plain, subclasses=False):
+def make_plan(op, mode, device, names, kinds, dtypes, plain, subclasses=False, configured=None):
     """A callable plan(stream, *values) -> status for one op handle: the
     compiled extension's when it is built, else ctypes. With subclasses, an
     instance of a subclass of plain[0] is read as a plain[0]; else it is
-    NOT_PLAIN."""
+    NOT_PLAIN. configured: None, or (indices, versions, stale): the
+    arguments at those indices are looked up by data address in versions
+    (a Runtime's configured tensors: address -> version counter, or None)
+    and stale(address) is called, before the call, for one whose
+    _version moved."""
     try:
         from . import _fast
     except ImportError:
@@ -470,16 +481,18 @@ def make_plan(op, mode, device, names, kinds, dtypes, plain, subclasses=False):
     if _fast is not None:
         fn = _core._c.cast(_core._lib.jitk_op_call, _core._c.c_void_p).value
         return _fast.Plan(op, fn, mode, device, names, kinds, dtypes, plain,
-                          _core.ArgumentError, _core.ArgumentTypeError, subclasses)
-    return _PyPlan(op, mode, device, names, kinds, dtypes, plain, subclasses)
+                          _core.ArgumentError, _core.ArgumentTypeError, subclasses, configured)
+    return _PyPlan(op, mode, device, names, kinds, dtypes, plain, subclasses, configured)
 
 
 class _PyPlan:
     """The plan through ctypes (no compiled extension)."""
 
-    def __init__(self, op, mode, device, names, kinds, dtypes, plain, subclasses=False):
+    def __init__(self, op, mode, device, names, kinds, dtypes, plain, subclasses=False,
+                 configured=None):
         self.op, self.mode, self.device = _core._P(op), mode, device
         self.subclasses = subclasses
+        self.configured = configured
         self.names, self.kinds, self.plain = names, kinds, plain
         self.codes = {dt: (c, b) for dt, c, b in dtypes}
         self.kmap = {n: ("tensor" if k in "to" else {"i": "i32", "l": "i64", "f": "f32"}[k])
@@ -507,6 +520,15 @@ class _PyPlan:
         return d
 
     def __call__(self, stream, *values):
+        if self.configured is not None and self.configured[1]:
+            indices, versions, stale = self.configured
+            for i in indices:
+                v = values[i] if i < len(values) else None
+                if v is None or not hasattr(v, "data_ptr"):
+                    continue
+                p = v.data_ptr()
+                if versions.get(p) is not None and _core._version_of(v) != versions[p]:
+                    stale(p)
         try:
             arr, n, keep = _core._make_args(self.kmap, dict(zip(self.names, values)),
                                             self._tensor)
@@ -531,6 +553,7 @@ ops.out = types.ModuleType("jitk.ops.out", "the out variants")
 _lib = None
 specs_registered = {}
 # what jitk.ops' eager calls go through, and why not libtorch when not
+# (without PyTorch: None, and the note says so; jitk/__init__.py)
 eager_plan, eager_plan_note = None, None
 
 

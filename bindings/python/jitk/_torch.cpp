@@ -26,6 +26,12 @@
  *
  * The op handle of a device is asked for once, from `resolve(device)`
  * (which makes the runtime and preloads the symbol's instances), and kept.
+ * With configured=(indices, registry), registry(device) gives that
+ * device's runtime's configured tensors (a dict: data address -> the
+ * version counter at configure, or None) and stale(address); a tensor at
+ * those indices whose version moved since (an in-place write) is passed
+ * to stale before the call, so the library no longer takes it as
+ * validated.
  *
  * Like _fast.c it does not link libjitk: jitk_op_call's address comes from
  * the library the package loaded. */
@@ -80,6 +86,9 @@ struct Plan {
 	int ndt;
 	PyTypeObject *plain[2];
 	PyObject *resolve, *fail, *arg_error, *type_error;
+	char watched[MAX_ARGS]; /* per argument: a configured tensor */
+	PyObject *registry;     /* registry(device) -> (versions, stale); NULL: none watched */
+	PyObject *versions[MAX_DEVICES], *stale[MAX_DEVICES];
 };
 
 PyObject *raise(PyObject *kind, const char *fmt, ...)
@@ -289,6 +298,65 @@ jitk_op *op_of(Plan *p, int d)
 	return p->ops[d];
 }
 
+/* Device d's configured tensors from registry(d), the first time; 0, or
+ * -1 with an error raised. */
+int registry_of(Plan *p, int d)
+{
+	if (!p->registry || p->versions[d])
+		return 0;
+	PyObject *r = PyObject_CallFunction(p->registry, "i", d), *v, *f;
+	if (!r)
+		return -1;
+	if (!PyArg_ParseTuple(r, "O!O", &PyDict_Type, &v, &f) || !PyCallable_Check(f)) {
+		Py_DECREF(r);
+		PyErr_Clear();
+		raise(PyExc_TypeError, "registry(%d) must give (a dict, a callable)", d);
+		return -1;
+	}
+	Py_INCREF(v);
+	Py_INCREF(f);
+	p->versions[d] = v;
+	p->stale[d] = f;
+	Py_DECREF(r);
+	return 0;
+}
+
+/* A configured tensor x at data on device d: stale(data) when its version
+ * is not the one configure saw (an inference tensor, which has no version
+ * counter, is taken as written). 0, or -1 with an error raised. */
+int watch(Plan *p, const at::Tensor &x, uint64_t data, int d)
+{
+	PyObject *key = PyLong_FromUnsignedLongLong(data), *seen;
+	bool same;
+
+	if (!key)
+		return -1;
+	seen = PyDict_GetItemWithError(p->versions[d], key); /* borrowed */
+	if (!seen || seen == Py_None) {
+		Py_DECREF(key);
+		return PyErr_Occurred() ? -1 : 0;
+	}
+	if (x.is_inference()) {
+		same = false;
+	} else {
+		unsigned long long v = PyLong_AsUnsignedLongLong(seen);
+
+		if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+			Py_DECREF(key);
+			return -1;
+		}
+		same = v == (unsigned long long)x._version();
+	}
+	if (same) {
+		Py_DECREF(key);
+		return 0;
+	}
+	PyObject *r = PyObject_CallOneArg(p->stale[d], key);
+	Py_DECREF(key);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
 /* The call; the outputs it allocates go to outs (the caller releases them
  * when this throws). */
 PyObject *plan_call(Plan *p, PyObject *const *args, PyObject **outs, Py_ssize_t &nouts)
@@ -309,7 +377,7 @@ PyObject *plan_call(Plan *p, PyObject *const *args, PyObject **outs, Py_ssize_t 
 			return raise(p->type_error, "the call has no tensor to take a device from");
 		return PyLong_FromLong(NOT_PLAIN);
 	}
-	if (!(op = op_of(p, d)))
+	if (!(op = op_of(p, d)) || registry_of(p, d) < 0)
 		return nullptr;
 	for (Py_ssize_t i = 0; i < p->n; i++) {
 		PyObject *v = args[i];
@@ -356,6 +424,9 @@ PyObject *plan_call(Plan *p, PyObject *const *args, PyObject **outs, Py_ssize_t 
 				ret = PyLong_FromLong(NOT_PLAIN);
 				goto out;
 			}
+			if (p->watched[i] && PyDict_GET_SIZE(p->versions[d]) &&
+			    watch(p, THPVariable_Unpack(v), t[n].data, d) < 0)
+				goto out;
 			a[n].type = JITK_ARG_TENSOR;
 			a[n].v.tensor = &t[n];
 		} else if (jitk_py_scalar(v, k, p->names[i], &a[n], p->type_error, p->arg_error) < 0) {
@@ -433,6 +504,11 @@ void plan_dealloc(PyObject *self)
 	Py_XDECREF(p->fail);
 	Py_XDECREF(p->arg_error);
 	Py_XDECREF(p->type_error);
+	Py_XDECREF(p->registry);
+	for (int d = 0; d < MAX_DEVICES; d++) {
+		Py_XDECREF(p->versions[d]);
+		Py_XDECREF(p->stale[d]);
+	}
 	Py_TYPE(self)->tp_free(self);
 }
 
@@ -445,20 +521,27 @@ int dtype_index(Plan *p, PyObject *dt)
 }
 
 /* Plan(jitk_op_call, mode, names, kinds, dtypes, out_dtypes, plain_types,
- *      resolve, fail, ArgumentError, ArgumentTypeError)
+ *      resolve, fail, ArgumentError, ArgumentTypeError, configured=None)
  * dtypes: ((torch.dtype, code, bits), ...), the kernel argument types;
  * out_dtypes: per argument, the torch.dtype an allocated output gets, or None. */
 PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *)
 {
 	unsigned long long fn;
 	int mode;
-	PyObject *names, *dtypes, *odt, *plain, *resolve, *fail, *aerr, *terr;
+	PyObject *names, *dtypes, *odt, *plain, *resolve, *fail, *aerr, *terr, *cfg = Py_None;
+	PyObject *idx = nullptr, *registry = nullptr;
 	const char *kinds;
 
-	if (!PyArg_ParseTuple(args, "KiO!sO!O!O!OOOO", &fn, &mode, &PyTuple_Type, &names, &kinds,
+	if (!PyArg_ParseTuple(args, "KiO!sO!O!O!OOOO|O", &fn, &mode, &PyTuple_Type, &names, &kinds,
 			      &PyTuple_Type, &dtypes, &PyTuple_Type, &odt, &PyTuple_Type, &plain,
-			      &resolve, &fail, &aerr, &terr))
+			      &resolve, &fail, &aerr, &terr, &cfg))
 		return nullptr;
+	if (cfg != Py_None && (!PyArg_ParseTuple(cfg, "O!O", &PyTuple_Type, &idx, &registry) ||
+			       !PyCallable_Check(registry))) {
+		PyErr_Clear();
+		return PyErr_Format(PyExc_TypeError, "configured must be None or (indices, a "
+				    "callable)");
+	}
 	Py_ssize_t n = PyTuple_GET_SIZE(names);
 	if (n != (Py_ssize_t)std::strlen(kinds) || n > MAX_ARGS || PyTuple_GET_SIZE(odt) != n ||
 	    PyTuple_GET_SIZE(plain) != 2 || PyTuple_GET_SIZE(dtypes) > MAX_DTYPES ||
@@ -493,6 +576,21 @@ PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *)
 		return PyErr_NoMemory();
 	}
 	std::memcpy(p->kinds, kinds, n + 1);
+	for (Py_ssize_t i = 0; idx && i < PyTuple_GET_SIZE(idx); i++) {
+		Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GET_ITEM(idx, i));
+
+		if (j < 0 || j >= n || (kinds[j] != 't' && kinds[j] != 'o')) {
+			Py_DECREF(p);
+			return PyErr_Occurred() ? nullptr
+						: PyErr_Format(PyExc_ValueError, "configured: %zd is "
+							       "not a tensor argument", j);
+		}
+		p->watched[j] = 1;
+	}
+	if (idx) {
+		p->registry = registry;
+		Py_INCREF(registry);
+	}
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *s = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i));
 
@@ -554,7 +652,7 @@ PyMODINIT_FUNC PyInit__torch(void)
 	PlanType.tp_call = PyVectorcall_Call;
 	PlanType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
 	PlanType.tp_doc = "Plan(jitk_op_call, mode, names, kinds, dtypes, out_dtypes, plain_types, "
-			  "resolve, fail, ArgumentError, ArgumentTypeError): "
+			  "resolve, fail, ArgumentError, ArgumentTypeError, configured=None): "
 			  "plan(*values) -> None | outputs | NOT_PLAIN";
 	PlanType.tp_new = plan_new;
 	if (PyType_Ready(&PlanType) < 0)
