@@ -380,6 +380,7 @@ struct options {
 	std::vector<std::string> configs; // empty: all
 	bool check = true, perf = true, quick = false, list = false;
 	int reps = 30, warm = 20;
+	std::vector<int> ms, shape_ids; // empty: the defaults
 	std::string out_dir;
 	uint64_t seed = 1;
 };
@@ -1024,16 +1025,17 @@ struct shape {
 };
 static const shape shapes[] = {{9216, 3072}, {3072, 3072}, {12288, 3072}, {3072, 12288}};
 
-static void report_gemm(const std::vector<group> &groups, bool fast, bool cold, const char *what)
+static void report_gemm(FILE *f, const std::vector<group> &groups, bool fast, bool cold,
+			const char *what)
 {
 	const char *cb = fast ? "cublasLt_fast" : "cublasLt";
-	printf("\n## %s GEMM (epilogue %s), fast accumulation %s, %s: jitk's best instance vs "
+	fprintf(f, "\n## %s GEMM (epilogue %s), fast accumulation %s, %s: jitk's best instance vs "
 	       "cuBLASLt\n",
 	       "bf16-out", what, fast ? "ON" : "off",
 	       cold ? "L2 flushed, median" : "warm, back to back");
-	printf("| M | N | K | cuBLAS us | jitk us | ratio | jitk TFLOPS | %% of %.0f | instance |\n",
+	fprintf(f, "| M | N | K | cuBLAS us | jitk us | ratio | jitk TFLOPS | %% of %.0f | instance |\n",
 	       PEAK_TFLOPS);
-	printf("|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
 	double logsum = 0, worst = 1e9;
 	int n = 0;
 	for (int M : {4096, 512})
@@ -1057,56 +1059,56 @@ static void report_gemm(const std::vector<group> &groups, bool fast, bool cold, 
 				worst = std::min(worst, ratio);
 				n++;
 			}
-			printf("| %d | %d | %d | %.1f | %.1f | %.3f | %.0f | %.1f | %s |\n", M, s.N,
+			fprintf(f, "| %d | %d | %d | %.1f | %.1f | %.3f | %.0f | %.1f | %s |\n", M, s.N,
 			       s.K, cu, j, ratio, tflops(M, s.N, s.K, j),
 			       100.0 * tflops(M, s.N, s.K, j) / PEAK_TFLOPS, best->who.c_str());
 		}
 	if (n)
-		printf("geometric mean ratio (cuBLAS us / jitk us) %.3f over %d shapes, lowest %.3f\n",
+		fprintf(f, "geometric mean ratio (cuBLAS us / jitk us) %.3f over %d shapes, lowest %.3f\n",
 		       std::exp(logsum / n), n, worst);
 }
 
-static void report_sweep(const std::vector<group> &groups)
+static void report_sweep(FILE *f, const std::vector<group> &groups)
 {
-	printf("\n## sweep: epilogue none, us (L2 flushed, median / warm)\n| instance |");
+	fprintf(f, "\n## sweep: epilogue none, us (L2 flushed, median / warm)\n| instance |");
 	for (int M : {4096, 512})
 		for (const shape &s : shapes)
-			printf(" %dx%dx%d |", M, s.N, s.K);
-	printf("\n|---|");
+			fprintf(f, " %dx%dx%d |", M, s.N, s.K);
+	fprintf(f, "\n|---|");
 	for (int i = 0; i < 8; i++)
-		printf("---|");
-	printf("\n");
+		fprintf(f, "---|");
+	fprintf(f, "\n");
 	std::vector<std::string> who = {"cublasLt", "cublasLt_fast"};
 	for (const group &g : groups)
 		who.push_back(g.config);
 	for (const std::string &w : who) {
-		printf("| %s |", w.c_str());
+		fprintf(f, "| %s |", w.c_str());
 		for (int M : {4096, 512})
 			for (const shape &s : shapes) {
 				const perf_row *p = find_perf(M, s.N, s.K, w, "none");
 				if (p)
-					printf(" %.1f / %.1f |", p->cold_us, p->warm_us);
+					fprintf(f, " %.1f / %.1f |", p->cold_us, p->warm_us);
 				else
-					printf(" - |");
+					fprintf(f, " - |");
 			}
-		printf("\n");
+		fprintf(f, "\n");
 	}
 }
 
-static void report_fused(const std::vector<group> &groups, const char *fused, const char *split,
-			 const char *elementwise)
+static void report_fused(FILE *f, const std::vector<group> &groups, const char *fused,
+			 const char *split, const char *elementwise)
 {
-	printf("\n## %s: fused vs split (GEMM bias + elementwise), us, L2 flushed, median "
+	fprintf(f, "\n## %s: fused vs split (GEMM bias + elementwise), us, L2 flushed, median "
 	       "(warm in parentheses)\n",
 	       fused);
-	printf("| M | N | K | instance | fused | split | split/fused | cuBLAS bias + elementwise | "
+	fprintf(f, "| M | N | K | instance | fused | split | split/fused | cuBLAS bias + elementwise | "
 	       "that/fused |\n|---|---|---|---|---|---|---|---|---|\n");
 	for (int M : {4096, 512})
 		for (const shape &s : shapes) {
 			const perf_row *best = nullptr;
-			std::string f = std::string(fused) + " fused";
+			const std::string fname = std::string(fused) + " fused";
 			for (const perf_row &p : perfs)
-				if (p.M == M && p.N == s.N && p.K == s.K && p.what == f &&
+				if (p.M == M && p.N == s.N && p.K == s.K && p.what == fname &&
 				    !is_fast(groups, p.who) && (!best || p.cold_us < best->cold_us))
 					best = &p;
 			if (!best)
@@ -1117,7 +1119,7 @@ static void report_fused(const std::vector<group> &groups, const char *fused, co
 			const double sc = sp ? sp->cold_us : NAN, sw = sp ? sp->warm_us : NAN;
 			const double cc = cb && ew ? cb->cold_us + ew->cold_us : NAN;
 			const double cw = cb && ew ? cb->warm_us + ew->warm_us : NAN;
-			printf("| %d | %d | %d | %s | %.1f (%.1f) | %.1f (%.1f) | %.3f (%.3f) | %.1f "
+			fprintf(f, "| %d | %d | %d | %s | %.1f (%.1f) | %.1f (%.1f) | %.3f (%.3f) | %.1f "
 			       "(%.1f) | %.3f (%.3f) |\n",
 			       M, s.N, s.K, best->who.c_str(), best->cold_us, best->warm_us, sc, sw,
 			       sc / best->cold_us, sw / best->warm_us, cc, cw, cc / best->cold_us,
@@ -1125,7 +1127,7 @@ static void report_fused(const std::vector<group> &groups, const char *fused, co
 		}
 }
 
-static void report_checks()
+static void report_checks(FILE *f, const std::vector<group> &groups, bool compact)
 {
 	// worst case per (who, what-prefix)
 	struct agg {
@@ -1141,7 +1143,12 @@ static void report_checks()
 		sp = w.find(" L=");
 		if (sp != std::string::npos)
 			w = w.substr(0, sp);
-		agg &a = by[c.who + " | " + w];
+		std::string who = c.who;
+		if (compact)
+			who = c.who.rfind("cublasLt", 0) == 0 ? c.who
+			      : is_fast(groups, c.who)     ? "jitk, every fast-accum instance"
+							   : "jitk, every instance";
+		agg &a = by[who + " | " + w];
 		a.l2 = std::max(a.l2, c.rel_l2);
 		a.ulp = std::max(a.ulp, c.max_ulp);
 		a.diff += std::max(0LL, c.diff_bytes);
@@ -1150,17 +1157,17 @@ static void report_checks()
 		a.fails += !c.pass;
 		a.n++;
 	}
-	printf("\n## checks: worst over M in {1, 127, 512, 4096, 4608} and the 4 (N, K)\n");
-	printf("| instance | output | cases | max rel L2 | max err (ulp) | fused!=split bytes | "
+	fprintf(f, "\n## checks: worst over M in {1, 127, 512, 4096, 4608} and the 4 (N, K)\n");
+	fprintf(f, "| instance | output | cases | max rel L2 | max err (ulp) | fused!=split bytes | "
 	       "unwritten | NaN | failed |\n|---|---|---|---|---|---|---|---|---|\n");
 	for (auto &kv : by) {
 		const agg &a = kv.second;
 		size_t bar = kv.first.find(" | ");
-		printf("| %s | %s | %lld | %.2e | %.2f | %lld | %lld | %lld | %lld |\n",
+		fprintf(f, "| %s | %s | %lld | %.2e | %.2f | %lld | %lld | %lld | %lld |\n",
 		       kv.first.substr(0, bar).c_str(), kv.first.substr(bar + 3).c_str(), a.n, a.l2,
 		       a.ulp, a.diff, a.unwritten, a.nan, a.fails);
 	}
-	printf("(ulp: bf16 ulps of the float64 value; e4m3 ulps for q. 'residual==out' compares "
+	fprintf(f, "(ulp: bf16 ulps of the float64 value; e4m3 ulps for q. 'residual==out' compares "
 	       "the aliased run's bytes with the plain fused run's.)\n");
 }
 
@@ -1195,10 +1202,14 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gemm_proto [--list] [--configs A,B,...] [--no-check] [--no-perf] [--quick]\n"
+		"                  [--ms A,B,...] [--shapes I,J,...]\n"
 		"                  [--reps N] [--warm N] [--seed S] [--out DIR]\n"
 		"  --list        print the compiled instances and exit\n"
 		"  --configs     only these tile configurations (names from --list)\n"
 		"  --quick       M in {127, 4096} and the first two (N, K) only\n"
+		"  --ms A,B      these M (1..4608; default 1,127,512,4096,4608)\n"
+		"  --shapes I,J  these (N, K): 0 = 9216x3072, 1 = 3072x3072, 2 = 12288x3072,\n"
+		"                3 = 3072x12288 (default all)\n"
 		"  --reps N      L2-flushed timing reps per measurement (median; default 30)\n"
 		"  --warm N      back-to-back launches per warm measurement (default 20)\n"
 		"  --out DIR     also write DIR/checks.csv and DIR/perf.csv\n");
@@ -1232,7 +1243,23 @@ int main(int argc, char **argv)
 			opt.seed = strtoull(next(), nullptr, 0);
 		else if (a == "--out")
 			opt.out_dir = next();
-		else if (a == "--configs") {
+		else if (a == "--ms" || a == "--shapes") {
+			std::vector<int> &v = a == "--ms" ? opt.ms : opt.shape_ids;
+			for (const char *p = next(); *p;) {
+				char *e;
+				long x = strtol(p, &e, 10);
+				if (e == p || x < 0 || x > 1000000 || (a == "--shapes" && x > 3)) {
+					fprintf(stderr, "gemm_proto: bad %s list\n", a.c_str());
+					return 2;
+				}
+				v.push_back((int)x);
+				p = *e == ',' ? e + 1 : e;
+				if (*e && *e != ',') {
+					fprintf(stderr, "gemm_proto: bad %s list\n", a.c_str());
+					return 2;
+				}
+			}
+		} else if (a == "--configs") {
 			std::string s = next();
 			size_t p = 0;
 			while (p <= s.size()) {
@@ -1302,13 +1329,21 @@ int main(int argc, char **argv)
 	CUDA_CHECK(cudaMalloc(&d_count, sizeof(*d_count)));
 	flush_buf = dev_alloc(flush_bytes);
 
-	std::vector<int> Ms = {1, 127, 512, 4096, 4608};
-	int nshapes = 4;
+	std::vector<int> Ms = {1, 127, 512, 4096, 4608}, sids = {0, 1, 2, 3};
 	if (opt.quick) {
 		Ms = {127, 4096};
-		nshapes = 2;
+		sids = {0, 1};
 	}
-	for (int si = 0; si < nshapes; si++) {
+	if (!opt.ms.empty())
+		Ms = opt.ms;
+	if (!opt.shape_ids.empty())
+		sids = opt.shape_ids;
+	for (int M : Ms)
+		if (M < 1 || M > 4608) {
+			fprintf(stderr, "gemm_proto: M must be in [1, 4608]\n");
+			return 2;
+		}
+	for (int si : sids) {
 		data x;
 		data_init(x, shapes[si].N, shapes[si].K, 4608, 8);
 		for (int M : Ms) {
@@ -1320,18 +1355,34 @@ int main(int argc, char **argv)
 		data_free(x);
 	}
 
-	if (opt.check)
-		report_checks();
-	if (opt.perf) {
-		report_gemm(groups, false, true, "none");
-		report_gemm(groups, false, false, "none");
-		report_gemm(groups, true, true, "none");
-		report_gemm(groups, false, true, "bias");
-		report_sweep(groups);
-		report_fused(groups, "gelu_tanh_fp8", "gelu_tanh_fp8", "gelu_tanh_quant_fp8");
-		report_fused(groups, "gelu_tanh_fp8+out", "gelu_tanh_fp8+out", "gelu_tanh_quant_fp8");
-		report_fused(groups, "gate_residual", "gate_residual", "gate_residual");
+	FILE *sum = nullptr;
+	if (!opt.out_dir.empty())
+		sum = fopen((opt.out_dir + "/summary.md").c_str(), "w");
+	for (FILE *f : {stdout, sum}) {
+		if (!f)
+			continue;
+		const bool full = f == stdout;
+		fprintf(f, "# gemm_proto on %s, %d SMs; %zu checks, %d failed\n", prop.name,
+			prop.multiProcessorCount, checks.size(), failures);
+		if (opt.check)
+			report_checks(f, groups, !full);
+		if (!opt.perf)
+			continue;
+		report_gemm(f, groups, false, true, "none");
+		report_gemm(f, groups, false, false, "none");
+		if (full) {
+			report_gemm(f, groups, true, true, "none");
+			report_gemm(f, groups, false, true, "bias");
+			report_sweep(f, groups);
+		}
+		report_fused(f, groups, "gelu_tanh_fp8", "gelu_tanh_fp8", "gelu_tanh_quant_fp8");
+		if (full)
+			report_fused(f, groups, "gelu_tanh_fp8+out", "gelu_tanh_fp8+out",
+				     "gelu_tanh_quant_fp8");
+		report_fused(f, groups, "gate_residual", "gate_residual", "gate_residual");
 	}
+	if (sum)
+		fclose(sum);
 	write_csv(opt.out_dir);
 	printf("\n%s: %zu checks, %d failed\n", failures ? "FAILED" : "PASSED", checks.size(),
 	       failures);
