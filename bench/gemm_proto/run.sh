@@ -1,0 +1,69 @@
+#!/bin/sh
+# run.sh - on the H200, in one call: gemm_proto's checks and timings,
+# then the checks again under compute-sanitizer (small shapes).
+#
+#   sh bench/gemm_proto/run.sh [gemm_proto options]
+#
+# Needs bench/gemm_proto/build/gemm_proto, built without a GPU by
+# build.sh and carried (git ignores build/). Without it, and with
+# CUTLASS_DIR set, it builds first (minutes of device time).
+# Writes to $OUT (else bench/gemm_proto/build/results): gemm_proto.log
+# (everything), summary.md (printed at the end), checks.csv, perf.csv,
+# gpu.txt, instances.txt, memcheck.log and racecheck.log.
+# SANITIZE="memcheck racecheck" (the default) picks the tools; "none" skips.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$here/build/gemm_proto
+out=${OUT:-$here/build/results}
+mkdir -p "$out"
+if [ ! -x "$bin" ]; then
+	if [ -n "${CUTLASS_DIR:-}" ]; then
+		sh "$here/build.sh" -j "$(nproc)" || exit 2
+	else
+		echo "run.sh: no $bin: build it with build.sh and carry it" >&2
+		exit 2
+	fi
+fi
+if command -v nvcc > /dev/null; then
+	cudalib=$(dirname "$(dirname "$(command -v nvcc)")")/lib64
+	LD_LIBRARY_PATH=$cudalib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export LD_LIBRARY_PATH
+fi
+if ldd "$bin" | grep -q "not found"; then
+	echo "run.sh: missing libraries:" >&2
+	ldd "$bin" | grep "not found" >&2
+	exit 2
+fi
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
+	--format=csv > "$out/gpu.txt" 2>&1
+"$bin" --list > "$out/instances.txt"
+t0=$(date +%s)
+"$bin" --out "$out" "$@" > "$out/gemm_proto.log" 2>&1
+rc=$?
+echo "gemm_proto: exit $rc after $(( $(date +%s) - t0 )) s" >> "$out/summary.md"
+
+san=${SANITIZE:-memcheck racecheck}
+if [ "$san" != none ] && command -v compute-sanitizer > /dev/null; then
+	for tool in $san; do
+		case $tool in
+		memcheck) args="--no-perf --ms 1,127,512 --shapes 1" ;;
+		racecheck) args="--no-perf --ms 127 --shapes 1 --configs coop_128x128_c2x1,pp_64x128_c1x1,coop_128x128_sk" ;;
+		*) args="--no-perf --ms 127 --shapes 1" ;;
+		esac
+		t0=$(date +%s)
+		timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin" $args \
+			> "$out/$tool.log" 2>&1
+		s=$?
+		echo "compute-sanitizer $tool ($args): exit $s after $(( $(date +%s) - t0 )) s," \
+			"$(grep -c '^=========' "$out/$tool.log") sanitizer lines;" \
+			"$(tail -1 "$out/$tool.log")" >> "$out/summary.md"
+		[ $s -eq 0 ] || [ $rc -ne 0 ] || rc=$s
+	done
+elif [ "$san" != none ]; then
+	echo "compute-sanitizer not found: sanitizer runs skipped" >> "$out/summary.md"
+fi
+
+cat "$out/gpu.txt" "$out/summary.md"
+grep '^FAIL\|^note' "$out/gemm_proto.log" | head -20
+exit $rc

@@ -1,0 +1,458 @@
+// gemm_fp8.cuh - FP8 e4m3 GEMM with fused epilogues on CUTLASS 3.x/4.x
+// (sm_90a: TMA loads, WGMMA, warp-specialized persistent kernels).
+//
+//   D[M, N] = alpha * A[M, K] . B[N, K]^T,  alpha = a_scale * b_scale (fp32)
+//
+// A row-major (K contiguous), B an nn.Linear weight as stored (K
+// contiguous), fp32 accumulation, and then one of the epilogues of
+// shared/kernel-contract.md ("FP8 GEMM with fused epilogues"), with
+// every rounding point of the contract written out below:
+//
+//   none          out = bf(acc * alpha)
+//   bias          out = bf(fmaf(acc, alpha, f(bias[n])))
+//   gelu_tanh_fp8 d as above (bias optional), then
+//                 g = bf(gelu_tanh(f(d))), q = e4m3(clamp(f(g) * rcp)),
+//                 rcp = 1 div.full out_scale; q always, g when gelu_out
+//   gate_residual out = bf(fmaf(f(gate[r / L, n]), f(d), f(residual[r, n])))
+//
+// The epilogues are epilogue visitor trees (EVT) over the same mainloop,
+// so the fused kernel and the split path (epilogue bias, then an
+// elementwise kernel on the stored d) see the same accumulators: d is
+// the same bf16 value in both, and the elementwise math is applied to it
+// in the same fp32 operations. That is what makes fused == split hold
+// byte for byte.
+//
+// Everything a spec sets is a member of the parameter struct P (jitk's
+// generated translation unit defines it; bench/gemm_proto does by hand):
+//
+//   tile_m, tile_n, tile_k     CTA tile (tile_k = 128 for e4m3: 128 bytes)
+//   cluster_m, cluster_n       thread block cluster (TMA multicast)
+//   stages                     mainloop pipeline depth; 0 = as many as fit
+//   schedule                   GemmSchedule: cooperative (two consumer
+//                              warp groups share a tile) or pingpong (each
+//                              takes its own tile, epilogue overlapped)
+//   scheduler                  GemmScheduler: persistent (data parallel) or
+//                              stream_k (split/stream-K, deterministic
+//                              reduction; for few tiles and long K)
+//   fast_accum                 true: WGMMA accumulates across the whole K
+//                              (faster, fewer bits); false: accumulators
+//                              promoted to fp32 registers every 4 WGMMAs
+//   epilogue                   GemmEpilogue
+//   bias                       bool: gelu_tanh_fp8 / gate_residual add bias
+//   gelu_out                   bool: gelu_tanh_fp8 also stores g (bf16)
+//
+// The kernel's one argument is the CUTLASS kernel's Params (TMA
+// descriptors included), as cutlass::device_kernel takes it; the launch
+// needs a cluster launch with gemm_fp8_traits<P>::smem_bytes of dynamic
+// shared memory (bench/gemm_proto/gemm_fp8_host.cuh shows the host side).
+//
+// Nothing here includes a host-only header: the file compiles with nvcc
+// and with NVRTC (-default-device --device-int128 -DNDEBUG, C++17), the
+// latter with the two-line std shim below.
+#pragma once
+
+#if defined(__CUDACC_RTC__)
+// CUTLASS spells these with std:: in a few places; NVRTC has no libstdc++.
+#include <cuda/std/type_traits>
+namespace std {
+using cuda::std::is_pointer_v;
+using cuda::std::void_t;
+} // namespace std
+#endif
+
+#include <cutlass/cutlass.h>
+#include <cutlass/numeric_types.h>
+#include <cute/tensor.hpp>
+#include <cutlass/gemm/dispatch_policy.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+#include <cutlass/gemm/kernel/tile_scheduler.hpp>
+#include <cutlass/device_kernel.h>
+
+#include "common.cuh"
+
+namespace jitk {
+
+enum class GemmEpilogue { none, bias, gelu_tanh_fp8, gate_residual };
+enum class GemmSchedule { cooperative, pingpong };
+enum class GemmScheduler { persistent, stream_k };
+
+namespace gemm {
+
+using cutlass::Array;
+using bf16_t = cutlass::bfloat16_t;
+using e4m3_t = cutlass::float_e4m3_t;
+
+__device__ __forceinline__ bf16_t bf16_from_bits(unsigned short bits)
+{
+	return bf16_t::bitcast(bits);
+}
+
+// Two fp32 rounded to bf16 (nearest even), stored into out[i], out[i + 1].
+template <int N>
+__device__ __forceinline__ void store_bf16_pair(Array<bf16_t, N> &out, int i, float lo, float hi)
+{
+	const unsigned pair = pack_bf16x2(lo, hi);
+	out[i] = bf16_from_bits((unsigned short)(pair & 0xffffu));
+	out[i + 1] = bf16_from_bits((unsigned short)(pair >> 16));
+}
+
+// ---------------------------------------------------------------------
+// The contract's elementwise steps, on fp32 values, each operation an
+// explicit intrinsic so that no contraction can merge two of them.
+
+// Step 2: d before rounding.
+__device__ __forceinline__ float d_scaled(float acc, float alpha)
+{
+	return __fmul_rn(acc, alpha);
+}
+__device__ __forceinline__ float d_scaled_bias(float acc, float alpha, float bias)
+{
+	return __fmaf_rn(acc, alpha, bias);
+}
+
+// Step 4: 0.5 * v * (1 + tanhf(0.7978845608 * (v + 0.044715 * v^3))),
+// left to right, v^3 = (v * v) * v; tanhf is the precise library tanh.
+__device__ __forceinline__ float gelu_tanh(float v)
+{
+	const float v3 = __fmul_rn(__fmul_rn(v, v), v);
+	const float inner = __fmul_rn(0.7978845608f, __fadd_rn(v, __fmul_rn(0.044715f, v3)));
+	const float t = tanhf(inner);
+	return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, t));
+}
+
+// Step 5 before rounding.
+__device__ __forceinline__ float gate_residual_value(float gate, float d, float residual)
+{
+	return __fmaf_rn(gate, d, residual);
+}
+
+// ---------------------------------------------------------------------
+// EVT compute functions. Sm90Compute instantiates ComputeFn with
+// Array<float, N> (its inputs are converted to fp32 first: exact for
+// bf16 and for the accumulators) and takes the element type of what the
+// function returns, so each returns exactly the bytes to store.
+
+template <class T> struct d_scale_fn;
+template <int N> struct d_scale_fn<Array<float, N>> {
+	static_assert(N % 2 == 0, "epilogue fragments come in pairs");
+	__device__ __forceinline__ Array<bf16_t, N> operator()(Array<float, N> const &acc,
+							      Array<float, N> const &alpha) const
+	{
+		Array<bf16_t, N> out;
+#pragma unroll
+		for (int i = 0; i < N; i += 2)
+			store_bf16_pair(out, i, d_scaled(acc[i], alpha[i]),
+					d_scaled(acc[i + 1], alpha[i + 1]));
+		return out;
+	}
+};
+
+template <class T> struct d_bias_fn;
+template <int N> struct d_bias_fn<Array<float, N>> {
+	static_assert(N % 2 == 0, "epilogue fragments come in pairs");
+	__device__ __forceinline__ Array<bf16_t, N> operator()(Array<float, N> const &acc,
+							      Array<float, N> const &alpha,
+							      Array<float, N> const &bias) const
+	{
+		Array<bf16_t, N> out;
+#pragma unroll
+		for (int i = 0; i < N; i += 2)
+			store_bf16_pair(out, i, d_scaled_bias(acc[i], alpha[i], bias[i]),
+					d_scaled_bias(acc[i + 1], alpha[i + 1], bias[i + 1]));
+		return out;
+	}
+};
+
+template <class T> struct gelu_fn;
+template <int N> struct gelu_fn<Array<float, N>> {
+	__device__ __forceinline__ Array<bf16_t, N> operator()(Array<float, N> const &d) const
+	{
+		Array<bf16_t, N> out;
+#pragma unroll
+		for (int i = 0; i < N; i += 2)
+			store_bf16_pair(out, i, gelu_tanh(d[i]), gelu_tanh(d[i + 1]));
+		return out;
+	}
+};
+
+// q from g (bf16 values widened) and the broadcast out_scale: the
+// reciprocal by div.full.f32 and the clamp + satfinite conversion of the
+// norm family's quantizer (common.cuh), so the bytes are its bytes.
+template <class T> struct quant_fn;
+template <int N> struct quant_fn<Array<float, N>> {
+	__device__ __forceinline__ Array<e4m3_t, N> operator()(Array<float, N> const &g,
+							      Array<float, N> const &out_scale) const
+	{
+		const float rcp = reciprocal_div_full(out_scale[0]);
+		Array<e4m3_t, N> out;
+#pragma unroll
+		for (int i = 0; i < N; i += 2) {
+			const unsigned pair = quantize_e4m3x2(g[i], g[i + 1], rcp);
+			out[i] = e4m3_t::bitcast((uint8_t)(pair & 0xffu));
+			out[i + 1] = e4m3_t::bitcast((uint8_t)((pair >> 8) & 0xffu));
+		}
+		return out;
+	}
+};
+
+template <class T> struct gate_residual_fn;
+template <int N> struct gate_residual_fn<Array<float, N>> {
+	__device__ __forceinline__ Array<bf16_t, N> operator()(Array<float, N> const &gate,
+							      Array<float, N> const &d,
+							      Array<float, N> const &residual) const
+	{
+		Array<bf16_t, N> out;
+#pragma unroll
+		for (int i = 0; i < N; i += 2)
+			store_bf16_pair(out, i, gate_residual_value(gate[i], d[i], residual[i]),
+					gate_residual_value(gate[i + 1], d[i + 1], residual[i + 1]));
+		return out;
+	}
+};
+
+// ---------------------------------------------------------------------
+// A leaf node of the visitor tree: the gate of row r, gate[(r / L) * ld + n]
+// (bf16, [B, N] with ld = N in the contract), L rows per batch. Loaded
+// straight from global memory into registers at the start of each
+// epilogue subtile; rows and columns outside [M, N) read nothing. When
+// the whole CTA tile lies in one batch (B == 1, or L a multiple of the
+// tile height) no division is done per element.
+struct PerBatchRowLoad {
+	struct SharedStorage {};
+	struct Arguments {
+		bf16_t const *ptr = nullptr;
+		int rows_per_batch = 1; // L, >= 1
+		int64_t ld = 0;         // elements between two batches' rows
+	};
+	using Params = Arguments;
+
+	template <class ProblemShape>
+	static constexpr Params to_underlying_arguments(ProblemShape const &, Arguments const &args,
+							void *)
+	{
+		return args;
+	}
+	template <class ProblemShape>
+	static bool can_implement(ProblemShape const &, Arguments const &args)
+	{
+		return args.ptr != nullptr && args.rows_per_batch > 0;
+	}
+	template <class ProblemShape>
+	static size_t get_workspace_size(ProblemShape const &, Arguments const &)
+	{
+		return 0;
+	}
+	template <class ProblemShape>
+	static cutlass::Status initialize_workspace(ProblemShape const &, Arguments const &, void *,
+						    cudaStream_t, cutlass::CudaHostAdapter * = nullptr)
+	{
+		return cutlass::Status::kSuccess;
+	}
+
+	CUTLASS_HOST_DEVICE PerBatchRowLoad() {}
+	CUTLASS_HOST_DEVICE PerBatchRowLoad(Params const &params, SharedStorage const &)
+		: params_ptr(&params)
+	{
+	}
+	Params const *params_ptr = nullptr;
+
+	CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
+	CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
+
+	template <class... Args>
+	CUTLASS_DEVICE auto get_producer_load_callbacks(
+		cutlass::epilogue::fusion::detail::ProducerLoadArgs<Args...> const &)
+	{
+		return cutlass::epilogue::fusion::detail::EmptyProducerLoadCallbacks{};
+	}
+
+	template <class CTensor, class RTensor>
+	struct ConsumerStoreCallbacks
+		: cutlass::epilogue::fusion::detail::EmptyConsumerStoreCallbacks {
+		CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor &&tC_c, RTensor &&tC_r, int m_limit,
+						      int n_limit, int tile_batch, Params const *params)
+			: tC_c(cute::forward<CTensor>(tC_c)), tC_r(cute::forward<RTensor>(tC_r)),
+			  m_limit(m_limit), n_limit(n_limit), tile_batch(tile_batch), params(params)
+		{
+		}
+		CTensor tC_c; // (CPY, CPY_M, CPY_N, EPI_M, EPI_N) absolute (m, n, l)
+		RTensor tC_r; // (CPY, CPY_M, CPY_N)
+		int m_limit, n_limit;
+		int tile_batch; // the one batch of the tile, or -1: per row
+		Params const *params;
+
+		CUTLASS_DEVICE void begin_loop(int epi_m, int epi_n)
+		{
+			using namespace cute;
+			Tensor c = tC_c(_, _, _, epi_m, epi_n);
+			bf16_t const *ptr = params->ptr;
+			const int L = params->rows_per_batch;
+			const int64_t ld = params->ld;
+			CUTLASS_PRAGMA_UNROLL
+			for (int i = 0; i < size(tC_r); ++i) {
+				const int m = get<0>(c(i));
+				const int n = get<1>(c(i));
+				bf16_t v = bf16_from_bits(0);
+				if (m < m_limit && n < n_limit) {
+					const int b = tile_batch >= 0 ? tile_batch : m / L;
+					v = ptr[(int64_t)b * ld + n];
+				}
+				tC_r(i) = v;
+			}
+		}
+
+		template <typename ElementAccumulator, int FragmentSize>
+		CUTLASS_DEVICE Array<bf16_t, FragmentSize>
+		visit(Array<ElementAccumulator, FragmentSize> const &, int epi_v, int, int)
+		{
+			return cute::recast<Array<bf16_t, FragmentSize>>(tC_r)(epi_v);
+		}
+	};
+
+	template <bool ReferenceSrc, class... Args>
+	CUTLASS_DEVICE auto get_consumer_store_callbacks(
+		cutlass::epilogue::fusion::detail::ConsumerStoreArgs<Args...> const &args)
+	{
+		using namespace cute;
+		auto [M, N, K, L] = args.problem_shape_mnkl;
+		auto [m, n, k, l] = args.tile_coord_mnkl;
+		Tensor coord = make_identity_tensor(make_shape(M, N, L));
+		Tensor tC_c = cutlass::epilogue::fusion::sm90_partition_for_epilogue<ReferenceSrc>(
+			coord, args.tile_shape_mnk, args.tile_coord_mnkl, args.epi_tile,
+			args.tiled_copy, args.thread_idx);
+		Tensor tC_r = make_tensor<bf16_t>(take<0, 3>(shape(tC_c)));
+		const int tile_m = size<0>(args.tile_shape_mnk);
+		const int rows = params_ptr->rows_per_batch;
+		const int first = int(m) * tile_m;
+		const int last = cute::min(first + tile_m, int(M)) - 1;
+		const int batch = (last < first || first / rows == last / rows) ? first / rows : -1;
+		return ConsumerStoreCallbacks<decltype(tC_c), decltype(tC_r)>(
+			cute::move(tC_c), cute::move(tC_r), int(M), int(N), batch, params_ptr);
+	}
+};
+
+// ---------------------------------------------------------------------
+// The instance: CUTLASS types from P.
+
+template <class P> struct gemm_fp8_traits {
+	static constexpr bool cooperative = P::schedule == GemmSchedule::cooperative;
+	static constexpr GemmEpilogue epi = P::epilogue;
+	static constexpr bool with_bias = epi == GemmEpilogue::bias ||
+					  ((epi == GemmEpilogue::gelu_tanh_fp8 ||
+					    epi == GemmEpilogue::gate_residual) && P::bias);
+	static constexpr bool gelu = epi == GemmEpilogue::gelu_tanh_fp8;
+	static constexpr bool gelu_out = gelu && P::gelu_out;
+	static constexpr bool residual = epi == GemmEpilogue::gate_residual;
+
+	static_assert(P::tile_k == 128 || P::tile_k == 64 || P::tile_k == 256,
+		      "tile_k is 64, 128 or 256 e4m3 elements");
+	static_assert(cooperative ? P::tile_m % 128 == 0 : P::tile_m % 64 == 0,
+		      "cooperative tiles are 128 or 256 rows high, ping-pong tiles 64 or more");
+
+	using TileShape = cute::Shape<cute::Int<P::tile_m>, cute::Int<P::tile_n>, cute::Int<P::tile_k>>;
+	using ClusterShape = cute::Shape<cute::Int<P::cluster_m>, cute::Int<P::cluster_n>, cute::_1>;
+
+	using KernelSchedule = cute::conditional_t<
+		cooperative,
+		cute::conditional_t<P::fast_accum,
+				    cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum,
+				    cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
+		cute::conditional_t<P::fast_accum,
+				    cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum,
+				    cutlass::gemm::KernelTmaWarpSpecializedPingpong>>;
+	using EpilogueSchedule = cute::conditional_t<cooperative,
+						     cutlass::epilogue::TmaWarpSpecializedCooperative,
+						     cutlass::epilogue::TmaWarpSpecialized>;
+	using TileScheduler = cute::conditional_t<P::scheduler == GemmScheduler::stream_k,
+						  cutlass::gemm::StreamKScheduler,
+						  cutlass::gemm::PersistentScheduler>;
+	using EpilogueTileType = cutlass::epilogue::collective::EpilogueTileAuto;
+
+	using ElementA = e4m3_t;
+	using ElementB = e4m3_t;
+	using LayoutA = cutlass::layout::RowMajor;    // [M, K], K contiguous
+	using LayoutB = cutlass::layout::ColumnMajor; // [N, K], K contiguous
+	using ElementD = cute::conditional_t<gelu, e4m3_t, bf16_t>;
+	using ElementC = cute::conditional_t<residual, bf16_t, void>; // residual, via TMA
+	using LayoutC = cutlass::layout::RowMajor;
+	using LayoutD = cutlass::layout::RowMajor;
+	static constexpr int align_c = residual ? 8 : 16 / int(sizeof(ElementD));
+	static constexpr int align_d = 16 / int(sizeof(ElementD));
+
+	// The visitor tree.
+	static constexpr auto round = cutlass::FloatRoundStyle::round_to_nearest;
+	template <template <class> class Fn, class Out>
+	using Compute = cutlass::epilogue::fusion::Sm90Compute<Fn, Out, float, round>;
+	using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
+	// alpha = a_scale * b_scale, both read from device memory, once.
+	using Alpha = cutlass::epilogue::fusion::Sm90ScalarBroadcast<
+		float, cute::Stride<cute::_0, cute::_0, int64_t>, 2>;
+	using OutScale = cutlass::epilogue::fusion::Sm90ScalarBroadcast<
+		float, cute::Stride<cute::_0, cute::_0, int64_t>, 1>;
+	using Bias = cutlass::epilogue::fusion::Sm90RowBroadcast<
+		0, TileShape, bf16_t, float, cute::Stride<cute::_0, cute::_1, int64_t>, 8, false>;
+	using DNode = cute::conditional_t<
+		with_bias,
+		cutlass::epilogue::fusion::Sm90EVT<Compute<d_bias_fn, bf16_t>, Acc, Alpha, Bias>,
+		cutlass::epilogue::fusion::Sm90EVT<Compute<d_scale_fn, bf16_t>, Acc, Alpha>>;
+
+	using EpiDesc = cutlass::epilogue::collective::detail::EpilogueDescriptor<
+		TileShape, EpilogueTileType, ElementC, ElementD, EpilogueSchedule>;
+	using GStoreDesc = cutlass::epilogue::collective::detail::AuxStoreDescriptor<
+		EpiDesc, cutlass::layout::RowMajor, bf16_t>;
+	using GStore = cutlass::epilogue::fusion::Sm90AuxStore<
+		GStoreDesc::Stages, typename EpiDesc::EpilogueTile, bf16_t, round,
+		typename GStoreDesc::Stride, typename GStoreDesc::SmemLayoutAtom,
+		typename GStoreDesc::CopyOpR2S>;
+	using GeluNode = cutlass::epilogue::fusion::Sm90EVT<Compute<gelu_fn, bf16_t>, DNode>;
+	using GNode = cute::conditional_t<gelu_out,
+					  cutlass::epilogue::fusion::Sm90EVT<GStore, GeluNode>, GeluNode>;
+	using QuantNode = cutlass::epilogue::fusion::Sm90EVT<Compute<quant_fn, e4m3_t>, GNode, OutScale>;
+	using Residual = cutlass::epilogue::fusion::Sm90SrcFetch<bf16_t>;
+	using GateNode = cutlass::epilogue::fusion::Sm90EVT<Compute<gate_residual_fn, bf16_t>,
+							   PerBatchRowLoad, DNode, Residual>;
+	using Fusion = cute::conditional_t<gelu, QuantNode, cute::conditional_t<residual, GateNode, DNode>>;
+
+	using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+		EpilogueTileType, float, float, ElementC, LayoutC, align_c, ElementD, LayoutD, align_d,
+		EpilogueSchedule, Fusion>::CollectiveOp;
+
+	using StageCount = cute::conditional_t<
+		P::stages == 0,
+		cutlass::gemm::collective::StageCountAutoCarveout<
+			static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+		cutlass::gemm::collective::StageCount<(P::stages > 0 ? P::stages : 1)>>;
+
+	using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, 16, ElementB,
+		LayoutB, 16, float, TileShape, ClusterShape, StageCount, KernelSchedule>::CollectiveOp;
+
+	using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
+							    CollectiveMainloop, CollectiveEpilogue,
+							    TileScheduler>;
+	using Params = typename Kernel::Params;
+	static constexpr int threads = Kernel::MaxThreadsPerBlock;
+	static constexpr int smem_bytes = Kernel::SharedStorageSize;
+};
+
+template <class P> using gemm_fp8_kernel_t = typename gemm_fp8_traits<P>::Kernel;
+
+} // namespace gemm
+
+// The kernel entry: cutlass::device_kernel under jitk's name, so that a
+// jitk instance is jitk::gemm_fp8<P> whatever the geometry.
+template <class P>
+__global__ void __launch_bounds__(gemm::gemm_fp8_kernel_t<P>::MaxThreadsPerBlock,
+				  gemm::gemm_fp8_kernel_t<P>::MinBlocksPerMultiprocessor)
+gemm_fp8(CUTLASS_GRID_CONSTANT typename gemm::gemm_fp8_kernel_t<P>::Params const params)
+{
+	extern __shared__ char smem[];
+	gemm::gemm_fp8_kernel_t<P> op;
+	op(params, smem);
+}
+
+} // namespace jitk
