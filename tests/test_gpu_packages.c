@@ -204,7 +204,9 @@ static void test_tma_copy_and_transpose(void **state)
 		upload(dx, hx, nx * 2);
 		for (k = 0; k < 2; k++) {
 			poison(dy, ny * 2, 0xee);
-			assert_int_equal(tma_call(k ? "tma_transpose" : "tma_copy", dx, dy, rows, cols, ld), 0);
+			if (tma_call(k ? "tma_transpose" : "tma_copy", dx, dy, rows, cols, ld))
+				fail_msg("%s [%lld, %lld] (row stride %lld): %s", k ? "tma_transpose" : "tma_copy",
+					 (long long)rows, (long long)cols, (long long)ld, jitk_error_last()->message);
 			CK(cu->cuCtxSynchronize());
 			download(hy, dy, ny * 2);
 			bad = 0;

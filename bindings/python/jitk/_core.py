@@ -813,7 +813,7 @@ class Runtime(_Handle):
         if not isinstance(x, torch.Tensor) or x.dim() != 2:
             raise ArgumentError("x must be a 2-D [rows, hidden] torch.Tensor")
         args = {}
-        y = torch.empty_like(x) if y is None else y
+        y = torch.empty(x.shape, dtype=torch.bfloat16, device=x.device) if y is None else y
         args["y"] = y
         outs = [y]
         if quantize:
@@ -821,7 +821,8 @@ class Runtime(_Handle):
             args["q"] = q
             outs.append(q)
         if residual is not None:
-            residual_out = torch.empty_like(x) if residual_out is None else residual_out
+            residual_out = (torch.empty(x.shape, dtype=torch.bfloat16, device=x.device)
+                            if residual_out is None else residual_out)
             args["residual_out"] = residual_out
             outs.append(residual_out)
         args["x"] = x
