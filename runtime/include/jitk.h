@@ -737,7 +737,7 @@ typedef struct {
 } jitk_tensor;
 
 /* Fill t as a C-contiguous tensor. JITK_EINVAL for ndim outside
- * 0..JITK_MAX_DIMS or a negative dimension. */
+ * 0..JITK_MAX_DIMS, a negative dimension, or strides past 64 bits. */
 JITK_API int jitk_tensor_contiguous(jitk_tensor *t, jitk_devptr data, jitk_dtype dtype,
 				    int32_t ndim, const int64_t *shape);
 
@@ -799,9 +799,15 @@ JITK_API int jitk_op_get(jitk_op **out, jitk_runtime *rt, const char *selector);
  * picked from the shapes (the dims of parameters the symbol lists several
  * values for), then every dtype, rank, shape, stride, alignment and
  * aliasing rule and launch check of the spec is checked, and the kernel
- * is launched on stream. Errors name the argument and the expected and
- * actual shapes; nothing is launched after an error. A grid of 0 (an empty
- * problem) launches nothing. out (NULL allowed) says what ran. */
+ * is launched on stream. Before any of that, in every mode, a tensor no
+ * memory can hold is JITK_EINVAL: a rank outside 0..JITK_MAX_DIMS, a
+ * negative dimension, an extent that overflows, exceeds 2^48 bytes or
+ * wraps around the address space; so are a written tensor with a stride-0
+ * dimension and an i32 scalar a shape tells that does not fit. Errors name
+ * the argument and the expected and actual shapes; nothing is launched
+ * after an error. A grid of 0 (an empty problem) launches nothing. out
+ * (NULL allowed) says what ran: after an AUTO fallback, instance is the
+ * first step's. */
 JITK_API int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode,
 			  const jitk_arg *args, size_t nargs, jitk_stream stream);
 /* jitk_op_get, then jitk_op_call. */
