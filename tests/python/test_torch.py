@@ -196,7 +196,7 @@ class TorchTests(unittest.TestCase):
         with self.assertRaises(jitk.ArgumentError) as e:
             self.rt.call("static_quant_fp8", q=q, x=np.zeros(x.numel(), np.float32),
                          input_scale=s)
-        self.assertEqual(e.exception.message, "x is on the CPU, not cuda:0")
+        self.assertEqual(e.exception.message, f"x is on the CPU, not cuda:{self.rt.device}")
 
     def test_stats(self):
         st = self.rt.stats("fused_norm_scale_shift[hidden=3072]")

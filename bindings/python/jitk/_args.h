@@ -1,7 +1,7 @@
 /* _args.h - what the package's two compiled plans (_fast.c in C, _torch.cpp
  * in C++) share: an error raised as one of the package's exception classes,
- * and a Python scalar read into a jitk_arg. Included by both; not
- * installed. */
+ * a Python scalar read into a jitk_arg, and the table of the configured
+ * arguments a plan watches. Included by both; not installed. */
 #ifndef JITK_PY_ARGS_H
 #define JITK_PY_ARGS_H
 
@@ -79,6 +79,28 @@ static inline int jitk_py_scalar(PyObject *v, char kind, const char *name, jitk_
 	} else {
 		a->type = JITK_ARG_I64;
 		a->v.i64 = x;
+	}
+	return 0;
+}
+
+/* The configured tensors a plan watches: idx (a tuple of argument
+ * indices; NULL: none) into watched (one flag per argument, n of them,
+ * kinds their kinds: 't' or 'o' for a tensor). 0, or -1 with an error
+ * raised. */
+static inline int jitk_py_watched(PyObject *idx, const char *kinds, Py_ssize_t n, char *watched)
+{
+	Py_ssize_t i;
+
+	for (i = 0; idx && i < PyTuple_GET_SIZE(idx); i++) {
+		Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GET_ITEM(idx, i));
+
+		if (j == -1 && PyErr_Occurred())
+			return -1;
+		if (j < 0 || j >= n || (kinds[j] != 't' && kinds[j] != 'o')) {
+			PyErr_Format(PyExc_ValueError, "configured: %zd is not a tensor argument", j);
+			return -1;
+		}
+		watched[j] = 1;
 	}
 	return 0;
 }

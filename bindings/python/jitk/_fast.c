@@ -368,16 +368,9 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	p->type_error = terr;
 	Py_INCREF(aerr);
 	Py_INCREF(terr);
-	for (i = 0; idx && i < PyTuple_GET_SIZE(idx); i++) {
-		Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GET_ITEM(idx, i));
-
-		if (j < 0 || j >= p->n || (p->kinds[j] != 't' && p->kinds[j] != 'o')) {
-			Py_DECREF(p);
-			return PyErr_Occurred() ? NULL
-						: PyErr_Format(PyExc_ValueError, "configured: %zd is "
-							       "not a tensor argument", j);
-		}
-		p->watched[j] = 1;
+	if (jitk_py_watched(idx, p->kinds, p->n, p->watched) < 0) {
+		Py_DECREF(p);
+		return NULL;
 	}
 	if (idx) {
 		p->versions = versions;

@@ -576,16 +576,9 @@ PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *)
 		return PyErr_NoMemory();
 	}
 	std::memcpy(p->kinds, kinds, n + 1);
-	for (Py_ssize_t i = 0; idx && i < PyTuple_GET_SIZE(idx); i++) {
-		Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GET_ITEM(idx, i));
-
-		if (j < 0 || j >= n || (kinds[j] != 't' && kinds[j] != 'o')) {
-			Py_DECREF(p);
-			return PyErr_Occurred() ? nullptr
-						: PyErr_Format(PyExc_ValueError, "configured: %zd is "
-							       "not a tensor argument", j);
-		}
-		p->watched[j] = 1;
+	if (jitk_py_watched(idx, kinds, n, p->watched) < 0) {
+		Py_DECREF(p);
+		return nullptr;
 	}
 	if (idx) {
 		p->registry = registry;
