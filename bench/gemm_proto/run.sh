@@ -11,6 +11,8 @@
 # (everything), summary.md (printed at the end), checks.csv, perf.csv,
 # gpu.txt, instances.txt, memcheck.log and racecheck.log.
 # SANITIZE="memcheck racecheck" (the default) picks the tools; "none" skips.
+# Time limits (s): MAIN_TIMEOUT=300, SANITIZER_TIMEOUT=150 each; the smoke
+# tests take 60 at most each (a few seconds when they pass).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$here/build/gemm_proto
@@ -38,10 +40,31 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
 	--format=csv > "$out/gpu.txt" 2>&1
 "$bin" --list > "$out/instances.txt"
+
+# Smoke test, one process per configuration (M = 127, N = K = 3072): a
+# configuration that crashes or hangs is left out of the main run instead
+# of taking it down; one whose checks fail (exit 1) stays in, for the data.
+configs=
+case " $* " in
+*" --configs "*) ;;
+*)
+	: > "$out/smoke.txt"
+	for c in $(awk '{ print $1 }' "$out/instances.txt" | uniq); do
+		timeout 60 "$bin" --configs "$c" --no-perf --ms 127 --shapes 1 > "$out/smoke_$c.log" 2>&1
+		s=$?
+		echo "smoke $c: exit $s" >> "$out/smoke.txt"
+		[ $s -le 1 ] && configs=${configs:+$configs,}$c
+	done
+	[ -n "$configs" ] || { cat "$out/smoke.txt"; echo "run.sh: every configuration failed its smoke test" >&2; exit 1; }
+	set -- --configs "$configs" "$@"
+	;;
+esac
+
 t0=$(date +%s)
-"$bin" --out "$out" "$@" > "$out/gemm_proto.log" 2>&1
+timeout "${MAIN_TIMEOUT:-300}" "$bin" --out "$out" "$@" > "$out/gemm_proto.log" 2>&1
 rc=$?
 echo "gemm_proto: exit $rc after $(( $(date +%s) - t0 )) s" >> "$out/summary.md"
+[ -f "$out/smoke.txt" ] && grep -v ': exit 0$' "$out/smoke.txt" >> "$out/summary.md"
 
 san=${SANITIZE:-memcheck racecheck}
 if [ "$san" != none ] && command -v compute-sanitizer > /dev/null; then
@@ -52,7 +75,7 @@ if [ "$san" != none ] && command -v compute-sanitizer > /dev/null; then
 		*) args="--no-perf --ms 127 --shapes 1" ;;
 		esac
 		t0=$(date +%s)
-		timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin" $args \
+		timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin" $args \
 			> "$out/$tool.log" 2>&1
 		s=$?
 		echo "compute-sanitizer $tool ($args): exit $s after $(( $(date +%s) - t0 )) s," \
