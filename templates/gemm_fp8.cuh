@@ -58,6 +58,17 @@ namespace std {
 using cuda::std::is_pointer_v;
 using cuda::std::void_t;
 } // namespace std
+// CuTe declares std::tuple_size / tuple_element for its tuples under
+// NVRTC, but not for const tuples, so `auto const& [a, b, c] = t;` (the
+// row broadcast's stride) falls back to binding data members and fails.
+#include <cute/container/tuple.hpp>
+namespace std {
+template <class... T>
+struct tuple_size<const cute::tuple<T...>> : cuda::std::integral_constant<size_t, sizeof...(T)> {};
+template <size_t I, class... T> struct tuple_element<I, const cute::tuple<T...>> {
+	using type = const typename cuda::std::tuple_element<I, cuda::std::tuple<T...>>::type;
+};
+} // namespace std
 #endif
 
 #include <cutlass/cutlass.h>

@@ -11,7 +11,18 @@
 # (everything), summary.md (printed at the end), checks.csv, perf.csv,
 # gpu.txt, instances.txt, memcheck.log and racecheck.log.
 # SANITIZE="memcheck racecheck" (the default) picks the tools; "none" skips.
+# Time limits (s): the whole script keeps within BUDGET=570; the main run
+# within MAIN_TIMEOUT=300, each sanitizer within SANITIZER_TIMEOUT=150 (or
+# what is left), each smoke test within 25 (a few seconds when it passes).
 set -u
+start=$(date +%s)
+# seconds left of BUDGET (default 570: one device call is 600 at most),
+# less $1, never above $2
+left() {
+	l=$(( ${BUDGET:-570} - ($(date +%s) - start) - $1 ))
+	[ $l -gt $2 ] && l=$2
+	echo $l
+}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$here/build/gemm_proto
 out=${OUT:-$here/build/results}
@@ -38,10 +49,36 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
 	--format=csv > "$out/gpu.txt" 2>&1
 "$bin" --list > "$out/instances.txt"
+
+# Smoke test, one process per configuration (M = 127, N = K = 3072): a
+# configuration that crashes or hangs is left out of the main run instead
+# of taking it down; one whose checks fail (exit 1) stays in, for the data.
+configs=
+case " $* " in
+*" --configs "*) ;;
+*)
+	: > "$out/smoke.txt"
+	for c in $(awk '{ print $1 }' "$out/instances.txt" | uniq); do
+		timeout 25 "$bin" --configs "$c" --no-perf --ms 127 --shapes 1 > "$out/smoke_$c.log" 2>&1
+		s=$?
+		echo "smoke $c: exit $s" >> "$out/smoke.txt"
+		[ $s -le 1 ] && configs=${configs:+$configs,}$c
+	done
+	if [ -z "$configs" ]; then
+		cat "$out/gpu.txt" "$out/smoke.txt"
+		tail -5 "$out"/smoke_*.log | head -40
+		echo "run.sh: every configuration failed its smoke test" >&2
+		exit 1
+	fi
+	set -- --configs "$configs" "$@"
+	;;
+esac
+
 t0=$(date +%s)
-"$bin" --out "$out" "$@" > "$out/gemm_proto.log" 2>&1
+timeout "$(left 60 "${MAIN_TIMEOUT:-300}")" "$bin" --out "$out" "$@" > "$out/gemm_proto.log" 2>&1
 rc=$?
 echo "gemm_proto: exit $rc after $(( $(date +%s) - t0 )) s" >> "$out/summary.md"
+[ -f "$out/smoke.txt" ] && grep -v ': exit 0$' "$out/smoke.txt" >> "$out/summary.md"
 
 san=${SANITIZE:-memcheck racecheck}
 if [ "$san" != none ] && command -v compute-sanitizer > /dev/null; then
@@ -51,8 +88,13 @@ if [ "$san" != none ] && command -v compute-sanitizer > /dev/null; then
 		racecheck) args="--no-perf --ms 127 --shapes 1 --configs coop_128x128_c2x1,pp_64x128_c1x1,coop_128x128_sk" ;;
 		*) args="--no-perf --ms 127 --shapes 1" ;;
 		esac
+		t=$(left 0 "${SANITIZER_TIMEOUT:-150}")
+		if [ "$t" -lt 30 ]; then
+			echo "compute-sanitizer $tool: skipped, the time budget is spent" >> "$out/summary.md"
+			continue
+		fi
 		t0=$(date +%s)
-		timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin" $args \
+		timeout "$t" compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin" $args \
 			> "$out/$tool.log" 2>&1
 		s=$?
 		echo "compute-sanitizer $tool ($args): exit $s after $(( $(date +%s) - t0 )) s," \
