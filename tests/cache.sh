@@ -178,8 +178,8 @@ fi
 # docs/cache-format.md gives the entry format the library writes, in the
 # entry header and in the bundle header (it said 2 there after format 3).
 v=$("$jitk" --version | sed -n 's/.*cache format \([0-9]*\).*/\1/p')
-for what in "| 8 | 4 | format version ($v) |" "| 16 | 4 | the entries' format ($v," \
-	"bytes of an entry file (format $v, above)"; do
+for what in "| 8 | 4 | format version ($v" "| 16 | 4 | the entries' format ($v," \
+	"bytes of an entry file (format $v, above"; do
 	n=$((n + 1))
 	grep -qF -- "$what" docs/cache-format.md || fail "docs/cache-format.md lacks '$what'"
 done

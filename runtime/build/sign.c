@@ -356,9 +356,14 @@ static atomic_int require_warned;
  * means the safe thing, required. */
 static int require_from_env(const jitk_logger *log, int def)
 {
-	if (!jitk__env("JITK_REQUIRE_SIGS"))
+	const char *name = "JITK_REQUIRE_SIGS";
+
+	if (!jitk__env(name))
 		return def;
-	return jitk__env_bool(atomic_exchange(&require_warned, 1) ? NULL : log, "JITK_REQUIRE_SIGS", 1,
+	/* a known value reads the same whatever the safe meaning */
+	if (jitk__env_bool(NULL, name, 1, "") == jitk__env_bool(NULL, name, 0, ""))
+		return jitk__env_bool(NULL, name, 1, "");
+	return jitk__env_bool(atomic_exchange(&require_warned, 1) ? NULL : log, name, 1,
 			      "signatures are required");
 }
 
