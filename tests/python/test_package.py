@@ -743,7 +743,7 @@ class CommandTests(unittest.TestCase):
             r = subprocess.run([sys.executable, "-m", "jitk", "explain", "static_quant_fp8",
                                 "--arch", "sm_80"], cwd=d, env=env, capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
-        self.assertIn(os.path.join(pkg, "lib", "..", "specs", "static_quant_fp8.yaml:"), r.stdout)
+        self.assertIn(os.path.join(pkg, "specs", "static_quant_fp8.yaml:"), r.stdout)
 
 
 if __name__ == "__main__":
