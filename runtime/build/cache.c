@@ -1015,6 +1015,23 @@ static void entry_names(char hex[HEXLEN + 1], char shard[3], char name[ENTRY_NAM
 	snprintf(name, ENTRY_NAME_MAX, "%s.jitk", hex);
 }
 
+/* Up to n bytes of fd into buf (EINTR retried): how many were read. */
+static size_t read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	return got;
+}
+
 /* Read and verify the entry name in the directory dfd. *seen: the file
  * that was examined (device and inode, for the caller's unlink check). */
 static int entry_read_in(jitk_cache_entry *out, int dfd, const char *name, int allow_root,
@@ -1079,15 +1096,7 @@ static int entry_read_in(jitk_cache_entry *out, int dfd, const char *name, int a
 		*problem = "out of memory";
 		goto done;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	got = read_full(fd, buf, (size_t)st.st_size);
 	rc = jitk__entry_decode(out, buf, got, problem);
 done:
 	free(buf);
@@ -1500,15 +1509,7 @@ int jitk__cache_aux_read(jitk_cache *c, const char *hex, uint8_t **out, size_t *
 		rc = JITK_ENOMEM;
 		goto done;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	got = read_full(fd, buf, (size_t)st.st_size);
 	buf[got] = 0;
 	*out = buf;
 	*len = got;
