@@ -260,6 +260,28 @@ static void test_package_include_rules(void **state)
 	}
 }
 
+/* Edit (from -> to) or make (from NULL) a file of a package, then the
+ * keys again into after: moved[i] says which of the four must change. */
+static void edit_and_compare(const t_tree *t, const char *root, const char *file,
+			     const char *from, const char *to, uint8_t before[4][JITK_HASH_SIZE],
+			     uint8_t after[4][JITK_HASH_SIZE], const int moved[4])
+{
+	char *p = t_path(root, file);
+	size_t i;
+
+	if (from)
+		t_edit(p, from, to);
+	else
+		t_writef(p, "%s", "");
+	free(p);
+	keys(t->specs, NULL, after);
+	for (i = 0; i < 4; i++)
+		if (moved[i])
+			assert_memory_not_equal(before[i], after[i], JITK_HASH_SIZE);
+		else
+			assert_memory_equal(before[i], after[i], JITK_HASH_SIZE);
+}
+
 /* One byte changed anywhere under a root - in a header no kernel
  * includes, too (its __has_include answer could depend on it) - changes
  * the key of every instance whose family includes that package, and of no
@@ -269,38 +291,17 @@ static void test_one_byte_changes_its_users_keys(void **state)
 	uint8_t k0[4][JITK_HASH_SIZE], k1[4][JITK_HASH_SIZE], k2[4][JITK_HASH_SIZE],
 		k3[4][JITK_HASH_SIZE];
 	t_tree t;
-	char *p;
 
 	(void)state;
 	tree_new(&t);
 	keys(t.specs, NULL, k0);
 	/* pkgb: fb and fc */
-	p = t_path(t.pkgb, "pb.h");
-	t_edit(p, "PB 4", "PB 5");
-	free(p);
-	keys(t.specs, NULL, k1);
-	assert_memory_not_equal(k0[1], k1[1], JITK_HASH_SIZE);
-	assert_memory_not_equal(k0[2], k1[2], JITK_HASH_SIZE);
-	assert_memory_equal(k0[0], k1[0], JITK_HASH_SIZE);
-	assert_memory_equal(k0[3], k1[3], JITK_HASH_SIZE);
+	edit_and_compare(&t, t.pkgb, "pb.h", "PB 4", "PB 5", k0, k1, (const int[4]){ 0, 1, 1, 0 });
 	/* a header of pkga nothing includes: fa and fb */
-	p = t_path(t.pkga, "sub/deep.h");
-	t_edit(p, "DEEP 3", "DEEP 7");
-	free(p);
-	keys(t.specs, NULL, k2);
-	assert_memory_not_equal(k1[0], k2[0], JITK_HASH_SIZE);
-	assert_memory_not_equal(k1[1], k2[1], JITK_HASH_SIZE);
-	assert_memory_equal(k1[2], k2[2], JITK_HASH_SIZE);
-	assert_memory_equal(k1[3], k2[3], JITK_HASH_SIZE);
+	edit_and_compare(&t, t.pkga, "sub/deep.h", "DEEP 3", "DEEP 7", k1, k2,
+			 (const int[4]){ 1, 1, 0, 0 });
 	/* a new, empty file in pkgb */
-	p = t_path(t.pkgb, "new.h");
-	t_writef(p, "%s", "");
-	free(p);
-	keys(t.specs, NULL, k3);
-	assert_memory_equal(k2[0], k3[0], JITK_HASH_SIZE);
-	assert_memory_not_equal(k2[1], k3[1], JITK_HASH_SIZE);
-	assert_memory_not_equal(k2[2], k3[2], JITK_HASH_SIZE);
-	assert_memory_equal(k2[3], k3[3], JITK_HASH_SIZE);
+	edit_and_compare(&t, t.pkgb, "new.h", NULL, NULL, k2, k3, (const int[4]){ 0, 1, 1, 0 });
 	tree_free(&t);
 }
 

@@ -868,6 +868,23 @@ static void entry_names(char hex[HEXLEN + 1], char shard[3], char name[ENTRY_NAM
 	snprintf(name, ENTRY_NAME_MAX, "%s.jitk", hex);
 }
 
+/* Read up to n bytes of fd into buf: how many there were. */
+static size_t read_upto(int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(fd, buf + got, n - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	return got;
+}
+
 /* Read and verify the entry name in the directory dfd. *seen: the file
  * that was examined (device and inode, for the caller's unlink check). */
 static int entry_read_in(jitk_cache_entry *out, int dfd, const char *name, int allow_root,
@@ -933,15 +950,7 @@ static int entry_read_in(jitk_cache_entry *out, int dfd, const char *name, int a
 		*problem = "out of memory";
 		goto done;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	got = read_upto(fd, buf, (size_t)st.st_size);
 	rc = jitk__entry_decode(out, buf, got, problem);
 done:
 	free(buf);
@@ -1340,15 +1349,7 @@ int jitk__cache_aux_read(jitk_cache *c, const char *hex, uint8_t **out, size_t *
 		rc = JITK_ENOMEM;
 		goto done;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	got = read_upto(fd, buf, (size_t)st.st_size);
 	buf[got] = 0;
 	*out = buf;
 	*len = got;
