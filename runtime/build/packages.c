@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "build/packages.h"
-#include "packages_config.h" /* configure: JITK_CONFIGURED_PACKAGES */
+#include "build/packages_config.h" /* written by configure into the build directory */
 
 #define MANIFEST_MAGIC "jitk package manifest 1"
 #define MANIFEST_MAX_BYTES (64u << 20)
