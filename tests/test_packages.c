@@ -168,8 +168,8 @@ static void test_unknown_packages_are_spec_errors(void **state)
 		{ NULL, "pkga, pkga", "fx.yaml:4:18: error: package 'pkga' listed twice" },
 		{ "packages:\n  Cuda:\n    find: [{ env: X }]\n", "pkga",
 		  "packages.yaml:2:3: error: package name 'Cuda' is not lower-case" },
-		{ "packages:\n  p:\n    find: [{ path: rel/dir }]\n", "pkga",
-		  "packages.yaml:3:20: error: path 'rel/dir' must be absolute" },
+		{ "packages:\n  p:\n    find: [{ path: rel/dir, configured: p }]\n", "pkga",
+		  "packages.yaml:3:12: error: 'configured' stands alone" },
 		{ "packages:\n  p:\n    find: [{ env: X, path: ../up }]\n", "pkga",
 		  "packages.yaml:3:28: error: path '../up' below $X has a '..' component" },
 		{ "packages:\n  p:\n    find: [{ configured: p, env: X }]\n", "pkga",
@@ -327,6 +327,17 @@ static void test_same_headers_elsewhere_same_key(void **state)
 	keys(t.specs, NULL, k1);
 	for (i = 0; i < 4; i++)
 		assert_memory_equal(k0[i], k1[i], JITK_HASH_SIZE);
+	/* a path without env is relative to packages.yaml */
+	{
+		char *reg = t_path(t.specs, "packages.yaml");
+
+		t_edit(reg, "      - { env: T_PKG_A }\n", "      - { path: ../elsewhere/a }\n");
+		unsetenv("T_PKG_A");
+		keys(t.specs, NULL, k1);
+		assert_memory_equal(k0[0], k1[0], JITK_HASH_SIZE);
+		t_edit(reg, "      - { path: ../elsewhere/a }\n", "      - { env: T_PKG_A }\n");
+		free(reg);
+	}
 	/* and $JITK_PACKAGE_PKGA wins over the registry's places */
 	setenv("JITK_PACKAGE_PKGA", t.pkga, 1);
 	setenv("T_PKG_A", "/nonexistent", 1);
