@@ -73,6 +73,16 @@ static void tree_new(t_tree *t)
 		t_writef(a, "#pragma once\n#define PA 1\n");
 		t_writef(ai, "#pragma once\n#include \"../sub/deep.h\"\n#define PI 2\n");
 		t_writef(deep, "#pragma once\n#define DEEP 3\n");
+		/* a header including its sibling by a quoted name, which no
+		 * search directory reaches: NVRTC finds it next to the header */
+		{
+			char *s1 = t_path(t->pkga, "sub/s1.h"), *s2 = t_path(t->pkga, "sub/s2.h");
+
+			t_writef(s1, "#pragma once\n#include \"s2.h\"\n");
+			t_writef(s2, "#pragma once\n#define S2 0\n");
+			free(s1);
+			free(s2);
+		}
 		t_writef(b, "#pragma once\n#define PB 4\n");
 		free(a);
 		free(ai);
@@ -85,7 +95,8 @@ static void tree_new(t_tree *t)
 		t_writef(r, "%s", registry);
 		free(r);
 	}
-	family(t, "fa", "pkga", "#include <pa.h>\n#include <pi.h>\n#define VALUE (PA + PI)");
+	family(t, "fa", "pkga", "#include <pa.h>\n#include <pi.h>\n#include <sub/s1.h>\n"
+	       "#define VALUE (PA + PI + S2)");
 	family(t, "fb", "pkga, pkgb", "#include <pa.h>\n#include <pb.h>\n#define VALUE (PA + PB)");
 	family(t, "fc", "pkgb", "#include <pb.h>\n#define VALUE PB");
 	family(t, "fd", NULL, "#define VALUE 5");
@@ -543,6 +554,53 @@ static void test_header_outside_never_read(void **state)
 	sigaction(SIGALRM, &old, NULL);
 }
 
+/* Without --no-source-include (which would keep NVRTC from finding a
+ * header's quoted siblings), NVRTC adds the main file's directory - the
+ * working directory - for the main file's quoted includes only: a
+ * package header's quoted include of a name that is only in the working
+ * directory (a FIFO: the test would hang if it were opened) is not found
+ * there, and the compile fails instead. */
+static void test_working_directory_never_searched(void **state)
+{
+	struct sigaction sa, old;
+	char *cwd = getcwd(NULL, 0), *here, *fifo, *p, *cache;
+	jitk_compiler *c;
+	t_tree t;
+	int rc;
+
+	(void)state;
+	tree_new(&t);
+	here = t_path(t.dir, "cwd");
+	fifo = t_path(here, "only_here.h");
+	assert_int_equal(mkdir(here, 0755), 0);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	p = t_path(t.pkga, "sub/cw.h");
+	t_writef(p, "#pragma once\n#include \"only_here.h\"\n");
+	free(p);
+	family(&t, "fx", "pkga", "#include <sub/cw.h>\n#define VALUE 1");
+	cache = t_path(t.dir, "cache");
+	c = t_compiler(t.specs, cache, NULL, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, &old);
+	sigalrm_seen = 0;
+	assert_int_equal(chdir(here), 0);
+	alarm(60);
+	rc = t_build(c, "fx", "sm_90", NULL);
+	alarm(0);
+	assert_int_equal(chdir(cwd), 0);
+	sigaction(SIGALRM, &old, NULL);
+	assert_int_equal(sigalrm_seen, 0);
+	assert_int_equal(rc, JITK_ECOMPILE);
+	assert_non_null(strstr(jitk_error_last()->message, "cannot open source file \"only_here.h\""));
+	jitk_compiler_free(c);
+	free(cache);
+	free(here);
+	free(fifo);
+	free(cwd);
+	tree_free(&t);
+}
+
 /* A warm process reads no header: the manifest in the cache keeps each
  * file's digest with its stat. A file whose stat changed is read again,
  * a damaged manifest is made again, and without a cache every process
@@ -562,8 +620,8 @@ static void test_manifest_spares_reads(void **state)
 	nanosleep(&ts, NULL);
 	c = t_compiler(t.specs, cache, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
-	assert_int_equal(p->files, 3);
-	assert_int_equal(p->hashed, 3); /* cold */
+	assert_int_equal(p->files, 5);
+	assert_int_equal(p->hashed, 5); /* cold */
 	jitk_compiler_free(c);
 	c = t_compiler(t.specs, cache, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
@@ -583,7 +641,7 @@ static void test_manifest_spares_reads(void **state)
 	assert_int_equal(system(cmd), 0);
 	c = t_compiler(t.specs, cache, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
-	assert_int_equal(p->hashed, 3);
+	assert_int_equal(p->hashed, 5);
 	jitk_compiler_free(c);
 	/* jitk cache clear removes manifests; prune and verify leave them */
 	{
@@ -597,7 +655,7 @@ static void test_manifest_spares_reads(void **state)
 	/* in memory: every process reads */
 	c = t_compiler(t.specs, NULL, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
-	assert_int_equal(p->hashed, 3);
+	assert_int_equal(p->hashed, 5);
 	jitk_compiler_free(c);
 	free(dir);
 	free(f);
@@ -761,6 +819,7 @@ int main(void)
 		cmocka_unit_test(test_edit_in_a_running_process),
 		cmocka_unit_test(test_hostile_trees_refused),
 		cmocka_unit_test(test_header_outside_never_read),
+		cmocka_unit_test(test_working_directory_never_searched),
 		cmocka_unit_test(test_manifest_spares_reads),
 		cmocka_unit_test(test_real_packages),
 		cmocka_unit_test(test_pch_same_bytes),
