@@ -402,6 +402,26 @@ static void on_alarm(int sig)
 	sigalrm_seen = 1;
 }
 
+/* What a read of a FIFO would hang in runs under alarm: the test fails
+ * instead (sigalrm_seen), and the old handler comes back after. */
+static void alarm_begin(struct sigaction *old, unsigned seconds)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, old);
+	sigalrm_seen = 0;
+	alarm(seconds);
+}
+
+static void alarm_end(const struct sigaction *old)
+{
+	alarm(0);
+	sigaction(SIGALRM, old, NULL);
+	assert_int_equal(sigalrm_seen, 0);
+}
+
 /* What a tree may not hold: a symbolic link, a FIFO (never opened: the
  * test would hang), a file others or the group can write, a directory
  * the group can write, a file another user owns (as root, who can give
@@ -419,13 +439,10 @@ static void test_hostile_trees_refused(void **state)
 		{ "owner", "is owned by uid 12345, neither this user" },
 		{ "name", "holds a name with a control character" },
 	};
-	struct sigaction sa, old;
+	struct sigaction old;
 	size_t i;
 
 	(void)state;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old);
 	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
 		char msg[1024], *p = NULL;
 		t_tree t;
@@ -456,11 +473,9 @@ static void test_hostile_trees_refused(void **state)
 			p = t_path(t.pkga, "sub/bad\033name.h");
 			t_writef(p, "x");
 		}
-		sigalrm_seen = 0;
-		alarm(20);
+		alarm_begin(&old, 20);
 		rc = load(t.specs, "fa", msg, sizeof(msg));
-		alarm(0);
-		assert_int_equal(sigalrm_seen, 0);
+		alarm_end(&old);
 		assert_int_equal(rc, JITK_EIO);
 		want_in(msg, "header package pkga: ");
 		want_in(msg, cases[i].want);
@@ -469,7 +484,6 @@ static void test_hostile_trees_refused(void **state)
 		free(p);
 		tree_free(&t);
 	}
-	sigaction(SIGALRM, &old, NULL);
 }
 
 /* A header outside every root is never read, however it is named: by the
@@ -496,13 +510,10 @@ static void test_header_outside_never_read(void **state)
 		/* within the tree: fine */
 		{ "sub/ok.h", "#include \"../pa.h\"\n#include <sub/deep.h>\n", NULL, 0, NULL },
 	};
-	struct sigaction sa, old;
+	struct sigaction old;
 	size_t i;
 
 	(void)state;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old);
 	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
 		char msg[1024], *out, *fifo, text[512];
 		t_tree t;
@@ -535,13 +546,11 @@ static void test_header_outside_never_read(void **state)
 				snprintf(text, sizeof(text), "%s", cases[i].tpl);
 			family(&t, "fx", "pkga", text);
 		}
-		sigalrm_seen = 0;
-		alarm(20);
+		alarm_begin(&old, 20);
 		rc = load(t.specs, "fa", msg, sizeof(msg));
 		if (!rc && cases[i].tpl)
 			rc = load(t.specs, "fx", msg, sizeof(msg));
-		alarm(0);
-		assert_int_equal(sigalrm_seen, 0);
+		alarm_end(&old);
 		if (rc != cases[i].status)
 			fprintf(stderr, "case %zu: %s\n", i, msg);
 		assert_int_equal(rc, cases[i].status);
@@ -551,7 +560,6 @@ static void test_header_outside_never_read(void **state)
 		free(fifo);
 		tree_free(&t);
 	}
-	sigaction(SIGALRM, &old, NULL);
 }
 
 /* Without --no-source-include (which would keep NVRTC from finding a
@@ -562,7 +570,7 @@ static void test_header_outside_never_read(void **state)
  * there, and the compile fails instead. */
 static void test_working_directory_never_searched(void **state)
 {
-	struct sigaction sa, old;
+	struct sigaction old;
 	char *cwd = getcwd(NULL, 0), *here, *fifo, *p, *cache;
 	jitk_compiler *c;
 	t_tree t;
@@ -580,17 +588,12 @@ static void test_working_directory_never_searched(void **state)
 	family(&t, "fx", "pkga", "#include <sub/cw.h>\n#define VALUE 1");
 	cache = t_path(t.dir, "cache");
 	c = t_compiler(t.specs, cache, NULL, NULL);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old);
-	sigalrm_seen = 0;
 	assert_int_equal(chdir(here), 0);
-	alarm(60);
+	alarm_begin(&old, 60);
 	rc = t_build(c, "fx", "sm_90", NULL);
 	alarm(0);
 	assert_int_equal(chdir(cwd), 0);
-	sigaction(SIGALRM, &old, NULL);
-	assert_int_equal(sigalrm_seen, 0);
+	alarm_end(&old);
 	assert_int_equal(rc, JITK_ECOMPILE);
 	assert_non_null(strstr(jitk_error_last()->message, "cannot open source file \"only_here.h\""));
 	jitk_compiler_free(c);
