@@ -11,36 +11,21 @@
 
 namespace jitk {
 
-template <class P>
-__global__ void __launch_bounds__(P::threads)
-per_token_quant_fp8(fp8_e4m3 *__restrict__ q, float *__restrict__ s,
-		    const bf16 *__restrict__ x, long long rows, long long H)
+// The rows of the quantizer, for a block_max(unsigned) that returns the
+// maximum of its argument over the block in every thread (the kernel
+// below, and per_token_quant_fp8_cub.cuh with cub::BlockReduce).
+template <class P, class BlockMax>
+__device__ __forceinline__ void
+per_token_quant_rows(fp8_e4m3 *__restrict__ q, float *__restrict__ s,
+		     const bf16 *__restrict__ x, long long rows, long long H, BlockMax &&block_max)
 {
 	constexpr int VEC_BYTES = P::vec_bytes;
 	constexpr int THREADS = P::threads;
 	constexpr int HOLD = P::hold;
 	constexpr int VE = VEC_BYTES / 2; // elements per vector
 	constexpr int NW = VEC_BYTES / 4;
-	constexpr int WARPS = THREADS / 32;
-	static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
-	__shared__ unsigned partial[2][WARPS];
-	const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-	int buf = 0;
+	const int t = threadIdx.x;
 
-	auto block_max = [&](unsigned m) {
-		m = warp_max(m);
-		if constexpr (WARPS > 1) {
-			if (lane == 0)
-				partial[buf][warp] = m;
-			__syncthreads();
-			m = 0u;
-#pragma unroll
-			for (int k = 0; k < WARPS; k++)
-				m = umax(m, partial[buf][k]);
-			buf ^= 1;
-		}
-		return m;
-	};
 	auto quantize_vec = [&](fp8_e4m3 *dst, const vec<VEC_BYTES> &v, float rcp) {
 		vec<VEC_BYTES / 2> out;
 		quantize_e4m3_vec(out, v, rcp);
@@ -101,6 +86,34 @@ per_token_quant_fp8(fp8_e4m3 *__restrict__ q, float *__restrict__ s,
 				s[row] = sq;
 		}
 	}
+}
+
+template <class P>
+__global__ void __launch_bounds__(P::threads)
+per_token_quant_fp8(fp8_e4m3 *__restrict__ q, float *__restrict__ s,
+		    const bf16 *__restrict__ x, long long rows, long long H)
+{
+	constexpr int THREADS = P::threads;
+	constexpr int WARPS = THREADS / 32;
+	static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
+	__shared__ unsigned partial[2][WARPS];
+	const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+	int buf = 0;
+
+	per_token_quant_rows<P>(q, s, x, rows, H, [&](unsigned m) {
+		m = warp_max(m);
+		if constexpr (WARPS > 1) {
+			if (lane == 0)
+				partial[buf][warp] = m;
+			__syncthreads();
+			m = 0u;
+#pragma unroll
+			for (int k = 0; k < WARPS; k++)
+				m = umax(m, partial[buf][k]);
+			buf ^= 1;
+		}
+		return m;
+	});
 }
 
 } // namespace jitk

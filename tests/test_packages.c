@@ -73,6 +73,16 @@ static void tree_new(t_tree *t)
 		t_writef(a, "#pragma once\n#define PA 1\n");
 		t_writef(ai, "#pragma once\n#include \"../sub/deep.h\"\n#define PI 2\n");
 		t_writef(deep, "#pragma once\n#define DEEP 3\n");
+		/* a header including its sibling by a quoted name, which no
+		 * search directory reaches: NVRTC finds it next to the header */
+		{
+			char *s1 = t_path(t->pkga, "sub/s1.h"), *s2 = t_path(t->pkga, "sub/s2.h");
+
+			t_writef(s1, "#pragma once\n#include \"s2.h\"\n");
+			t_writef(s2, "#pragma once\n#define S2 0\n");
+			free(s1);
+			free(s2);
+		}
 		t_writef(b, "#pragma once\n#define PB 4\n");
 		free(a);
 		free(ai);
@@ -85,7 +95,8 @@ static void tree_new(t_tree *t)
 		t_writef(r, "%s", registry);
 		free(r);
 	}
-	family(t, "fa", "pkga", "#include <pa.h>\n#include <pi.h>\n#define VALUE (PA + PI)");
+	family(t, "fa", "pkga", "#include <pa.h>\n#include <pi.h>\n#include <sub/s1.h>\n"
+	       "#define VALUE (PA + PI + S2)");
 	family(t, "fb", "pkga, pkgb", "#include <pa.h>\n#include <pb.h>\n#define VALUE (PA + PB)");
 	family(t, "fc", "pkgb", "#include <pb.h>\n#define VALUE PB");
 	family(t, "fd", NULL, "#define VALUE 5");
@@ -168,8 +179,8 @@ static void test_unknown_packages_are_spec_errors(void **state)
 		{ NULL, "pkga, pkga", "fx.yaml:4:18: error: package 'pkga' listed twice" },
 		{ "packages:\n  Cuda:\n    find: [{ env: X }]\n", "pkga",
 		  "packages.yaml:2:3: error: package name 'Cuda' is not lower-case" },
-		{ "packages:\n  p:\n    find: [{ path: rel/dir }]\n", "pkga",
-		  "packages.yaml:3:20: error: path 'rel/dir' must be absolute" },
+		{ "packages:\n  p:\n    find: [{ path: rel/dir, configured: p }]\n", "pkga",
+		  "packages.yaml:3:12: error: 'configured' stands alone" },
 		{ "packages:\n  p:\n    find: [{ env: X, path: ../up }]\n", "pkga",
 		  "packages.yaml:3:28: error: path '../up' below $X has a '..' component" },
 		{ "packages:\n  p:\n    find: [{ configured: p, env: X }]\n", "pkga",
@@ -260,6 +271,28 @@ static void test_package_include_rules(void **state)
 	}
 }
 
+/* Edit (from -> to) or make (from NULL) a file of a package, then the
+ * keys again into after: moved[i] says which of the four must change. */
+static void edit_and_compare(const t_tree *t, const char *root, const char *file,
+			     const char *from, const char *to, uint8_t before[4][JITK_HASH_SIZE],
+			     uint8_t after[4][JITK_HASH_SIZE], const int moved[4])
+{
+	char *p = t_path(root, file);
+	size_t i;
+
+	if (from)
+		t_edit(p, from, to);
+	else
+		t_writef(p, "%s", "");
+	free(p);
+	keys(t->specs, NULL, after);
+	for (i = 0; i < 4; i++)
+		if (moved[i])
+			assert_memory_not_equal(before[i], after[i], JITK_HASH_SIZE);
+		else
+			assert_memory_equal(before[i], after[i], JITK_HASH_SIZE);
+}
+
 /* One byte changed anywhere under a root - in a header no kernel
  * includes, too (its __has_include answer could depend on it) - changes
  * the key of every instance whose family includes that package, and of no
@@ -269,38 +302,17 @@ static void test_one_byte_changes_its_users_keys(void **state)
 	uint8_t k0[4][JITK_HASH_SIZE], k1[4][JITK_HASH_SIZE], k2[4][JITK_HASH_SIZE],
 		k3[4][JITK_HASH_SIZE];
 	t_tree t;
-	char *p;
 
 	(void)state;
 	tree_new(&t);
 	keys(t.specs, NULL, k0);
 	/* pkgb: fb and fc */
-	p = t_path(t.pkgb, "pb.h");
-	t_edit(p, "PB 4", "PB 5");
-	free(p);
-	keys(t.specs, NULL, k1);
-	assert_memory_not_equal(k0[1], k1[1], JITK_HASH_SIZE);
-	assert_memory_not_equal(k0[2], k1[2], JITK_HASH_SIZE);
-	assert_memory_equal(k0[0], k1[0], JITK_HASH_SIZE);
-	assert_memory_equal(k0[3], k1[3], JITK_HASH_SIZE);
+	edit_and_compare(&t, t.pkgb, "pb.h", "PB 4", "PB 5", k0, k1, (const int[4]){ 0, 1, 1, 0 });
 	/* a header of pkga nothing includes: fa and fb */
-	p = t_path(t.pkga, "sub/deep.h");
-	t_edit(p, "DEEP 3", "DEEP 7");
-	free(p);
-	keys(t.specs, NULL, k2);
-	assert_memory_not_equal(k1[0], k2[0], JITK_HASH_SIZE);
-	assert_memory_not_equal(k1[1], k2[1], JITK_HASH_SIZE);
-	assert_memory_equal(k1[2], k2[2], JITK_HASH_SIZE);
-	assert_memory_equal(k1[3], k2[3], JITK_HASH_SIZE);
+	edit_and_compare(&t, t.pkga, "sub/deep.h", "DEEP 3", "DEEP 7", k1, k2,
+			 (const int[4]){ 1, 1, 0, 0 });
 	/* a new, empty file in pkgb */
-	p = t_path(t.pkgb, "new.h");
-	t_writef(p, "%s", "");
-	free(p);
-	keys(t.specs, NULL, k3);
-	assert_memory_equal(k2[0], k3[0], JITK_HASH_SIZE);
-	assert_memory_not_equal(k2[1], k3[1], JITK_HASH_SIZE);
-	assert_memory_not_equal(k2[2], k3[2], JITK_HASH_SIZE);
-	assert_memory_equal(k2[3], k3[3], JITK_HASH_SIZE);
+	edit_and_compare(&t, t.pkgb, "new.h", NULL, NULL, k2, k3, (const int[4]){ 0, 1, 1, 0 });
 	tree_free(&t);
 }
 
@@ -326,6 +338,17 @@ static void test_same_headers_elsewhere_same_key(void **state)
 	keys(t.specs, NULL, k1);
 	for (i = 0; i < 4; i++)
 		assert_memory_equal(k0[i], k1[i], JITK_HASH_SIZE);
+	/* a path without env is relative to packages.yaml */
+	{
+		char *reg = t_path(t.specs, "packages.yaml");
+
+		t_edit(reg, "      - { env: T_PKG_A }\n", "      - { path: ../elsewhere/a }\n");
+		unsetenv("T_PKG_A");
+		keys(t.specs, NULL, k1);
+		assert_memory_equal(k0[0], k1[0], JITK_HASH_SIZE);
+		t_edit(reg, "      - { path: ../elsewhere/a }\n", "      - { env: T_PKG_A }\n");
+		free(reg);
+	}
 	/* and $JITK_PACKAGE_PKGA wins over the registry's places */
 	setenv("JITK_PACKAGE_PKGA", t.pkga, 1);
 	setenv("T_PKG_A", "/nonexistent", 1);
@@ -379,6 +402,26 @@ static void on_alarm(int sig)
 	sigalrm_seen = 1;
 }
 
+/* What a read of a FIFO would hang in runs under alarm: the test fails
+ * instead (sigalrm_seen), and the old handler comes back after. */
+static void alarm_begin(struct sigaction *old, unsigned seconds)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, old);
+	sigalrm_seen = 0;
+	alarm(seconds);
+}
+
+static void alarm_end(const struct sigaction *old)
+{
+	alarm(0);
+	sigaction(SIGALRM, old, NULL);
+	assert_int_equal(sigalrm_seen, 0);
+}
+
 /* What a tree may not hold: a symbolic link, a FIFO (never opened: the
  * test would hang), a file others or the group can write, a directory
  * the group can write, a file another user owns (as root, who can give
@@ -396,13 +439,10 @@ static void test_hostile_trees_refused(void **state)
 		{ "owner", "is owned by uid 12345, neither this user" },
 		{ "name", "holds a name with a control character" },
 	};
-	struct sigaction sa, old;
+	struct sigaction old;
 	size_t i;
 
 	(void)state;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old);
 	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
 		char msg[1024], *p = NULL;
 		t_tree t;
@@ -433,11 +473,9 @@ static void test_hostile_trees_refused(void **state)
 			p = t_path(t.pkga, "sub/bad\033name.h");
 			t_writef(p, "x");
 		}
-		sigalrm_seen = 0;
-		alarm(20);
+		alarm_begin(&old, 20);
 		rc = load(t.specs, "fa", msg, sizeof(msg));
-		alarm(0);
-		assert_int_equal(sigalrm_seen, 0);
+		alarm_end(&old);
 		assert_int_equal(rc, JITK_EIO);
 		want_in(msg, "header package pkga: ");
 		want_in(msg, cases[i].want);
@@ -446,7 +484,6 @@ static void test_hostile_trees_refused(void **state)
 		free(p);
 		tree_free(&t);
 	}
-	sigaction(SIGALRM, &old, NULL);
 }
 
 /* A header outside every root is never read, however it is named: by the
@@ -473,13 +510,10 @@ static void test_header_outside_never_read(void **state)
 		/* within the tree: fine */
 		{ "sub/ok.h", "#include \"../pa.h\"\n#include <sub/deep.h>\n", NULL, 0, NULL },
 	};
-	struct sigaction sa, old;
+	struct sigaction old;
 	size_t i;
 
 	(void)state;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old);
 	for (i = 0; i < JITK_ARRAY_SIZE(cases); i++) {
 		char msg[1024], *out, *fifo, text[512];
 		t_tree t;
@@ -512,13 +546,11 @@ static void test_header_outside_never_read(void **state)
 				snprintf(text, sizeof(text), "%s", cases[i].tpl);
 			family(&t, "fx", "pkga", text);
 		}
-		sigalrm_seen = 0;
-		alarm(20);
+		alarm_begin(&old, 20);
 		rc = load(t.specs, "fa", msg, sizeof(msg));
 		if (!rc && cases[i].tpl)
 			rc = load(t.specs, "fx", msg, sizeof(msg));
-		alarm(0);
-		assert_int_equal(sigalrm_seen, 0);
+		alarm_end(&old);
 		if (rc != cases[i].status)
 			fprintf(stderr, "case %zu: %s\n", i, msg);
 		assert_int_equal(rc, cases[i].status);
@@ -528,7 +560,48 @@ static void test_header_outside_never_read(void **state)
 		free(fifo);
 		tree_free(&t);
 	}
-	sigaction(SIGALRM, &old, NULL);
+}
+
+/* Without --no-source-include (which would keep NVRTC from finding a
+ * header's quoted siblings), NVRTC adds the main file's directory - the
+ * working directory - for the main file's quoted includes only: a
+ * package header's quoted include of a name that is only in the working
+ * directory (a FIFO: the test would hang if it were opened) is not found
+ * there, and the compile fails instead. */
+static void test_working_directory_never_searched(void **state)
+{
+	struct sigaction old;
+	char *cwd = getcwd(NULL, 0), *here, *fifo, *p, *cache;
+	jitk_compiler *c;
+	t_tree t;
+	int rc;
+
+	(void)state;
+	tree_new(&t);
+	here = t_path(t.dir, "cwd");
+	fifo = t_path(here, "only_here.h");
+	assert_int_equal(mkdir(here, 0755), 0);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	p = t_path(t.pkga, "sub/cw.h");
+	t_writef(p, "#pragma once\n#include \"only_here.h\"\n");
+	free(p);
+	family(&t, "fx", "pkga", "#include <sub/cw.h>\n#define VALUE 1");
+	cache = t_path(t.dir, "cache");
+	c = t_compiler(t.specs, cache, NULL, NULL);
+	assert_int_equal(chdir(here), 0);
+	alarm_begin(&old, 60);
+	rc = t_build(c, "fx", "sm_90", NULL);
+	alarm(0);
+	assert_int_equal(chdir(cwd), 0);
+	alarm_end(&old);
+	assert_int_equal(rc, JITK_ECOMPILE);
+	assert_non_null(strstr(jitk_error_last()->message, "cannot open source file \"only_here.h\""));
+	jitk_compiler_free(c);
+	free(cache);
+	free(here);
+	free(fifo);
+	free(cwd);
+	tree_free(&t);
 }
 
 /* A warm process reads no header: the manifest in the cache keeps each
@@ -550,8 +623,8 @@ static void test_manifest_spares_reads(void **state)
 	nanosleep(&ts, NULL);
 	c = t_compiler(t.specs, cache, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
-	assert_int_equal(p->files, 3);
-	assert_int_equal(p->hashed, 3); /* cold */
+	assert_int_equal(p->files, 5);
+	assert_int_equal(p->hashed, 5); /* cold */
 	jitk_compiler_free(c);
 	c = t_compiler(t.specs, cache, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
@@ -571,7 +644,7 @@ static void test_manifest_spares_reads(void **state)
 	assert_int_equal(system(cmd), 0);
 	c = t_compiler(t.specs, cache, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
-	assert_int_equal(p->hashed, 3);
+	assert_int_equal(p->hashed, 5);
 	jitk_compiler_free(c);
 	/* jitk cache clear removes manifests; prune and verify leave them */
 	{
@@ -585,7 +658,7 @@ static void test_manifest_spares_reads(void **state)
 	/* in memory: every process reads */
 	c = t_compiler(t.specs, NULL, NULL, NULL);
 	assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
-	assert_int_equal(p->hashed, 3);
+	assert_int_equal(p->hashed, 5);
 	jitk_compiler_free(c);
 	free(dir);
 	free(f);
@@ -749,6 +822,7 @@ int main(void)
 		cmocka_unit_test(test_edit_in_a_running_process),
 		cmocka_unit_test(test_hostile_trees_refused),
 		cmocka_unit_test(test_header_outside_never_read),
+		cmocka_unit_test(test_working_directory_never_searched),
 		cmocka_unit_test(test_manifest_spares_reads),
 		cmocka_unit_test(test_real_packages),
 		cmocka_unit_test(test_pch_same_bytes),

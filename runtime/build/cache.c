@@ -891,6 +891,12 @@ done:
 	return rc;
 }
 
+void jitk__cache_pch_sweep(jitk_cache *c)
+{
+	if (c && c->root)
+		sweep_pch(c->root);
+}
+
 void jitk__cache_pch_remove(jitk_cache *c, const char *path)
 {
 	const char *name = path ? strrchr(path, '/') : NULL;

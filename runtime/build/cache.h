@@ -169,6 +169,10 @@ int jitk__cache_aux_write(jitk_cache *c, const char *hex, const void *data, size
  * directories of processes that are gone. */
 int jitk__cache_pch_dir(jitk_cache *c, char **out);
 void jitk__cache_pch_remove(jitk_cache *c, const char *path);
+/* Remove the PCH directories of processes that are gone (what opening a
+ * cache does): a compiler's owner calls it when it ends, for the worker
+ * processes it forked, which _exit without cleaning up. */
+void jitk__cache_pch_sweep(jitk_cache *c);
 /* The largest size $JITK_CACHE_MAX_BYTES allowed (0: no bound). */
 uint64_t jitk__cache_max_bytes(const jitk_cache *c);
 

@@ -335,6 +335,8 @@ void jitk_compiler_free(jitk_compiler *c)
 	jitk__packages_free(c->packages);
 	if (c->fam_compiles) {
 		jitk__cache_pch_remove(c->cache, c->pch_dir);
+		/* and those of forked workers (jitk precompile -j), gone by now */
+		jitk__cache_pch_sweep(c->cache);
 		pthread_mutex_destroy(&c->pch_mu);
 	}
 	free(c->fam_compiles);

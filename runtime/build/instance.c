@@ -1099,8 +1099,17 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	if (!tu->options)
 		goto oom;
 	tu->options[n++] = jitk__asprintf("--gpu-architecture=%s", target);
-	for (i = 0; i < JITK_ARRAY_SIZE(base_options); i++)
+	for (i = 0; i < JITK_ARRAY_SIZE(base_options); i++) {
+		/* With --no-source-include NVRTC (13.0) does not look next to a
+		 * header for the header's own "quoted" includes either, which
+		 * CUTLASS has (cutlass/pipeline/sm100_pipeline.hpp includes
+		 * "sm90_pipeline.hpp"). Without it, the one directory it adds is
+		 * the main file's, for the main file's quoted includes only -
+		 * and jitk's translation unit has none (all inlined). */
+		if (f->nincludes && !strcmp(base_options[i], "--no-source-include"))
+			continue;
 		tu->options[n++] = jitk__strdup(base_options[i]);
+	}
 	for (i = 0; i < f->noptions; i++) {
 		/* The loader refused these already; whatever made this spec
 		 * set, nothing else reaches NVRTC. */

@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "build/packages.h"
-#include "packages_config.h" /* configure: JITK_CONFIGURED_PACKAGES */
+#include "build/packages_config.h" /* written by configure into the build directory */
 
 #define MANIFEST_MAGIC "jitk package manifest 1"
 #define MANIFEST_MAX_BYTES (64u << 20)
@@ -1051,7 +1051,14 @@ static int family_make(jitk_packages *ps, fam_state *st, const spec_family *f,
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	jitk__jbuf_init(&key);
 	for (i = 0; i < f->nincludes; i++) {
-		jitk__jbuf_printf(&key, "%s %s", pk[i]->spec->name, pk[i]->hex);
+		pkg *p = &ps->pkgs[f->includes[i].package];
+		char hex[2 * JITK_HASH_SIZE + 1];
+
+		/* a recheck may be rehashing it in another thread */
+		pthread_mutex_lock(&p->mu);
+		memcpy(hex, p->pub.hex, sizeof(hex));
+		pthread_mutex_unlock(&p->mu);
+		jitk__jbuf_printf(&key, "%s %s", pk[i]->spec->name, hex);
 		for (j = 0; j < pk[i]->ndirs; j++) {
 			jitk__jbuf_printf(&key, " %s", pk[i]->rel[j]);
 			if (!(st->includes[st->nincludes++] = jitk__strdup(pk[i]->dirs[j]))) {

@@ -1806,9 +1806,16 @@ static int p_find(sctx *c, const ynode *n, const char *path, void *out, const fi
 		return ERR(c, n, path, "a place to look needs env (and path), path or configured");
 	if (f->env && f->path && (why = rel_dir_problem(f->path)))
 		return ERR(c, pn, path, "path '%s' below $%s %s", q(f->path), f->env, why);
-	if (!f->env && f->path && f->path[0] != '/')
-		return ERR(c, pn, path, "path '%s' must be absolute (or give env: VAR to read it "
-			   "below $VAR)", q(f->path));
+	/* Without env, a relative path is relative to this file (like a
+	 * spec's template): a package kept next to the specs. */
+	if (!f->env && f->path && f->path[0] != '/') {
+		const char *slash = strrchr(c->file, '/');
+
+		if (!(f->path = slash ? jitk__arena_printf(c->a, "%.*s/%s", (int)(slash - c->file),
+							  c->file, f->path)
+				      : f->path))
+			return JITK_ENOMEM;
+	}
 	return 0;
 }
 

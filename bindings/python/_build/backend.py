@@ -81,7 +81,7 @@ def _run(cmd, cwd):
 
 # top-level entries the library's build does not need
 _SKIP = {".git", "build", "cache", "fuzz", "bench", "bindings", "docs", ".whl", ".dev",
-         "config.ninja", ".ninja_log", ".ninja_deps"}
+         ".pydeps", "config.ninja", ".ninja_log", ".ninja_deps"}
 
 
 def _ignore(d, names):
