@@ -666,6 +666,130 @@ static void test_manifest_spares_reads(void **state)
 	tree_free(&t);
 }
 
+/* The warm check is a stat of each file and directory the manifest lists
+ * (no listing, no read), trusted only when the manifest has the whole
+ * tree clean. Each kind of change is made to its own copy of pkga (one
+ * wait for the racy window in all): every one is seen - the tree walked
+ * again, and the hash what a walk without any manifest gives. */
+static void change_in_place(const char *root)
+{
+	/* the same size, the same inode: only the file's own times move */
+	char *p = t_path(root, "sub/deep.h");
+	int fd = open(p, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "9", 1, 26), 1); /* "#define DEEP 3": the digit */
+	close(fd);
+	free(p);
+}
+
+static void change_add(const char *root)
+{
+	char *p = t_path(root, "sub/new.h");
+
+	t_writef(p, "%s", "");
+	free(p);
+}
+
+static void change_remove(const char *root)
+{
+	char *p = t_path(root, "sub/s2.h");
+
+	assert_int_equal(unlink(p), 0);
+	free(p);
+}
+
+static void change_rename(const char *root)
+{
+	char *a = t_path(root, "pa.h"), *b = t_path(root, "pz.h");
+
+	assert_int_equal(rename(a, b), 0);
+	free(a);
+	free(b);
+}
+
+static void change_new_dir(const char *root)
+{
+	char *p = t_path(root, "inc/more");
+
+	assert_int_equal(mkdir(p, 0755), 0);
+	free(p);
+}
+
+static void change_mode(const char *root)
+{
+	char *p = t_path(root, "inc/pi.h");
+
+	assert_int_equal(chmod(p, 0664), 0);
+	free(p);
+}
+
+static void test_stat_check_sees_every_change(void **state)
+{
+	static void (*const change[])(const char *) = { change_in_place, change_add, change_remove,
+							 change_rename, change_new_dir, change_mode };
+	enum { N = sizeof(change) / sizeof(change[0]) };
+	struct timespec ts = { JITK_PKG_RACY_NS / 1000000000ll, 100000000 };
+	char *root[N], *cache, cmd[4096];
+	const jitk_package *p;
+	jitk_compiler *c;
+	t_tree t;
+	size_t i;
+
+	(void)state;
+	tree_new(&t);
+	cache = t_path(t.dir, "cache");
+	for (i = 0; i < N; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "copy%zu", i);
+		root[i] = t_path(t.dir, name);
+		snprintf(cmd, sizeof(cmd), "cp -rp '%s' '%s'", t.pkga, root[i]);
+		assert_int_equal(system(cmd), 0);
+	}
+	nanosleep(&ts, NULL);
+	for (i = 0; i < N; i++) {
+		uint8_t before[JITK_HASH_SIZE], walked[JITK_HASH_SIZE];
+		int rc;
+
+		setenv("T_PKG_A", root[i], 1);
+		/* cold: walked, the manifest made whole */
+		c = t_compiler(t.specs, cache, NULL, NULL);
+		assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
+		assert_int_equal(p->checked, 0);
+		memcpy(before, p->hash, JITK_HASH_SIZE);
+		jitk_compiler_free(c);
+		/* warm: the stat check, the same hash */
+		c = t_compiler(t.specs, cache, NULL, NULL);
+		assert_int_equal(jitk__package_get(c->packages, 0, &p), 0);
+		assert_int_equal(p->checked, 1);
+		assert_int_equal(p->hashed, 0);
+		assert_int_equal(p->files, 5);
+		assert_memory_equal(p->hash, before, JITK_HASH_SIZE);
+		jitk_compiler_free(c);
+		change[i](root[i]);
+		c = t_compiler(t.specs, cache, NULL, NULL);
+		rc = jitk__package_get(c->packages, 0, &p);
+		if (change[i] == change_mode) {
+			/* a file writable by its group: refused, not trusted */
+			assert_int_equal(rc, JITK_EIO);
+			want_in(jitk_error_last()->message, "writable by its group");
+			jitk_compiler_free(c);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(p->checked, 0);
+		assert_memory_not_equal(p->hash, before, JITK_HASH_SIZE);
+		assert_int_equal(jitk__package_tree_hash(walked, root[i], NULL), 0);
+		assert_memory_equal(p->hash, walked, JITK_HASH_SIZE);
+		jitk_compiler_free(c);
+	}
+	for (i = 0; i < N; i++)
+		free(root[i]);
+	free(cache);
+	tree_free(&t);
+}
+
 /* The repository's packages, where they are installed: their cold and
  * warm tree hash (the numbers docs/performance.md quotes), and that both
  * pass the tree rules. Skips a package that is not installed. */
@@ -824,6 +948,7 @@ int main(void)
 		cmocka_unit_test(test_header_outside_never_read),
 		cmocka_unit_test(test_working_directory_never_searched),
 		cmocka_unit_test(test_manifest_spares_reads),
+		cmocka_unit_test(test_stat_check_sees_every_change),
 		cmocka_unit_test(test_real_packages),
 		cmocka_unit_test(test_pch_same_bytes),
 	};

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@
 #include "build/packages.h"
 #include "build/packages_config.h" /* written by configure into the build directory */
 
-#define MANIFEST_MAGIC "jitk package manifest 1"
+#define MANIFEST_MAGIC "jitk package manifest 2"
 #define MANIFEST_MAX_BYTES (64u << 20)
 
 typedef struct {
@@ -65,6 +66,11 @@ typedef struct {
 	int status;
 	char *msg;
 	file_list known; /* the last walk's files, sorted by rel */
+	file_list dirs;  /* and its directories ("." the root) */
+	/* known and dirs are the whole tree, every entry clean, and its
+	 * hash is tree: a stat of each entry then checks the tree (fast_check) */
+	int complete;
+	uint8_t tree[JITK_HASH_SIZE];
 	char manifest[2 * JITK_HASH_SIZE + 1]; /* its name in the cache */
 } pkg;
 
@@ -190,7 +196,7 @@ static const char *configured(const char *name)
 typedef struct {
 	jitk_hasher *h;
 	const file_list *old;
-	file_list *now;
+	file_list *now, *now_dirs;
 	const char *pkg_name;
 	const char *root;
 	char rel[PATH_MAX];
@@ -505,6 +511,23 @@ oom:
 	return walk_fail(w, JITK_ENOMEM, NULL, "out of memory");
 }
 
+/* A directory's stat, for the manifest (its mtime and ctime move when a
+ * name in it is added, removed or renamed). */
+static int note_dir(walker *w, const char *rel, const struct stat *st)
+{
+	pkg_file *d = files_add(w->now_dirs);
+
+	if (!d || !(d->rel = jitk__strdup(rel)))
+		return walk_fail(w, JITK_ENOMEM, NULL, "out of memory");
+	d->size = 0;
+	d->ino = (uint64_t)st->st_ino;
+	d->dev = (uint64_t)st->st_dev;
+	d->mtime = ns_of(&st->st_mtim);
+	d->ctime = ns_of(&st->st_ctim);
+	d->clean = d->mtime < w->start - JITK_PKG_RACY_NS && d->ctime < w->start - JITK_PKG_RACY_NS;
+	return 0;
+}
+
 static int walk_dir(walker *w, int dfd, int depth)
 {
 	size_t base = strlen(w->rel), i, count;
@@ -554,6 +577,10 @@ static int walk_dir(walker *w, int dfd, int depth)
 			}
 			snprintf(w->rel + base, sizeof(w->rel) - base, "%s%s", base ? "/" : "", name);
 			w->dirs++;
+			if (w->now_dirs && note_dir(w, w->rel, &sst)) {
+				close(sub);
+				break;
+			}
 			jitk__hasher_field(w->h, "dir", w->rel, strlen(w->rel));
 			rc = walk_dir(w, sub, depth + 1);
 			close(sub);
@@ -572,8 +599,8 @@ static int walk_dir(walker *w, int dfd, int depth)
  * (NULL allowed): receives every file, sorted by rel. The message of a
  * failure is recorded (jitk__error). */
 static int tree_hash(uint8_t out[JITK_HASH_SIZE], const char *pkg_name, const char *root,
-		     const file_list *old, file_list *now, size_t *files, size_t *dirs,
-		     uint64_t *bytes, size_t *hashed)
+		     const file_list *old, file_list *now, file_list *now_dirs, size_t *files,
+		     size_t *dirs, uint64_t *bytes, size_t *hashed)
 {
 	walker w;
 	struct stat st;
@@ -585,6 +612,7 @@ static int tree_hash(uint8_t out[JITK_HASH_SIZE], const char *pkg_name, const ch
 	w.root = root;
 	w.old = old;
 	w.now = now;
+	w.now_dirs = now_dirs;
 	w.start = now_ns();
 	w.uid = jitk__trusted_uid();
 	if (!(w.h = jitk__hasher_new()))
@@ -593,7 +621,7 @@ static int tree_hash(uint8_t out[JITK_HASH_SIZE], const char *pkg_name, const ch
 	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st))
 		walk_fail(&w, JITK_ENOENT, NULL, "cannot be opened: %s", strerror(errno));
-	else if (!check_node(&w, NULL, &st))
+	else if (!check_node(&w, NULL, &st) && (!now_dirs || !note_dir(&w, ".", &st)))
 		walk_dir(&w, fd, 0);
 	if (fd >= 0)
 		close(fd);
@@ -601,6 +629,8 @@ static int tree_hash(uint8_t out[JITK_HASH_SIZE], const char *pkg_name, const ch
 		walk_fail(&w, JITK_ENOMEM, NULL, "SHA-256 failed");
 	if (now && now->n && !w.status)
 		qsort(now->v, now->n, sizeof(*now->v), by_rel);
+	if (now_dirs && now_dirs->n && !w.status)
+		qsort(now_dirs->v, now_dirs->n, sizeof(*now_dirs->v), by_rel);
 	if (files)
 		*files = w.files;
 	if (dirs)
@@ -616,7 +646,7 @@ static int tree_hash(uint8_t out[JITK_HASH_SIZE], const char *pkg_name, const ch
 
 int jitk__package_tree_hash(uint8_t out[JITK_HASH_SIZE], const char *root, size_t *files)
 {
-	return tree_hash(out, "(tree)", root, NULL, NULL, files, NULL, NULL, NULL);
+	return tree_hash(out, "(tree)", root, NULL, NULL, NULL, files, NULL, NULL, NULL);
 }
 
 /* ------------------------------------------------------------ manifests */
@@ -626,16 +656,67 @@ static int hex_value(char c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* Line 1: magic, count, XXH3-128 of the rest; line 2: the root; then one
- * "digest size inode device mtime ctime rel" line per clean file. */
+/* Line 1: magic, count, XXH3-128 of the rest; line 2: the root; line 3
+ * "tree HEX" when the walk that made it saw the whole tree clean, else
+ * "tree -"; then one line per clean entry: "f DIGEST size inode device
+ * mtime ctime rel" for a file, "d 0 inode device mtime ctime rel" for a
+ * directory ("." the root). */
+
+/* One entry line after its "f DIGEST" or "d": the five numbers and the
+ * name, up to eol. */
+static int entry_parse(const char *s, const char *eol, pkg_file *f)
+{
+	unsigned long long v[3];
+	long long t[2];
+	char *e;
+	size_t k;
+
+	for (k = 0; k < 5; k++) {
+		if (*s != ' ' || !isdigit((unsigned char)s[1]))
+			return -1;
+		errno = 0;
+		if (k < 3)
+			v[k] = strtoull(s + 1, &e, 10);
+		else
+			t[k - 3] = strtoll(s + 1, &e, 10);
+		if (errno || e > eol)
+			return -1;
+		s = e;
+	}
+	if (*s != ' ' || s + 1 >= eol)
+		return -1;
+	f->size = v[0];
+	f->ino = v[1];
+	f->dev = v[2];
+	f->mtime = t[0];
+	f->ctime = t[1];
+	f->clean = 1;
+	return (f->rel = jitk__strndup(s + 1, (size_t)(eol - s - 1))) ? 0 : -1;
+}
+
+static int hex_bytes(uint8_t *out, const char *s, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		int hi = hex_value(s[2 * k]), lo = hex_value(s[2 * k + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[k] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
 static void manifest_load(pkg *p, jitk_cache *cache)
 {
-	uint8_t *buf = NULL, sum[JITK_SUM_SIZE];
+	uint8_t *buf = NULL, sum[JITK_SUM_SIZE], tree[JITK_HASH_SIZE];
 	char hex[2 * JITK_SUM_SIZE + 1];
-	const char *s, *body, *end;
+	const char *s, *body, *end, *eol;
 	unsigned long long count = 0;
 	size_t len = 0, i;
-	file_list l = { NULL, 0, 0 };
+	int complete = 0;
+	file_list l = { NULL, 0, 0 }, d = { NULL, 0, 0 };
 
 	if (jitk__cache_aux_read(cache, p->manifest, &buf, &len, MANIFEST_MAX_BYTES))
 		return;
@@ -659,57 +740,51 @@ static void manifest_load(pkg *p, jitk_cache *cache)
 	    strncmp(body, p->pub.root, strlen(p->pub.root)) || body[strlen(p->pub.root)] != '\n')
 		goto bad;
 	s = body + strlen(p->pub.root) + 1;
-	if (count > JITK_PKG_MAX_FILES)
+	/* the tree's hash, when the whole tree is listed */
+	if (!(eol = memchr(s, '\n', (size_t)(end - s))) || strncmp(s, "tree ", 5))
+		goto bad;
+	if (eol - s == 5 + 2 * JITK_HASH_SIZE) {
+		if (hex_bytes(tree, s + 5, JITK_HASH_SIZE))
+			goto bad;
+		complete = 1;
+	} else if (eol - s != 6 || s[5] != '-') {
+		goto bad;
+	}
+	s = eol + 1;
+	if (count > 2 * (unsigned long long)JITK_PKG_MAX_FILES)
 		goto bad;
 	for (i = 0; i < count; i++) {
-		const char *eol = memchr(s, '\n', (size_t)(end - s));
-		unsigned long long v[3];
-		long long t[2];
-		char *e;
 		pkg_file *f;
-		size_t k;
 
-		if (!eol || eol - s < 2 * JITK_HASH_SIZE + 12 || !(f = files_add(&l)))
+		if (!(eol = memchr(s, '\n', (size_t)(end - s))))
 			goto bad;
-		for (k = 0; k < JITK_HASH_SIZE; k++) {
-			int hi = hex_value(s[2 * k]), lo = hex_value(s[2 * k + 1]);
-
-			if (hi < 0 || lo < 0)
+		if (s[0] == 'f' && s[1] == ' ' && eol - s > 2 + 2 * JITK_HASH_SIZE + 12) {
+			if (!(f = files_add(&l)) || hex_bytes(f->digest, s + 2, JITK_HASH_SIZE) ||
+			    entry_parse(s + 2 + 2 * JITK_HASH_SIZE, eol, f))
 				goto bad;
-			f->digest[k] = (uint8_t)(hi << 4 | lo);
+		} else if (s[0] == 'd' && eol - s > 12) {
+			if (!(f = files_add(&d)) || entry_parse(s + 1, eol, f))
+				goto bad;
+		} else {
+			goto bad;
 		}
-		s += 2 * JITK_HASH_SIZE;
-		for (k = 0; k < 5; k++) {
-			if (*s != ' ' || !isdigit((unsigned char)s[1]))
-				goto bad;
-			errno = 0;
-			if (k < 3)
-				v[k] = strtoull(s + 1, &e, 10);
-			else
-				t[k - 3] = strtoll(s + 1, &e, 10);
-			if (errno || e > eol)
-				goto bad;
-			s = e;
-		}
-		if (*s != ' ' || s + 1 >= eol)
-			goto bad;
-		f->size = v[0];
-		f->ino = v[1];
-		f->dev = v[2];
-		f->mtime = t[0];
-		f->ctime = t[1];
-		f->clean = 1;
-		if (!(f->rel = jitk__strndup(s + 1, (size_t)(eol - s - 1))))
-			goto bad;
 		s = eol + 1;
 	}
+	if (s != end)
+		goto bad;
 	qsort(l.v, l.n, sizeof(*l.v), by_rel);
+	qsort(d.v, d.n, sizeof(*d.v), by_rel);
 	files_free(&p->known);
+	files_free(&p->dirs);
 	p->known = l;
+	p->dirs = d;
+	p->complete = complete && d.n > 0;
+	memcpy(p->tree, tree, sizeof(tree));
 	free(buf);
 	return;
 bad:
 	files_free(&l);
+	files_free(&d);
 	free(buf);
 }
 
@@ -725,17 +800,33 @@ static void manifest_save(pkg *p, jitk_cache *cache)
 	jitk__jbuf_init(&body);
 	jitk__jbuf_init(&all);
 	jitk__jbuf_printf(&body, "%s\n", p->pub.root);
+	if (p->complete) {
+		jitk__hex(dig, p->tree, JITK_HASH_SIZE);
+		jitk__jbuf_printf(&body, "tree %s\n", dig);
+	} else {
+		jitk__jbuf_puts(&body, "tree -\n");
+	}
+	/* (sizes, inodes and times are never negative in a manifest) */
 	for (i = 0; i < p->known.n; i++) {
 		const pkg_file *f = &p->known.v[i];
 
 		if (!f->clean)
 			continue;
 		jitk__hex(dig, f->digest, JITK_HASH_SIZE);
-		jitk__jbuf_printf(&body, "%s %llu %llu %llu %lld %lld %s\n", dig,
+		jitk__jbuf_printf(&body, "f %s %llu %llu %llu %lld %lld %s\n", dig,
 				  (unsigned long long)f->size, (unsigned long long)f->ino,
 				  (unsigned long long)f->dev, (long long)f->mtime, (long long)f->ctime,
 				  f->rel);
-		/* (sizes, inodes and times are never negative in a manifest) */
+		n++;
+	}
+	for (i = 0; i < p->dirs.n; i++) {
+		const pkg_file *f = &p->dirs.v[i];
+
+		if (!f->clean)
+			continue;
+		jitk__jbuf_printf(&body, "d 0 %llu %llu %lld %lld %s\n", (unsigned long long)f->ino,
+				  (unsigned long long)f->dev, (long long)f->mtime, (long long)f->ctime,
+				  f->rel);
 		n++;
 	}
 	if (!body.oom && !jitk__checksum(sum, body.data, body.len, NULL, 0)) {
@@ -747,6 +838,104 @@ static void manifest_save(pkg *p, jitk_cache *cache)
 	}
 	jitk__jbuf_free(&body);
 	jitk__jbuf_free(&all);
+}
+
+/* ------------------------------------------------------------ the check */
+
+/* Whether the tree is still what p->known and p->dirs say, by a stat of
+ * each entry (no directory listed, no file read): a name added, removed
+ * or renamed moves its directory's mtime and ctime, a file written moves
+ * its own, a chmod or chown moves the ctime; the trust rules are applied
+ * to what the stat says again. Entries are split over a few threads: on
+ * a many-core host the check of CUDA's and CUTLASS's ~2800 headers then
+ * costs a fraction of a millisecond. */
+typedef struct {
+	int root;
+	const pkg_file *v;
+	size_t lo, hi;
+	int dirs;
+	unsigned uid;
+	atomic_int *differs;
+} check_part;
+
+static void *check_run(void *arg)
+{
+	check_part *c = arg;
+	size_t i;
+
+	for (i = c->lo; i < c->hi && !atomic_load_explicit(c->differs, memory_order_relaxed); i++) {
+		const pkg_file *f = &c->v[i];
+		struct stat st;
+
+		if (fstatat(c->root, f->rel, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !(c->dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) ||
+		    (st.st_uid != c->uid && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+		    (uint64_t)st.st_ino != f->ino || (uint64_t)st.st_dev != f->dev ||
+		    ns_of(&st.st_mtim) != f->mtime || ns_of(&st.st_ctim) != f->ctime ||
+		    (!c->dirs && (uint64_t)st.st_size != f->size))
+			atomic_store_explicit(c->differs, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+#define CHECK_THREADS 8
+#define CHECK_PER_THREAD 256
+
+static int fast_check(pkg *p)
+{
+	check_part part[CHECK_THREADS];
+	pthread_t th[CHECK_THREADS];
+	int started[CHECK_THREADS] = { 0 };
+	atomic_int differs;
+	size_t nt, i;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int root;
+
+	if (!p->complete || !p->dirs.n)
+		return 0;
+	if ((root = open(p->pub.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return 0;
+	atomic_init(&differs, 0);
+	nt = (p->known.n + CHECK_PER_THREAD - 1) / CHECK_PER_THREAD;
+	if (nt > CHECK_THREADS)
+		nt = CHECK_THREADS;
+	if (cpus > 0 && nt > (size_t)cpus)
+		nt = (size_t)cpus;
+	if (nt < 1)
+		nt = 1;
+	for (i = 0; i < nt; i++) {
+		/* part i: its share of the files */
+		size_t a = p->known.n * i / nt, b = p->known.n * (i + 1) / nt;
+
+		part[i].root = root;
+		part[i].uid = jitk__trusted_uid();
+		part[i].differs = &differs;
+		part[i].dirs = 0;
+		part[i].v = p->known.v;
+		part[i].lo = a;
+		part[i].hi = b;
+	}
+	/* the directories (few) are checked here, after part 0 */
+	for (i = 1; i < nt; i++)
+		started[i] = !pthread_create(&th[i], NULL, check_run, &part[i]);
+	check_run(&part[0]);
+	{
+		check_part d = part[0];
+
+		d.dirs = 1;
+		d.v = p->dirs.v;
+		d.lo = 0;
+		d.hi = p->dirs.n;
+		check_run(&d);
+	}
+	for (i = 1; i < nt; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		else
+			check_run(&part[i]); /* no thread: done here */
+	}
+	close(root);
+	return !atomic_load(&differs);
 }
 
 /* ------------------------------------------------------------ packages */
@@ -815,6 +1004,7 @@ void jitk__packages_free(jitk_packages *p)
 		strv_free(k->pub.rel, k->pub.ndirs);
 		free(k->msg);
 		files_free(&k->known);
+		files_free(&k->dirs);
 		pthread_mutex_destroy(&k->mu);
 	}
 	for (i = 0; i < p->nfams; i++)
@@ -910,15 +1100,38 @@ found:
 static int rehash(jitk_packages *ps, pkg *p, int *changed)
 {
 	uint8_t hash[JITK_HASH_SIZE];
-	file_list now = { NULL, 0, 0 };
+	file_list now = { NULL, 0, 0 }, now_dirs = { NULL, 0, 0 };
 	size_t files = 0, dirs = 0, hashed = 0, i;
 	uint64_t bytes = 0;
 	double t0 = jitk__now_ms(), c0 = cpu_ms();
-	int rc = tree_hash(hash, p->pub.spec->name, p->pub.root, &p->known, &now, &files, &dirs,
-			   &bytes, &hashed);
+	int rc;
 
+	if (fast_check(p)) {
+		/* unchanged: the hash the manifest or the last walk gave */
+		*changed = memcmp(p->tree, p->pub.hash, JITK_HASH_SIZE) != 0;
+		memcpy(p->pub.hash, p->tree, JITK_HASH_SIZE);
+		jitk__hex(p->pub.hex, p->tree, JITK_HASH_SIZE);
+		p->pub.files = p->known.n;
+		p->pub.subdirs = p->dirs.n - 1; /* the root is not a subdirectory */
+		p->pub.bytes = 0;
+		for (i = 0; i < p->known.n; i++)
+			p->pub.bytes += p->known.v[i].size;
+		p->pub.hashed = 0;
+		p->pub.checked = 1;
+		p->pub.ms = jitk__now_ms() - t0;
+		p->pub.cpu_ms = cpu_ms() - c0;
+		jitk__log(&ps->log, JITK_LOG_INFO,
+			  "header package %s (%s): %zu files, %.1f MB, tree %.16s...: %.2f ms (%.2f ms "
+			  "of this thread's CPU), unchanged by stat", p->pub.spec->name, p->pub.root,
+			  p->pub.files, (double)p->pub.bytes / 1e6, p->pub.hex, p->pub.ms,
+			  p->pub.cpu_ms);
+		return 0;
+	}
+	rc = tree_hash(hash, p->pub.spec->name, p->pub.root, &p->known, &now, &now_dirs, &files,
+		       &dirs, &bytes, &hashed);
 	if (rc) {
 		files_free(&now);
+		files_free(&now_dirs);
 		return rc;
 	}
 	*changed = memcmp(hash, p->pub.hash, JITK_HASH_SIZE) != 0;
@@ -928,20 +1141,34 @@ static int rehash(jitk_packages *ps, pkg *p, int *changed)
 	p->pub.subdirs = dirs;
 	p->pub.bytes = bytes;
 	p->pub.hashed = hashed;
+	p->pub.checked = 0;
 	p->pub.ms = jitk__now_ms() - t0;
 	p->pub.cpu_ms = cpu_ms() - c0;
 	/* The manifest is written again when anything was read or the old
 	 * one remembered files that are gone. */
 	{
 		size_t clean_old = 0, clean_now = 0;
+		int complete = 1, was = p->complete;
 
 		for (i = 0; i < p->known.n; i++)
 			clean_old += p->known.v[i].clean;
-		for (i = 0; i < now.n; i++)
+		for (i = 0; i < p->dirs.n; i++)
+			clean_old += p->dirs.v[i].clean;
+		for (i = 0; i < now.n; i++) {
 			clean_now += now.v[i].clean;
+			complete &= now.v[i].clean;
+		}
+		for (i = 0; i < now_dirs.n; i++) {
+			clean_now += now_dirs.v[i].clean;
+			complete &= now_dirs.v[i].clean;
+		}
 		files_free(&p->known);
+		files_free(&p->dirs);
 		p->known = now;
-		if (hashed || clean_old != clean_now)
+		p->dirs = now_dirs;
+		p->complete = complete;
+		memcpy(p->tree, hash, JITK_HASH_SIZE);
+		if (hashed || clean_old != clean_now || was != complete || *changed)
 			manifest_save(p, ps->cache);
 	}
 	jitk__log(&ps->log, JITK_LOG_INFO,

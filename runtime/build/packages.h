@@ -37,6 +37,7 @@ typedef struct {
 	/* the last walk: files whose contents were read (the rest came from
 	 * the manifest), and its time */
 	size_t hashed;
+	int checked; /* 1: the manifest's tree, unchanged by a stat of each entry */
 	double ms, cpu_ms; /* wall and this thread's CPU time */
 } jitk_package;
 
