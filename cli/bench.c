@@ -32,7 +32,7 @@
 #include "jitk/norm.h"
 
 static const char usage[] =
-	"usage: jitk bench [--family norm|axes|qk|all] [--specs DIR] [--reps N]\n"
+	"usage: jitk bench [--family norm|axes|qk|all|FAMILY] [--specs DIR] [--reps N]\n"
 	"                  [--rows LIST] [--hidden LIST] [--heads HQ,HK]\n"
 	"                  [--skip-jit] [--fused-only] [--programmatic]\n"
 	"\n"
@@ -48,12 +48,15 @@ static const char usage[] =
 	"  qk    QK-RMSNorm + RoPE at Qwen-Image's shape: fused in place, split,\n"
 	"        out of place\n"
 	"  all   the three, one after the other\n"
+	"  FAMILY  any other family of the specs: the cases its spec's bench key\n"
+	"        declares (tensors' shapes), each symbol through the generic call:\n"
+	"        us, GB/s, % of the copy bandwidth, TFLOPS where it counts flops\n"
 	"\n"
 	"--rows LIST (norm, axes): up to 16 row counts, comma-separated (default\n"
 	"  128,1024,4096,16384; axes: even, default 4096,16384)\n"
 	"--hidden LIST (norm, axes): up to 8 hidden sizes (default 1536,3072,5120;\n"
 	"  axes 3072)\n"
-	"--reps N: 5 to 100000 (default 200; axes 100)\n"
+	"--reps N: 5 to 100000 (default 200; axes and FAMILY 100)\n"
 	"--heads HQ,HK (qk): query and key heads of 128 (default 24,24)\n"
 	"--skip-jit, --fused-only (norm): leave out the JIT latencies, the split path\n"
 	"--programmatic (norm): launch with programmatic dependent launch (sm_90+;\n"
@@ -576,7 +579,7 @@ static int parse_list(int *out, int max, const char *opt, const char *s, long lo
 }
 
 /* The families, in the order --family all runs them. */
-enum { FAM_NORM = 1, FAM_AXES = 2, FAM_QK = 4, FAM_ALL = 7 };
+enum { FAM_NORM = 1, FAM_AXES = 2, FAM_QK = 4, FAM_ALL = 7, FAM_SPEC = 8 };
 static const struct {
 	const char *name;
 	int mask;
@@ -595,9 +598,9 @@ static const struct {
 	const char *name;
 	int takes_value, families;
 } options[] = {
-	[OPT_FAMILY] = { "--family", 1, FAM_ALL },
-	[OPT_SPECS] = { "--specs", 1, FAM_ALL },
-	[OPT_REPS] = { "--reps", 1, FAM_ALL },
+	[OPT_FAMILY] = { "--family", 1, FAM_ALL | FAM_SPEC },
+	[OPT_SPECS] = { "--specs", 1, FAM_ALL | FAM_SPEC },
+	[OPT_REPS] = { "--reps", 1, FAM_ALL | FAM_SPEC },
 	[OPT_ROWS] = { "--rows", 1, FAM_NORM | FAM_AXES },
 	[OPT_HIDDEN] = { "--hidden", 1, FAM_NORM | FAM_AXES },
 	[OPT_HEADS] = { "--heads", 1, FAM_QK },
@@ -615,7 +618,9 @@ static int parse_family(const char *s)
 	for (k = 0; k < CLI_ARRAY_SIZE(families); k++)
 		if (!strcmp(s, families[k].name))
 			return families[k].mask;
-	jitk_cli_usage_error(usage, "--family '%s' is not one of norm, axes, qk, all", s);
+	if (!*s)
+		jitk_cli_usage_error(usage, "--family needs a name");
+	return FAM_SPEC; /* a family of the specs: its bench cases (bench_spec.c) */
 }
 
 int jitk_cli_bench(int argc, char **argv)
@@ -685,6 +690,39 @@ int jitk_cli_bench(int argc, char **argv)
 		if (bo.rows[i] % 2)
 			jitk_cli_usage_error(NULL, "--family %s needs even --rows (two batches), not %d",
 					     family, bo.rows[i]);
+	if (fam == FAM_SPEC) {
+		/* the name is checked against the specs before a GPU is needed */
+		jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
+		jitk_compiler *c = NULL;
+		jitk_bench_case *cases = NULL;
+		size_t n = 0;
+
+		co.specs = bo.specs;
+		co.cache_dir = "";
+		co.log_level = JITK_LOG_ERROR;
+		if (jitk_compiler_new(&c, &co)) {
+			fprintf(stderr, "jitk: %s\n", jitk_error_last()->message);
+			return 1;
+		}
+		rc = jitk_bench_cases(&cases, &n, c, family);
+		jitk_free(cases);
+		jitk_compiler_free(c);
+		if (rc == JITK_ENOENT)
+			jitk_cli_usage_error(usage, "--family '%s' is not one of norm, axes, qk, all: %s",
+					     family, jitk_error_last()->message);
+		if (rc) {
+			fprintf(stderr, "jitk: %s\n", jitk_error_last()->message);
+			return 1;
+		}
+		if (!n) {
+			fprintf(stderr, "jitk bench: family %s declares no benchmark cases (its spec "
+				"has no bench key: docs/spec-format.md)\n", family);
+			return 1;
+		}
+		rc = bench_spec(&bo, family);
+		bench_flush_free();
+		return rc;
+	}
 	for (k = 0; !rc && k < CLI_ARRAY_SIZE(families); k++) {
 		if (!(families[k].mask & fam))
 			continue;

@@ -57,6 +57,8 @@ typedef struct {
 int bench_norm(const bench_options *o);
 int bench_axes(const bench_options *o);
 int bench_qk(const bench_options *o);
+/* A family of the specs, from the cases its bench key declares. */
+int bench_spec(const bench_options *o, const char *family);
 
 /* A runtime on BENCH_DEVICE over specs (NULL: the default), cudart made
  * current on the same device; without one, "jitk bench: needs a GPU: ..."
@@ -78,6 +80,10 @@ void bench_remove_dir(const char *dir);
  * same generator. */
 jitk_devptr bench_random_bf16(size_t n, double mean, double sd);
 uint32_t bench_rnd32(void);
+
+/* Median microseconds of one run of fn(arg) on stream s over reps runs
+ * after 3 warm-up runs, the L2 flushed (BENCH_FLUSH_READ) before each. */
+double bench_time_us(void (*fn)(void *), void *arg, int reps, cudaStream_t s);
 
 /* The median of v[0..n) (sorts v). */
 float bench_median(float *v, int n);

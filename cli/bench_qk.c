@@ -32,30 +32,9 @@
 static cudaStream_t stream;
 static int reps;
 
-/* Median microseconds of one run of fn(arg), L2 flushed (read) before each. */
 static double time_us(void (*fn)(void *), void *arg)
 {
-	cudaEvent_t a, b;
-	float *ms = bench_xcalloc((size_t)reps, sizeof(float)), med;
-	int i;
-
-	CK(cudaEventCreate(&a));
-	CK(cudaEventCreate(&b));
-	for (i = 0; i < 3; i++) /* warm-up: resolve, first launches */
-		fn(arg);
-	for (i = 0; i < reps; i++) {
-		bench_flush_l2(BENCH_FLUSH_READ, i, stream);
-		CK(cudaEventRecord(a, stream));
-		fn(arg);
-		CK(cudaEventRecord(b, stream));
-		CK(cudaEventSynchronize(b));
-		CK(cudaEventElapsedTime(&ms[i], a, b));
-	}
-	med = bench_median(ms, reps);
-	free(ms);
-	CK(cudaEventDestroy(a));
-	CK(cudaEventDestroy(b));
-	return med * 1000.0;
+	return bench_time_us(fn, arg, reps, stream);
 }
 
 /* ------------------------------------------------------------- the ops */

@@ -37,6 +37,31 @@ static int cmp_float(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+double bench_time_us(void (*fn)(void *), void *arg, int reps, cudaStream_t s)
+{
+	cudaEvent_t a, b;
+	float *ms = bench_xcalloc((size_t)reps, sizeof(float)), med;
+	int i;
+
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+	for (i = 0; i < 3; i++) /* warm-up: resolve, first launches */
+		fn(arg);
+	for (i = 0; i < reps; i++) {
+		bench_flush_l2(BENCH_FLUSH_READ, i, s);
+		CK(cudaEventRecord(a, s));
+		fn(arg);
+		CK(cudaEventRecord(b, s));
+		CK(cudaEventSynchronize(b));
+		CK(cudaEventElapsedTime(&ms[i], a, b));
+	}
+	med = bench_median(ms, reps);
+	free(ms);
+	CK(cudaEventDestroy(a));
+	CK(cudaEventDestroy(b));
+	return med * 1000.0;
+}
+
 float bench_median(float *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_float);

@@ -192,9 +192,11 @@ expect 2 "jitk: --reps '99999999999' is not a number from 5 to 100000" bench --r
 expect 2 "jitk: unknown option '--frob'" bench --frob
 expect 2 "jitk: unexpected argument 'x'" bench x
 usage_bench=$("$jitk" bench --help | head -n 1)
-expect 2 "jitk: --family 'nope' is not one of norm, axes, qk, all" bench --family nope
+expect 2 "jitk: --family 'nope' is not one of norm, axes, qk, all: no family 'nope' in the specs (did you mean 'rope'?)" bench --family nope
 [ "$(sed -n 2p "$tmp/err")" = "$usage_bench" ] ||
 	{ echo "FAIL: bench --family nope: no usage after the message"; fails=$((fails + 1)); }
+expect 2 "jitk: --family 'tma_cop' is not one of norm, axes, qk, all: no family 'tma_cop' in the specs (did you mean 'tma_copy'?)" bench --family tma_cop
+expect 1 "jitk bench: family rope declares no benchmark cases (its spec has no bench key: docs/spec-format.md)" bench --family rope
 expect 2 "jitk: option '--family' needs a value" bench --family
 expect 2 "jitk: option '--heads' does not apply to --family norm" bench --heads 24,24
 expect 2 "jitk: option '--rows' does not apply to --family qk" bench --family qk --rows 128

@@ -542,6 +542,45 @@ static void test_gate_reason_one_line(void **state)
 	free(base);
 }
 
+/* A family's bench key through the public API: the cases in order, each
+ * tensor's type, direction and shape, the bytes a call moves; an unknown
+ * family names the nearest. */
+static void test_bench_cases(void **state)
+{
+	char *specs = t_path(t_root(), "specs");
+	jitk_compiler *c = t_compiler(specs, NULL, NULL, NULL);
+	jitk_bench_case *cases = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(jitk_bench_cases(&cases, &n, c, "tma_copy"), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(cases[1].symbol, "tma_transpose");
+	assert_int_equal(cases[1].ntensors, 2);
+	assert_string_equal(cases[1].tensors[0].name, "x");
+	assert_int_equal(cases[1].tensors[0].written, 0);
+	assert_int_equal(cases[1].tensors[0].dtype.code, 4); /* bf16 */
+	assert_int_equal(cases[1].tensors[0].dtype.bits, 16);
+	assert_string_equal(cases[1].tensors[1].name, "yt");
+	assert_int_equal(cases[1].tensors[1].written, 1);
+	assert_int_equal(cases[1].tensors[1].ndim, 2);
+	assert_int_equal(cases[1].tensors[1].shape[0], 8192);
+	assert_int_equal(cases[1].tensors[1].shape[1], 16384);
+	assert_int_equal(cases[1].bytes, 2ll * 2 * 16384 * 8192);
+	assert_int_equal(cases[1].flops, 0);
+	jitk_free(cases);
+	/* three tensors of three types: 1 + 4 + 2 bytes per element of a row */
+	assert_int_equal(jitk_bench_cases(&cases, &n, c, "per_token_quant_fp8_cub"), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(cases[0].bytes, 4096ll * 3072 * (1 + 2) + 4096 * 4);
+	jitk_free(cases);
+	assert_int_equal(jitk_bench_cases(&cases, &n, c, "tma_cop"), JITK_ENOENT);
+	assert_null(cases);
+	assert_non_null(strstr(jitk_error_last()->message, "did you mean 'tma_copy'"));
+	jitk_compiler_free(c);
+	free(specs);
+}
+
 static void test_repo_specs(void **state)
 {
 	char *dir = t_path(t_root(), "specs");
@@ -1250,6 +1289,7 @@ int main(void)
 		cmocka_unit_test(test_good_specs),
 		cmocka_unit_test(test_gate_reason_one_line),
 		cmocka_unit_test(test_explain_spec_errors),
+		cmocka_unit_test(test_bench_cases),
 		cmocka_unit_test(test_expressions),
 		cmocka_unit_test(test_deep_expressions),
 		cmocka_unit_test(test_instance_limits),

@@ -711,3 +711,68 @@ int jitk_describe(char **out, const jitk_compiler *c, const char *selector)
 	*out = jitk__jbuf_detach(&b);
 	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
 }
+
+int jitk_bench_cases(jitk_bench_case **out, size_t *n, const jitk_compiler *c, const char *family)
+{
+	const spec_family *f = NULL;
+	jitk_bench_case *cases;
+	jitk_bench_tensor *t;
+	size_t i, j, k, nt = 0;
+	int rc;
+
+	if ((rc = JITK_NULL_ARGS("jitk_bench_cases", "out n compiler family", out, n, c, family)))
+		return rc;
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < c->specs->nfams && !f; i++)
+		if (!strcmp(c->specs->fams[i]->name, family))
+			f = c->specs->fams[i];
+	if (!f) {
+		const char *best = NULL;
+		int bestd = 3, d;
+
+		for (i = 0; i < c->specs->nfams; i++)
+			if ((d = jitk__edit_distance(family, c->specs->fams[i]->name)) < bestd) {
+				bestd = d;
+				best = c->specs->fams[i]->name;
+			}
+		return jitk__error(JITK_ENOENT, "no family '%s' in the specs%s%s%s", family,
+				   best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+	}
+	for (i = 0; i < f->nbench; i++)
+		nt += f->bench[i].ntensors;
+	/* one block: the cases, then their tensors (names stay the spec set's) */
+	if (!(cases = calloc(1, (f->nbench ? f->nbench : 1) * sizeof(*cases) +
+				   (nt ? nt : 1) * sizeof(*t))))
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	t = (jitk_bench_tensor *)(void *)(cases + (f->nbench ? f->nbench : 1));
+	for (i = 0; i < f->nbench; i++) {
+		const spec_bench *b = &f->bench[i];
+		int64_t bytes = 0;
+
+		cases[i].symbol = b->symbol;
+		cases[i].tensors = t;
+		cases[i].ntensors = b->ntensors;
+		cases[i].flops = b->flops;
+		for (j = 0; j < b->ntensors; j++, t++) {
+			const spec_arg *a = &f->args[b->tensors[j].arg];
+			int64_t elems = 1;
+
+			t->name = a->name;
+			t->dtype.code = a->elem->code;
+			t->dtype.bits = a->elem->bits;
+			t->dtype.lanes = 1;
+			t->written = a->io != IO_IN;
+			t->ndim = (int32_t)b->tensors[j].ndims;
+			for (k = 0; k < b->tensors[j].ndims && k < JITK_MAX_DIMS; k++) {
+				t->shape[k] = b->tensors[j].dims[k];
+				elems *= t->shape[k]; /* the spec bounds it: 2^48 bytes */
+			}
+			bytes += elems * (a->elem->bits / 8);
+		}
+		cases[i].bytes = b->bytes ? b->bytes : bytes;
+	}
+	*out = cases;
+	*n = f->nbench;
+	return 0;
+}

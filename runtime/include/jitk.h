@@ -741,6 +741,31 @@ typedef struct {
 JITK_API int jitk_tensor_contiguous(jitk_tensor *t, jitk_devptr data, jitk_dtype dtype,
 				    int32_t ndim, const int64_t *shape);
 
+/* A benchmark case a family's spec declares (its bench key,
+ * docs/spec-format.md): a symbol called on contiguous tensors of these
+ * shapes; what jitk bench --family NAME runs. */
+typedef struct {
+	const char *name; /* the tensor argument */
+	jitk_dtype dtype;
+	int written;      /* the kernel writes it (io out or inout) */
+	int32_t ndim;
+	int64_t shape[JITK_MAX_DIMS];
+} jitk_bench_tensor;
+
+typedef struct {
+	const char *symbol; /* a selector */
+	size_t ntensors;
+	const jitk_bench_tensor *tensors;
+	int64_t flops; /* 0: not counted */
+	int64_t bytes; /* what one call moves: the spec's, else the tensors' sizes */
+} jitk_bench_case;
+
+/* The cases of family (*n of them, 0 when its spec has none) in one block
+ * *out, jitk_free'd. JITK_ENOENT for an unknown family (naming the
+ * nearest). */
+JITK_API int jitk_bench_cases(jitk_bench_case **out, size_t *n, const jitk_compiler *compiler,
+			      const char *family);
+
 /* One named argument of a call: a tensor, or a scalar of the spec's
  * type. */
 typedef enum {

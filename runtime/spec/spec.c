@@ -2047,6 +2047,85 @@ static int p_family_name(sctx *c, const ynode *v, const char *path, void *out,
 	return rc;
 }
 
+/* ------------------------------------------------------------ bench */
+
+/* One tensor of a benchmark case: NAME: [D0, D1, ...], NAME a tensor
+ * argument of the family (read after args). */
+static int p_bench_tensor(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_bench_tensor *t = out;
+	const spec_family *f = c->f;
+	size_t i;
+	int rc;
+
+	t->loc = loc_of(c, c->key);
+	if ((rc = copy(c, &t->name, c->key->str)))
+		return rc;
+	for (i = 0; i < f->nargs; i++)
+		if (!strcmp(f->args[i].name, t->name))
+			break;
+	if (i == f->nargs || f->args[i].type != AT_TENSOR)
+		return ERR(c, c->key, path, "'%s' is not a tensor argument of family '%s'",
+			   q(t->name), q(f->name));
+	t->arg = i;
+	if (n->n != f->args[i].ndim)
+		return ERR(c, n, path, "%zu dimensions, but '%s' has %zu", n->n, q(t->name),
+			   f->args[i].ndim);
+	if (!(t->dims = ARRAY(c, n->n ? n->n : 1, int64_t)))
+		return JITK_ENOMEM;
+	{
+		int64_t bytes = f->args[t->arg].elem->bits / 8;
+
+		for (i = 0; i < n->n; i++) {
+			if ((rc = get_int(c, n->kids[i], path, &t->dims[i])))
+				return rc;
+			if (t->dims[i] < 0)
+				return ERR(c, n->kids[i], path, "dimension %lld is negative",
+					   (long long)t->dims[i]);
+			if (__builtin_mul_overflow(bytes, t->dims[i], &bytes) ||
+			    bytes > ((int64_t)1 << 48))
+				return ERR(c, n->kids[i], path, "the tensor would hold more than 2^48 "
+					   "bytes");
+		}
+	}
+	t->ndims = n->n;
+	return 0;
+}
+
+static const field bench_tensor_item = { K(NULL, YN_SEQ, "a shape (a list of integers)",
+					   p_bench_tensor), .flags = F_SUB };
+
+static int p_positive(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	int64_t *x = AT(out, fd->off, int64_t);
+	int rc = get_int(c, v, path, x);
+
+	if (!rc && *x <= 0)
+		return ERR(c, v, path, "a positive integer, not %lld", (long long)*x);
+	return rc;
+}
+
+static const field bench_fields[] = {
+	{ S("symbol", p_string), .flags = F_REQ | F_SUB, OFF(spec_bench, symbol) },
+	{ K("tensors", YN_MAP, "a mapping of tensor argument: shape", p_list),
+	  .flags = F_REQ | F_SUB, .dup = "tensor ",
+	  LIST(spec_bench, tensors, ntensors, &bench_tensor_item) },
+	{ S("flops", p_positive), .flags = F_SUB, OFF(spec_bench, flops) },
+	{ S("bytes", p_positive), .flags = F_SUB, OFF(spec_bench, bytes) },
+	{ .key = NULL },
+};
+
+static int p_bench(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
+{
+	spec_bench *b = out;
+	const ynode *sym = jitk__ymap_get(n, "symbol");
+
+	b->loc = loc_of(c, sym ? sym : n); /* where a link error points */
+	return parse_map(c, n, path, bench_fields, b);
+}
+
+static const field bench_item = { K(NULL, YN_MAP, "a benchmark case (a mapping)", p_bench) };
+
 static const field family_fields[] = {
 	{ S("family", p_family_name), .flags = F_REQ | F_SUB },
 	{ S("description", p_string), .flags = F_SUB, OFF(spec_family, description) },
@@ -2075,6 +2154,8 @@ static const field family_fields[] = {
 	  .dup = "package ", LIST(spec_family, includes, nincludes, &include_item) },
 	{ K("symbols", YN_MAP, "a mapping of symbols", p_symbols), .flags = F_REQ | F_SUB,
 	  .item = &symbol_item, .size = sizeof(spec_symbol) },
+	{ K("bench", YN_SEQ, "a list of benchmark cases", p_list), .flags = F_SUB,
+	  LIST(spec_family, bench, nbench, &bench_item) },
 	{ .key = NULL },
 };
 
@@ -3002,6 +3083,35 @@ static int reported(int rc)
 	return rc == JITK_ENOMEM ? jitk__error(JITK_ENOMEM, "out of memory") : rc;
 }
 
+/* Each benchmark case's symbol selects instances of its own family. */
+static int link_bench(spec_set *set, const texts_t *tx)
+{
+	size_t i, j;
+
+	for (i = 0; i < set->nfams; i++) {
+		const spec_family *f = set->fams[i];
+
+		for (j = 0; j < f->nbench; j++) {
+			const spec_bench *b = &f->bench[j];
+			spec_selection sel;
+			int rc = jitk__spec_select(&sel, set, b->symbol);
+
+			if (rc)
+				return link_error(tx, set, &b->loc, "bench symbol: %s",
+						  jitk_error_last()->message);
+			rc = sel.sym->fam != f;
+			if (rc)
+				rc = link_error(tx, set, &b->loc, "bench symbol '%s' is of family "
+						"'%s', not of '%s'", q(b->symbol), q(sel.sym->fam->name),
+						q(f->name));
+			jitk__spec_selection_free(&sel);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 /* After the files are parsed (rc so far): link the symbols, drop the
  * scratch memory, hand the set over or free it. */
 static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
@@ -3010,6 +3120,8 @@ static int finish_load(spec_set **out, spec_set *set, texts_t *tx, int rc)
 		rc = link_packages(set, tx);
 	if (!rc)
 		rc = link_instances(set, tx);
+	if (!rc)
+		rc = link_bench(set, tx);
 	if (!rc && jitk__arena_failed(set->arena))
 		rc = JITK_ENOMEM;
 	jitk__arena_free(tx->tmp);

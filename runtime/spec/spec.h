@@ -171,6 +171,25 @@ typedef struct {
 	spec_loc loc;
 } spec_arg;
 
+/* A benchmark case (bench:): a symbol called on tensors of these shapes,
+ * contiguous; the bytes counted are their sizes unless bytes says. */
+typedef struct {
+	char *name;  /* a tensor argument of the family */
+	size_t arg;  /* its index */
+	int64_t *dims;
+	size_t ndims;
+	spec_loc loc;
+} spec_bench_tensor;
+
+typedef struct {
+	char *symbol; /* a selector */
+	spec_bench_tensor *tensors;
+	size_t ntensors;
+	int64_t flops; /* 0: not counted */
+	int64_t bytes; /* 0: the tensors' sizes */
+	spec_loc loc;
+} spec_bench;
+
 typedef struct {
 	char *name;
 	char *file; /* spec file path as given */
@@ -203,6 +222,8 @@ typedef struct {
 	int programmatic; /* launch.programmatic: the template waits (PDL-safe) */
 	spec_expr *checks; /* launch-time argument checks */
 	size_t nchecks;
+	spec_bench *bench; /* jitk bench --family NAME */
+	size_t nbench;
 	spec_loc loc;
 } spec_family;
 
