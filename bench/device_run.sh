@@ -2,7 +2,7 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests multi axes qk famsan deploy fambench famtorch memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
+# STEPS: any of tests multi axes qk famsan deploy fambench famtorch pkgs pkgops memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
 # sweep python pyops hot tune profile autotune block torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
@@ -207,6 +207,47 @@ build_fast() {
 	[ $rc != 0 ] || export JITK_EXPECT_TORCH_PLAN=1
 	export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
 }
+if has pkgs; then
+	# the families on header packages (issue 25): bytes, bandwidth, the
+	# sanitizers, jitk bench from their specs, the warm first use in fresh
+	# processes against a self-contained family, the stat check of the trees
+	"$b/tests/test_gpu_packages" >"$OUT/pkgs.log" 2>&1
+	ran $? test_gpu_packages
+	grep -vE "^\[ (RUN|     OK) " "$OUT/pkgs.log" | tail -25
+	for tool in memcheck racecheck; do
+		timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 \
+			"$b/tests/test_gpu_packages" >"$OUT/${tool}_pkgs.log" 2>&1
+		ran $? "${tool}_pkgs"
+		echo "${tool}_pkgs: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/${tool}_pkgs.log" | tail -1)"
+	done
+	for f in tma_copy per_token_quant_fp8_cub; do
+		"$b/jitk" bench --family $f >"$OUT/bench_$f.log" 2>&1
+		ran $? "bench_$f"
+		cat "$OUT/bench_$f.log"
+	done
+	for n in static_quant_fp8 per_token_quant_fp8 per_token_quant_fp8_cub tma_copy; do
+		for mode in compile gpu; do
+			echo "fresh_hit --mode $mode $n:"
+			"$b/fresh_hit" --runs 30 --mode $mode "$n" sm_90a 2>&1 | tail -4
+		done
+	done >"$OUT/pkgs_fresh.log" 2>&1
+	ran $? pkgs_fresh
+	cat "$OUT/pkgs_fresh.log"
+	"$b/tests/test_packages" >"$OUT/test_packages.log" 2>&1
+	ran $? test_packages
+	grep -E "^package |PASSED|FAILED" "$OUT/test_packages.log"
+	nproc
+fi
+if has pkgops; then
+	inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+	suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
+		-o "bindings/python/jitk/_fast$suf" >"$OUT/pkgops.log" 2>&1
+	PYTHONPATH="$PWD/bindings/python" python3 -m unittest -v \
+		tests.python.test_ops.HeaderPackageOpsTests >>"$OUT/pkgops.log" 2>&1
+	ran $? "python header-package ops"
+	grep -E "^test|^Ran|^OK|FAILED|Error" "$OUT/pkgops.log" | tail -12
+fi
 if has pyops; then
 	# the package from the source tree, then the ops, DLPack and
 	# host-overhead tests

@@ -417,5 +417,60 @@ class OpsTests(unittest.TestCase):
         self.assertNotIsInstance(e.exception, SystemError)
 
 
+
+@unittest.skipUnless(HAVE_GPU, "needs PyTorch with CUDA")
+class HeaderPackageOpsTests(unittest.TestCase):
+    """The families on header packages (CUB, CuTe + TMA descriptors) as torch
+    ops: the bytes of their references, a strided input, opcheck, and inside
+    torch.compile(fullgraph=True) and a CUDA graph."""
+
+    @classmethod
+    def setUpClass(cls):
+        assert jitk.ops_error is None, jitk.ops_error
+        cls.g = torch.Generator(device="cuda").manual_seed(1)
+        major, _ = torch.cuda.get_device_capability()
+        if major < 9:
+            raise unittest.SkipTest("TMA needs sm_90")
+
+    def test_tma_copy_and_transpose(self):
+        for rows, cols, ld in ((128, 64, 64), (1000, 3000, 3008), (333, 136, 200), (1, 8, 8)):
+            base = torch.randn(rows, ld, device="cuda", generator=self.g).to(torch.bfloat16)
+            x = base[:, :cols]
+            y = torch.ops.jitk.tma_copy(x)
+            yt = torch.ops.jitk.tma_transpose(x)
+            self.assertTrue(same(y, x.contiguous()), (rows, cols, ld))
+            self.assertTrue(same(yt, x.t().contiguous()), (rows, cols, ld))
+        torch.library.opcheck(torch.ops.jitk.tma_copy.default, (x,))
+        torch.library.opcheck(torch.ops.jitk.tma_transpose.default, (x,))
+
+    def test_cub_quantizer_same_bytes(self):
+        x = (torch.randn(777, 3072, device="cuda", generator=self.g) * 3).to(torch.bfloat16)
+        q, s = torch.ops.jitk.per_token_quant_fp8_cub(x)
+        q0, s0 = torch.ops.jitk.per_token_quant_fp8(x)
+        self.assertTrue(same(q, q0) and same(s, s0))
+        torch.library.opcheck(torch.ops.jitk.per_token_quant_fp8_cub.default, (x,))
+
+    def test_compiled_and_graphed(self):
+        x = torch.randn(512, 3072, device="cuda", generator=self.g).to(torch.bfloat16)
+
+        def f(x):
+            q, s = torch.ops.jitk.per_token_quant_fp8_cub(torch.ops.jitk.tma_copy(x))
+            return torch.ops.jitk.tma_transpose(x), q, s
+
+        want = f(x)
+        got = torch.compile(f, fullgraph=True)(x)
+        self.assertTrue(all(same(a, b) for a, b in zip(want, got)))
+        static = x.clone()
+        f(static)  # warm: every kernel resolved before the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = f(static)
+        static.copy_(x * 2)
+        g.replay()
+        torch.cuda.synchronize()
+        again = f(x * 2)
+        self.assertTrue(all(same(a, b) for a, b in zip(out, again)))
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
