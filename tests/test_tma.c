@@ -177,6 +177,44 @@ static void test_descriptor_request(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* A dimension of one element: its stride (anything, as PyTorch and
+ * DLPack give it) binds the spec's name only when nothing else does, and
+ * the descriptor gets a stride TMA takes (the contiguous one, in 16-byte
+ * units) - a one-row matrix with a row stride of 3 or 0 is a tensor TMA
+ * can read. */
+static void test_one_element_dimension(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_tensor x, y;
+	const int64_t odd[] = { 3, 0, 48 };
+	size_t i;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	assert_int_equal(t_fake_runtime(&rt, &fake, f->specs, f->cache, JITK_CAPTURE_ERROR), 0);
+	for (i = 0; i < JITK_ARRAY_SIZE(odd); i++) {
+		matrix(&x, ADDR(1), 1, 48, odd[i]);
+		matrix(&y, ADDR(2), 1, 48, 48);
+		assert_int_equal(call(rt, "tm", &x, &y, NULL, JITK_CALL_STRICT), 0);
+		assert_int_equal(fake.tma_last.dims[1], 1);
+		assert_int_equal(fake.tma_last.strides[0], 48 * 4); /* 192: a multiple of 16 */
+		assert_int_equal(fake.launches[fake.nlaunches - 1].values[7], odd[i]); /* sx */
+	}
+	/* 5 columns of f32: 20 bytes inside a row, 32 between the one row's */
+	matrix(&x, ADDR(1), 1, 5, 7);
+	matrix(&y, ADDR(2), 1, 5, 5);
+	assert_int_equal(call(rt, "tm", &x, &y, NULL, JITK_CALL_STRICT), 0);
+	assert_int_equal(fake.tma_last.strides[0], 32);
+	/* two rows: the stride is the tensor's, and must suit TMA */
+	matrix(&x, ADDR(1), 2, 5, 7);
+	matrix(&y, ADDR(2), 2, 5, 5);
+	assert_int_equal(call(rt, "tm", &x, &y, NULL, JITK_CALL_STRICT), JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message, "(28 bytes) a positive multiple of 16"));
+	jitk_runtime_free(rt);
+}
+
 /* A hot call (same shapes, strides and addresses) passes the descriptor
  * the memo kept, encoding nothing; a new address is encoded once more. */
 static void test_hot_call_does_not_encode(void **state)
@@ -364,6 +402,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_descriptor_request),
+		cmocka_unit_test(test_one_element_dimension),
 		cmocka_unit_test(test_hot_call_does_not_encode),
 		cmocka_unit_test(test_checks_name_the_argument),
 		cmocka_unit_test(test_misuse_and_empty),

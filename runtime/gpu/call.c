@@ -455,8 +455,9 @@ static void bind_slot(call *c, int s, int64_t v)
 }
 
 /* Set the slots a tensor's bare dims and strides name. A size-1
- * dimension's stride says nothing (as in PyTorch and DLPack). */
-static void bind_slots(call *c, const jitk_kernel *k, size_t i)
+ * dimension's stride says nothing (as in PyTorch and DLPack): it binds a
+ * name only when nothing else did (late), which then cannot be wrong. */
+static void bind_slots(call *c, const jitk_kernel *k, size_t i, int late)
 {
 	const spec_arg *a = &c->f->args[i];
 	const jitk_tensor_rule *r = &k->tensors[i];
@@ -466,8 +467,9 @@ static void bind_slots(call *c, const jitk_kernel *k, size_t i)
 	if ((size_t)t->ndim != a->ndim)
 		return; /* reported by the checks */
 	for (d = 0; d < a->ndim; d++) {
-		bind_slot(c, r->shape_slot[d], t->shape[d]);
-		if (t->shape[d] > 1 && a->strides)
+		if (!late)
+			bind_slot(c, r->shape_slot[d], t->shape[d]);
+		if ((late ? t->shape[d] <= 1 : t->shape[d] > 1) && a->strides)
 			bind_slot(c, r->stride_slot[d], t->strides[d]);
 	}
 }
@@ -813,6 +815,7 @@ static int tma_encode(call *c, const jitk_kernel *k, size_t i, jitk_tma_request 
 	const spec_arg *a = &f->args[i];
 	const jitk_tma_bound *b = &k->tma[i];
 	size_t ti = a->tma->tensor_arg, d, n = b->rank;
+	int64_t step[JITK_MAX_DIMS]; /* bytes between elements of each dimension */
 	const jitk_tensor *t;
 	int rc;
 
@@ -835,6 +838,21 @@ static int tma_encode(call *c, const jitk_kernel *k, size_t i, jitk_tma_request 
 	r->dtype = tma_dtype(f->args[ti].elem);
 	r->rank = (unsigned)n;
 	r->addr = t->data;
+	/* A dimension of one element is never stepped over, so its stride
+	 * (anything, in PyTorch and DLPack) is replaced by one TMA takes:
+	 * the contiguous one over what is inside it, in 16-byte units. */
+	{
+		int64_t inner = (int64_t)b->elem_bytes * (t->shape[n - 1] > 0 ? t->shape[n - 1] : 1);
+
+		for (d = n - 1; d-- > 0;) {
+			int64_t contig = (inner + 15) / 16 * 16;
+
+			step[d] = t->shape[d] <= 1 ? contig : t->strides[d] * (int64_t)b->elem_bytes;
+			inner = step[d] * (t->shape[d] > 0 ? t->shape[d] : 1);
+			if (inner >= (1ll << 40))
+				inner = 1ll << 40; /* refused below, if it is used */
+		}
+	}
 	for (d = 0; d < n; d++) {
 		size_t j = n - 1 - d; /* the driver's order: innermost first */
 
@@ -846,9 +864,9 @@ static int tma_encode(call *c, const jitk_kernel *k, size_t i, jitk_tma_request 
 		r->box[j] = (uint32_t)b->box[d];
 		r->elem_strides[j] = (uint32_t)b->elem_strides[d];
 		if (d + 1 < n) {
-			int64_t bytes = t->strides[d] * (int64_t)b->elem_bytes;
+			int64_t bytes = step[d];
 
-			if (t->strides[d] <= 0 || bytes % 16 || bytes >= (1ll << 40))
+			if (bytes <= 0 || bytes % 16 || bytes >= (1ll << 40))
 				return rule_out(c, JITK_EINVAL, "%s: TMA needs the stride of dimension %zu "
 						"of %s (%lld bytes) a positive multiple of 16 below 2^40",
 						a->name, d, a->tma->tensor, (long long)bytes);
@@ -966,9 +984,10 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 		return rule_out(c, JITK_EARCH, "%s", jitk__unavailable_reason(rt, inst));
 	if (rc)
 		return rc;
-	for (i = 0; i < c->f->nargs; i++)
-		if (c->f->args[i].type == AT_TENSOR && c->given[i] && k->present[i])
-			bind_slots(c, k, i);
+	for (int late = 0; late < 2; late++)
+		for (i = 0; i < c->f->nargs; i++)
+			if (c->f->args[i].type == AT_TENSOR && c->given[i] && k->present[i])
+				bind_slots(c, k, i, late);
 	if ((rc = bind_scalars(c, k, params)) || (rc = check_tensors(c, k, params)) ||
 	    (rc = encode_tmas(c, k)) || (rc = launch_grid(k, c->slots, &c->grid)) || c->dry ||
 	    (rc = launch_kernel(k, c->grid, params, c->ntma, c->tma_arg, c->tma, stream)))

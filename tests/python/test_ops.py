@@ -433,13 +433,19 @@ class HeaderPackageOpsTests(unittest.TestCase):
             raise unittest.SkipTest("TMA needs sm_90")
 
     def test_tma_copy_and_transpose(self):
-        for rows, cols, ld in ((128, 64, 64), (1000, 3000, 3008), (333, 136, 200), (1, 8, 8)):
+        for rows, cols, ld in ((128, 64, 64), (1000, 3000, 3008), (336, 136, 200), (8, 8, 8)):
             base = torch.randn(rows, ld, device="cuda", generator=self.g).to(torch.bfloat16)
             x = base[:, :cols]
             y = torch.ops.jitk.tma_copy(x)
             yt = torch.ops.jitk.tma_transpose(x)
             self.assertTrue(same(y, x.contiguous()), (rows, cols, ld))
             self.assertTrue(same(yt, x.t().contiguous()), (rows, cols, ld))
+        # one row, any stride (26 bytes: a row sliced out of a 13-column matrix)
+        row = torch.randn(5, 13, device="cuda", generator=self.g).to(torch.bfloat16)[2:3, :8]
+        self.assertTrue(same(torch.ops.jitk.tma_copy(row), row.contiguous()))
+        # a transpose whose output rows are no 16-byte multiple: refused, saying why
+        with self.assertRaisesRegex(Exception, "a positive multiple of 16"):
+            torch.ops.jitk.tma_transpose(base[:333, :cols])
         torch.library.opcheck(torch.ops.jitk.tma_copy.default, (x,))
         torch.library.opcheck(torch.ops.jitk.tma_transpose.default, (x,))
 
