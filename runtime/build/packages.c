@@ -51,6 +51,10 @@ typedef struct {
 	uint64_t size, ino, dev;
 	int64_t mtime, ctime;
 	uint8_t digest[JITK_HASH_SIZE];
+	/* from a manifest: the digest in hex and the name point into the
+	 * manifest's text (pkg.text), the digest decoded when a walk needs it */
+	const char *hex;
+	int borrowed;
 	int clean; /* may be trusted by its stat next time */
 } pkg_file;
 
@@ -66,6 +70,7 @@ typedef struct {
 	int status;
 	char *msg;
 	file_list known; /* the last walk's files, sorted by rel */
+	char *text;      /* the manifest known and dirs point into, or NULL */
 	file_list dirs;  /* and its directories ("." the root) */
 	/* known and dirs are the whole tree, every entry clean, and its
 	 * hash is tree: a stat of each entry then checks the tree (fast_check) */
@@ -101,7 +106,8 @@ static void files_free(file_list *l)
 	size_t i;
 
 	for (i = 0; i < l->n; i++)
-		free(l->v[i].rel);
+		if (!l->v[i].borrowed)
+			free(l->v[i].rel);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }
@@ -385,6 +391,18 @@ done:
 	return rc;
 }
 
+static int hex_bytes(uint8_t *out, const char *s, size_t n);
+
+/* A remembered file's digest (decoded from its manifest line if need be). */
+static int old_digest(const pkg_file *o, uint8_t out[JITK_HASH_SIZE])
+{
+	if (!o->hex) {
+		memcpy(out, o->digest, JITK_HASH_SIZE);
+		return 0;
+	}
+	return hex_bytes(out, o->hex, JITK_HASH_SIZE);
+}
+
 static int walk_file(walker *w, int dfd, const char *name, const struct stat *st)
 {
 	const pkg_file *o;
@@ -417,8 +435,8 @@ static int walk_file(walker *w, int dfd, const char *name, const struct stat *st
 			   f->ctime < w->start - JITK_PKG_RACY_NS;
 		o = w->old ? files_find(w->old, w->rel) : NULL;
 		if (o && o->clean && o->size == f->size && o->ino == f->ino && o->dev == f->dev &&
-		    o->mtime == f->mtime && o->ctime == f->ctime) {
-			memcpy(f->digest, o->digest, JITK_HASH_SIZE);
+		    o->mtime == f->mtime && o->ctime == f->ctime && !old_digest(o, f->digest)) {
+			/* the digest the manifest or the last walk had */
 		} else {
 			w->hashed++;
 			if (hash_file(w, dfd, name, st, f->digest))
@@ -664,34 +682,51 @@ static int hex_value(char c)
 
 /* One entry line after its "f DIGEST" or "d": the five numbers and the
  * name, up to eol. */
-static int entry_parse(const char *s, const char *eol, pkg_file *f)
+static int entry_parse(char *s, char *eol, pkg_file *f)
 {
-	unsigned long long v[3];
-	long long t[2];
-	char *e;
+	uint64_t v[5];
 	size_t k;
 
+	/* five decimal numbers below 2^63 (times, sizes, inodes and devices
+	 * are never negative in a manifest) */
 	for (k = 0; k < 5; k++) {
-		if (*s != ' ' || !isdigit((unsigned char)s[1]))
+		uint64_t x = 0;
+		int digits = 0;
+
+		if (*s != ' ')
 			return -1;
-		errno = 0;
-		if (k < 3)
-			v[k] = strtoull(s + 1, &e, 10);
-		else
-			t[k - 3] = strtoll(s + 1, &e, 10);
-		if (errno || e > eol)
+		for (s++; s < eol && *s >= '0' && *s <= '9'; s++, digits++) {
+			if (x > (UINT64_C(0x7fffffffffffffff) - (uint64_t)(*s - '0')) / 10)
+				return -1;
+			x = x * 10 + (uint64_t)(*s - '0');
+		}
+		if (!digits)
 			return -1;
-		s = e;
+		v[k] = x;
 	}
 	if (*s != ' ' || s + 1 >= eol)
 		return -1;
 	f->size = v[0];
 	f->ino = v[1];
 	f->dev = v[2];
-	f->mtime = t[0];
-	f->ctime = t[1];
+	f->mtime = (int64_t)v[3];
+	f->ctime = (int64_t)v[4];
 	f->clean = 1;
-	return (f->rel = jitk__strndup(s + 1, (size_t)(eol - s - 1))) ? 0 : -1;
+	*eol = '\0'; /* the name, in place */
+	f->rel = s + 1;
+	f->borrowed = 1;
+	return 0;
+}
+
+/* Whether l is sorted by rel (a manifest is written so): no sort then. */
+static int sorted(const file_list *l)
+{
+	size_t i;
+
+	for (i = 1; i < l->n; i++)
+		if (strcmp(l->v[i - 1].rel, l->v[i].rel) >= 0)
+			return 0;
+	return 1;
 }
 
 static int hex_bytes(uint8_t *out, const char *s, size_t n)
@@ -712,7 +747,7 @@ static void manifest_load(pkg *p, jitk_cache *cache)
 {
 	uint8_t *buf = NULL, sum[JITK_SUM_SIZE], tree[JITK_HASH_SIZE];
 	char hex[2 * JITK_SUM_SIZE + 1];
-	const char *s, *body, *end, *eol;
+	char *s, *body, *end, *eol;
 	unsigned long long count = 0;
 	size_t len = 0, i;
 	int complete = 0;
@@ -720,7 +755,7 @@ static void manifest_load(pkg *p, jitk_cache *cache)
 
 	if (jitk__cache_aux_read(cache, p->manifest, &buf, &len, MANIFEST_MAX_BYTES))
 		return;
-	s = (const char *)buf;
+	s = (char *)buf;
 	end = s + len;
 	if (strncmp(s, MANIFEST_MAGIC " ", sizeof(MANIFEST_MAGIC)) ||
 	    !(body = memchr(s, '\n', len)) || ++body > end)
@@ -759,9 +794,9 @@ static void manifest_load(pkg *p, jitk_cache *cache)
 		if (!(eol = memchr(s, '\n', (size_t)(end - s))))
 			goto bad;
 		if (s[0] == 'f' && s[1] == ' ' && eol - s > 2 + 2 * JITK_HASH_SIZE + 12) {
-			if (!(f = files_add(&l)) || hex_bytes(f->digest, s + 2, JITK_HASH_SIZE) ||
-			    entry_parse(s + 2 + 2 * JITK_HASH_SIZE, eol, f))
+			if (!(f = files_add(&l)) || entry_parse(s + 2 + 2 * JITK_HASH_SIZE, eol, f))
 				goto bad;
+			f->hex = s + 2; /* decoded if a walk needs it */
 		} else if (s[0] == 'd' && eol - s > 12) {
 			if (!(f = files_add(&d)) || entry_parse(s + 1, eol, f))
 				goto bad;
@@ -772,15 +807,18 @@ static void manifest_load(pkg *p, jitk_cache *cache)
 	}
 	if (s != end)
 		goto bad;
-	qsort(l.v, l.n, sizeof(*l.v), by_rel);
-	qsort(d.v, d.n, sizeof(*d.v), by_rel);
+	if (!sorted(&l))
+		qsort(l.v, l.n, sizeof(*l.v), by_rel);
+	if (!sorted(&d))
+		qsort(d.v, d.n, sizeof(*d.v), by_rel);
 	files_free(&p->known);
 	files_free(&p->dirs);
+	free(p->text);
 	p->known = l;
 	p->dirs = d;
+	p->text = (char *)buf; /* their names and digests point into it */
 	p->complete = complete && d.n > 0;
 	memcpy(p->tree, tree, sizeof(tree));
-	free(buf);
 	return;
 bad:
 	files_free(&l);
@@ -812,7 +850,12 @@ static void manifest_save(pkg *p, jitk_cache *cache)
 
 		if (!f->clean)
 			continue;
-		jitk__hex(dig, f->digest, JITK_HASH_SIZE);
+		if (f->hex) {
+			memcpy(dig, f->hex, 2 * JITK_HASH_SIZE);
+			dig[2 * JITK_HASH_SIZE] = '\0';
+		} else {
+			jitk__hex(dig, f->digest, JITK_HASH_SIZE);
+		}
 		jitk__jbuf_printf(&body, "f %s %llu %llu %llu %lld %lld %s\n", dig,
 				  (unsigned long long)f->size, (unsigned long long)f->ino,
 				  (unsigned long long)f->dev, (long long)f->mtime, (long long)f->ctime,
@@ -1005,6 +1048,7 @@ void jitk__packages_free(jitk_packages *p)
 		free(k->msg);
 		files_free(&k->known);
 		files_free(&k->dirs);
+		free(k->text);
 		pthread_mutex_destroy(&k->mu);
 	}
 	for (i = 0; i < p->nfams; i++)
@@ -1164,6 +1208,8 @@ static int rehash(jitk_packages *ps, pkg *p, int *changed)
 		}
 		files_free(&p->known);
 		files_free(&p->dirs);
+		free(p->text); /* nothing points into it now */
+		p->text = NULL;
 		p->known = now;
 		p->dirs = now_dirs;
 		p->complete = complete;
@@ -1260,6 +1306,20 @@ int jitk__package_get(jitk_packages *ps, size_t i, const jitk_package **out)
 
 /* ------------------------------------------------------------ families */
 
+typedef struct {
+	jitk_packages *ps;
+	size_t i;
+} pkg_get_arg;
+
+static void *package_get_run(void *arg)
+{
+	const pkg_get_arg *g = arg;
+	const jitk_package *unused;
+
+	(void)jitk__package_get(g->ps, g->i, &unused);
+	return NULL;
+}
+
 /* Family f's state from its packages as they are now; ps->fam_mu held. */
 static int family_make(jitk_packages *ps, fam_state *st, const spec_family *f,
 		       const jitk_template *tpl)
@@ -1269,6 +1329,26 @@ static int family_make(jitk_packages *ps, fam_state *st, const spec_family *f,
 	jbuf key;
 	int rc;
 
+	/* The packages' first uses (a stat of every entry, or a walk) run at
+	 * once, one thread each; their results and errors are then taken in
+	 * order here (a package remembers its error and message). */
+	{
+		pkg_get_arg ga[SPEC_MAX_INCLUDES];
+		pthread_t th[SPEC_MAX_INCLUDES];
+		int started[SPEC_MAX_INCLUDES] = { 0 };
+
+		for (i = 1; i < f->nincludes; i++) {
+			ga[i].ps = ps;
+			ga[i].i = f->includes[i].package;
+			started[i] = !pthread_create(&th[i], NULL, package_get_run, &ga[i]);
+		}
+		rc = jitk__package_get(ps, f->includes[0].package, &pk[0]);
+		for (i = 1; i < f->nincludes; i++)
+			if (started[i])
+				pthread_join(th[i], NULL);
+		if (rc)
+			return rc;
+	}
 	for (i = 0; i < f->nincludes; i++) {
 		if ((rc = jitk__package_get(ps, f->includes[i].package, &pk[i])))
 			return rc;
