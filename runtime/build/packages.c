@@ -71,6 +71,7 @@ typedef struct {
 	char *msg;
 	file_list known; /* the last walk's files, sorted by rel */
 	char *text;      /* the manifest known and dirs point into, or NULL */
+	double load_ms;  /* reading and parsing it (the log says) */
 	file_list dirs;  /* and its directories ("." the root) */
 	/* known and dirs are the whole tree, every entry clean, and its
 	 * hash is tree: a stat of each entry then checks the tree (fast_check) */
@@ -1166,9 +1167,9 @@ static int rehash(jitk_packages *ps, pkg *p, int *changed)
 		p->pub.cpu_ms = cpu_ms() - c0;
 		jitk__log(&ps->log, JITK_LOG_INFO,
 			  "header package %s (%s): %zu files, %.1f MB, tree %.16s...: %.2f ms (%.2f ms "
-			  "of this thread's CPU), unchanged by stat", p->pub.spec->name, p->pub.root,
-			  p->pub.files, (double)p->pub.bytes / 1e6, p->pub.hex, p->pub.ms,
-			  p->pub.cpu_ms);
+			  "of this thread's CPU), unchanged by stat; the manifest read in %.2f ms",
+			  p->pub.spec->name, p->pub.root, p->pub.files, (double)p->pub.bytes / 1e6,
+			  p->pub.hex, p->pub.ms, p->pub.cpu_ms, p->load_ms);
 		return 0;
 	}
 	rc = tree_hash(hash, p->pub.spec->name, p->pub.root, &p->known, &now, &now_dirs, &files,
@@ -1273,7 +1274,9 @@ static int package_load(jitk_packages *ps, pkg *p)
 	if (jitk__hasher_final(h, name))
 		return jitk__error(JITK_ENOMEM, "SHA-256 failed");
 	jitk__hex(p->manifest, name, JITK_HASH_SIZE);
+	p->load_ms = jitk__now_ms();
 	manifest_load(p, ps->cache);
+	p->load_ms = jitk__now_ms() - p->load_ms;
 	if ((rc = rehash(ps, p, &changed)))
 		return rc;
 	return find_dirs(p);

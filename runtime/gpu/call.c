@@ -455,8 +455,10 @@ static void bind_slot(call *c, int s, int64_t v)
 }
 
 /* Set the slots a tensor's bare dims and strides name. A size-1
- * dimension's stride says nothing (as in PyTorch and DLPack): it binds a
- * name only when nothing else did (late), which then cannot be wrong. */
+ * dimension's stride says nothing (as in PyTorch and DLPack): a scalar
+ * argument it names keeps its default, but a dims name or a scalar with
+ * no default takes it when nothing else told (late), which then cannot
+ * be wrong. */
 static void bind_slots(call *c, const jitk_kernel *k, size_t i, int late)
 {
 	const spec_arg *a = &c->f->args[i];
@@ -469,7 +471,10 @@ static void bind_slots(call *c, const jitk_kernel *k, size_t i, int late)
 	for (d = 0; d < a->ndim; d++) {
 		if (!late)
 			bind_slot(c, r->shape_slot[d], t->shape[d]);
-		if ((late ? t->shape[d] <= 1 : t->shape[d] > 1) && a->strides)
+		if (!late && t->shape[d] > 1 && a->strides)
+			bind_slot(c, r->stride_slot[d], t->strides[d]);
+		if (late && t->shape[d] <= 1 && a->strides && r->stride_slot[d] >= 0 &&
+		    (r->stride_slot[d] >= (int)c->f->nargs || !c->f->args[r->stride_slot[d]].has_default))
 			bind_slot(c, r->stride_slot[d], t->strides[d]);
 	}
 }

@@ -2787,11 +2787,15 @@ static const char *bare_name(const char *name, size_t n)
 static const char *nearest_symbol(const spec_set *s, const char *name, size_t len)
 {
 	const char *best = NULL;
-	char *bare = jitk__strndup(name, len);
+	char bare[256]; /* no allocation: the answer never depends on memory */
 	int bestd = 3 + (int)(len / 5);
 	size_t i;
 
-	for (i = 0; bare && i < s->nsyms; i++) {
+	if (len >= sizeof(bare))
+		return NULL;
+	memcpy(bare, name, len);
+	bare[len] = '\0';
+	for (i = 0; i < s->nsyms; i++) {
 		int d = jitk__edit_distance(bare, s->syms[i]->name);
 
 		if (d < bestd) {
@@ -2799,7 +2803,6 @@ static const char *nearest_symbol(const spec_set *s, const char *name, size_t le
 			best = s->syms[i]->name;
 		}
 	}
-	free(bare);
 	return best;
 }
 
@@ -3096,6 +3099,9 @@ static int link_bench(spec_set *set, const texts_t *tx)
 			spec_selection sel;
 			int rc = jitk__spec_select(&sel, set, b->symbol);
 
+			/* (a message that could not be made is out of memory too) */
+			if (rc == JITK_ENOMEM || (rc && jitk_error_last()->status == JITK_ENOMEM))
+				return JITK_ENOMEM;
 			if (rc)
 				return link_error(tx, set, &b->loc, "bench symbol: %s",
 						  jitk_error_last()->message);

@@ -440,8 +440,8 @@ class HeaderPackageOpsTests(unittest.TestCase):
             yt = torch.ops.jitk.tma_transpose(x)
             self.assertTrue(same(y, x.contiguous()), (rows, cols, ld))
             self.assertTrue(same(yt, x.t().contiguous()), (rows, cols, ld))
-        # one row, any stride (26 bytes: a row sliced out of a 13-column matrix)
-        row = torch.randn(5, 13, device="cuda", generator=self.g).to(torch.bfloat16)[2:3, :8]
+        # one row, any stride (26 bytes: row 8 of a 13-column matrix, 16-byte aligned)
+        row = torch.randn(10, 13, device="cuda", generator=self.g).to(torch.bfloat16)[8:9, :8]
         self.assertTrue(same(torch.ops.jitk.tma_copy(row), row.contiguous()))
         # a transpose whose output rows are no 16-byte multiple: refused, saying why
         with self.assertRaisesRegex(Exception, "a positive multiple of 16"):
