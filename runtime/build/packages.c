@@ -789,6 +789,10 @@ static void manifest_load(pkg *p, jitk_cache *cache)
 	s = eol + 1;
 	if (count > 2 * (unsigned long long)JITK_PKG_MAX_FILES)
 		goto bad;
+	/* room for every entry at once (a few directories come out of it) */
+	if (count && !(l.v = malloc((size_t)count * sizeof(*l.v))))
+		goto bad;
+	l.cap = (size_t)count;
 	for (i = 0; i < count; i++) {
 		pkg_file *f;
 
