@@ -50,4 +50,29 @@ out=$(env -u LD_LIBRARY_PATH LD_LIBRARY_PATH="$b" "$tmp/use")
 [ "$out" = "$want" ] || { echo "linked with -L$b -ljitk, LD_LIBRARY_PATH=$b: '$out'"; exit 1; }
 out=$(env -u LD_LIBRARY_PATH "$tmp/use-rpath")
 [ "$out" = "$want" ] || { echo "linked with -L$b -ljitk and an rpath: '$out'"; exit 1; }
-echo "soname: $b/libjitk.so -> libjitk.so.0 -> libjitk.so.$version; -L$b -ljitk programs start"
+# libcurl and hiredis are loaded when the fleet tier is used, never linked
+# (a machine with only the driver runs the rest); without them the tier
+# says why it is off and the work goes on.
+if command -v readelf >/dev/null 2>&1; then
+	if readelf -d "$b/libjitk.so.$version" | grep NEEDED | grep -Eq 'libcurl|libhiredis'; then
+		echo "libjitk links libcurl or hiredis:"
+		readelf -d "$b/libjitk.so.$version" | grep NEEDED
+		exit 1
+	fi
+fi
+without() { # VAR: precompile with that library missing, its warnings
+	env "$1" JITK_REMOTE_CACHE=http://127.0.0.1:9 JITK_REMOTE_LEASE=redis://127.0.0.1:9 \
+		JITK_LOG=warn "$b/jitk" precompile tadd3 --arch sm_90 --specs tests/families/specs \
+		--cache "$tmp/cache-${1%%=*}" 2>&1 >/dev/null || { echo "precompile with $1 failed"; exit 1; }
+}
+err=$(without JITK_LIBCURL=/nonexistent/libcurl.so.4)
+case $err in
+*"remote cache not used: it needs libcurl, and /nonexistent/libcurl.so.4 could not be loaded"*) ;;
+*) echo "no word that the remote is off without libcurl: $err"; exit 1 ;;
+esac
+err=$(without JITK_LIBHIREDIS=/nonexistent/libhiredis.so)
+case $err in
+*"not used: leases need hiredis, and /nonexistent/libhiredis.so could not be loaded"*) ;;
+*) echo "no word that leases are off without hiredis: $err"; exit 1 ;;
+esac
+echo "soname: $b/libjitk.so -> libjitk.so.0 -> libjitk.so.$version; -L$b -ljitk programs start; libcurl and hiredis loaded only by the fleet tier"

@@ -33,6 +33,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "build/optlib.h"
 #include "build/lease.h"
 #include "build/remote.h"
 
@@ -127,6 +128,9 @@ static void make_token(jitk_lease *l)
 	snprintf(l->token, sizeof(l->token), "%s:%ld:%016llx", host, (long)getpid(), rnd);
 }
 
+/* hiredis, loaded by the first lease server (optlib.h; once per process) */
+#define hr (jitk__hiredis(NULL))
+
 int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long ttl_ms,
 		     const jitk_logger *log)
 {
@@ -159,6 +163,18 @@ int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long tt
 	if (!l->url) {
 		jitk__lease_close(l);
 		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	{
+		const char *why;
+		const jitk_hiredis_api *api = jitk__hiredis(&why);
+
+		if (!api) {
+			jitk__log(&l->log, JITK_LOG_WARN, "lease server %s not used: leases need "
+				  "hiredis, and %s; compiling without leases in this process", l->url,
+				  why);
+			jitk__lease_close(l);
+			return 0;
+		}
 	}
 	make_token(l);
 	*out = l;
@@ -415,7 +431,7 @@ static int connect_now(jitk_lease *l)
 
 		if (!(r = run(l, "AUTH", l->user ? 3 : 2, auth)))
 			return -1;
-		freeReplyObject(r);
+		hr->free_reply(r);
 	}
 	if (l->db) {
 		const char *sel[2] = { "SELECT", db };
@@ -423,7 +439,7 @@ static int connect_now(jitk_lease *l)
 		snprintf(db, sizeof(db), "%d", l->db);
 		if (!(r = run(l, "SELECT", 2, sel)))
 			return -1;
-		freeReplyObject(r);
+		hr->free_reply(r);
 	}
 	return 0;
 }
@@ -488,8 +504,8 @@ static const char *read_reply(jitk_lease *l, redisReader *rd, double deadline, v
 			snprintf(why, n, "an answer longer than %d bytes", REPLY_MAX);
 			return why;
 		}
-		if (redisReaderFeed(rd, buf, (size_t)k) != REDIS_OK ||
-		    redisReaderGetReply(rd, out) != REDIS_OK) {
+		if (hr->reader_feed(rd, buf, (size_t)k) != REDIS_OK ||
+		    hr->reader_get_reply(rd, out) != REDIS_OK) {
 			snprintf(why, n, "not the Redis protocol (%s)", rd->errstr);
 			return why;
 		}
@@ -509,9 +525,9 @@ static redisReply *run(jitk_lease *l, const char *what, int argc, const char **a
 	void *r = NULL;
 	char *cmd = NULL, why[256] = "";
 	const char *bad = NULL;
-	int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+	int len = hr->format_command_argv(&cmd, argc, argv, NULL);
 
-	if (len < 0 || !(rd = redisReaderCreate())) {
+	if (len < 0 || !(rd = hr->reader_create())) {
 		bad = "out of memory";
 	} else {
 		jitk__sigpipe_block(&g);
@@ -528,14 +544,14 @@ static redisReply *run(jitk_lease *l, const char *what, int argc, const char **a
 
 		snprintf(copy, sizeof(copy), "%s", bad);
 		if (r)
-			freeReplyObject(r);
+			hr->free_reply(r);
 		r = NULL;
 		failed(l, what, copy);
 	}
 	if (cmd)
-		redisFreeCommand(cmd);
+		hr->free_command(cmd);
 	if (rd)
-		redisReaderFree(rd);
+		hr->reader_free(rd);
 	return r;
 }
 
@@ -568,7 +584,7 @@ static int pttl(jitk_lease *l, const char *key, long *left_ms)
 	if (!r)
 		return JITK_LEASE_OFF;
 	if (r->type != REDIS_REPLY_INTEGER) {
-		freeReplyObject(r);
+		hr->free_reply(r);
 		pthread_mutex_lock(&l->lock);
 		failed(l, "PTTL", "an answer that is not an integer");
 		pthread_mutex_unlock(&l->lock);
@@ -578,7 +594,7 @@ static int pttl(jitk_lease *l, const char *key, long *left_ms)
 	 * waiting on it could be forever, so it does not count. */
 	st = r->integer >= 0 ? JITK_LEASE_HELD : JITK_LEASE_FREE;
 	*left_ms = r->integer >= 0 ? (long)r->integer : 0;
-	freeReplyObject(r);
+	hr->free_reply(r);
 	return st;
 }
 
@@ -597,7 +613,7 @@ int jitk__lease_take(jitk_lease *l, const char *hex, long *left_ms)
 	st = r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "OK") ? JITK_LEASE_TAKEN
 	     : r->type == REDIS_REPLY_NIL			       ? JITK_LEASE_HELD
 								       : -1;
-	freeReplyObject(r);
+	hr->free_reply(r);
 	if (st < 0) {
 		pthread_mutex_lock(&l->lock);
 		failed(l, "SET", "an unexpected answer");
@@ -634,7 +650,7 @@ void jitk__lease_release(jitk_lease *l, const char *hex)
 
 	key_name(key, hex);
 	if ((r = command(l, "EVAL (release)", 5, argv)))
-		freeReplyObject(r);
+		hr->free_reply(r);
 }
 
 /* -------------------------------------------------------------- budget */

@@ -23,6 +23,7 @@
 #include <curl/curl.h>
 
 #include "build/cache.h"
+#include "build/optlib.h"
 #include "build/remote.h"
 
 #define IDLE_MAX 8 /* handles kept (with their connections) for reuse */
@@ -139,12 +140,18 @@ static char *masked_dup(const char *url, const char *mask)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
+static const jitk_curl_api *cu; /* libcurl, loaded on first use (optlib.h) */
+static const char *curl_why;    /* why it is not there */
 
 static void curl_init(void)
 {
+	if (!(cu = jitk__curl(&curl_why))) {
+		curl_init_rc = CURLE_FAILED_INIT;
+		return;
+	}
 	/* Once per process and never undone: the library cannot know when
 	 * the host's last user of libcurl is done. */
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	curl_init_rc = cu->global_init(CURL_GLOBAL_DEFAULT);
 }
 
 /* Why base cannot be a remote's URL, or NULL. */
@@ -247,9 +254,15 @@ int jitk__remote_open(jitk_remote **out, const char *urls, int read_only, long c
 	if (aws_setup(r))
 		goto oom;
 	pthread_once(&curl_once, curl_init);
+	if (!cu) {
+		jitk__log(&r->log, JITK_LOG_WARN, "remote cache not used: it needs libcurl, and %s",
+			  curl_why);
+		jitk__remote_close(r);
+		return 0;
+	}
 	if (curl_init_rc != CURLE_OK) {
 		jitk__log(&r->log, JITK_LOG_WARN, "remote cache not used: libcurl did not initialize (%s)",
-			  curl_easy_strerror(curl_init_rc));
+			  cu->easy_strerror(curl_init_rc));
 		jitk__remote_close(r);
 		return 0;
 	}
@@ -259,11 +272,11 @@ int jitk__remote_open(jitk_remote **out, const char *urls, int read_only, long c
 	}
 	/* With CURLOPT_NOSIGNAL, only the threaded (or c-ares) resolver keeps
 	 * a name lookup within the timeouts. */
-	if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_ASYNCHDNS))
+	if (!(cu->version_info(CURLVERSION_NOW)->features & CURL_VERSION_ASYNCHDNS))
 		jitk__log(&r->log, JITK_LOG_WARN,
 			  "remote cache: libcurl %s looks names up synchronously: a lookup that hangs is "
 			  "not bounded by the remote's timeouts (use IP addresses, or a libcurl with AsynchDNS)",
-			  curl_version_info(CURLVERSION_NOW)->version);
+			  cu->version_info(CURLVERSION_NOW)->version);
 	*out = r;
 	return 0;
 oom:
@@ -281,7 +294,7 @@ void jitk__remote_close(jitk_remote *r)
 	 * write (a TLS close) on a connection the parent still uses. */
 	if (r->pid == getpid())
 		for (i = 0; i < r->nidle; i++)
-			curl_easy_cleanup(r->idle[i]);
+			cu->easy_cleanup(r->idle[i]);
 	for (i = 0; i < r->nurls; i++) {
 		free(r->urls[i].base);
 		free(r->urls[i].shown);
@@ -369,13 +382,13 @@ static CURL *handle_take(jitk_remote *r)
 	if (r->nidle)
 		h = r->idle[--r->nidle];
 	pthread_mutex_unlock(&r->lock);
-	return h ? h : curl_easy_init();
+	return h ? h : cu->easy_init();
 }
 
 static void handle_give(jitk_remote *r, CURL *h)
 {
 	/* curl_easy_reset keeps the handle's live connections. */
-	curl_easy_reset(h);
+	cu->easy_reset(h);
 	pthread_mutex_lock(&r->lock);
 	if (r->pid == getpid() && r->nidle < IDLE_MAX) {
 		r->idle[r->nidle++] = h;
@@ -383,7 +396,7 @@ static void handle_give(jitk_remote *r, CURL *h)
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (h)
-		curl_easy_cleanup(h);
+		cu->easy_cleanup(h);
 }
 
 typedef struct {
@@ -459,14 +472,14 @@ static struct curl_slist *headers(const jitk_remote *r, const uint8_t *body, siz
 	char line[64 + 2 * JITK_HASH_SIZE];
 
 	if (!r->sigv4)
-		return curl_slist_append(NULL, "Expect:");
+		return cu->slist_append(NULL, "Expect:");
 	if (jitk__sha256(sum, body, len))
 		return NULL;
 	memcpy(line, "x-amz-content-sha256: ", 22);
 	jitk__hex(line + 22, sum, JITK_HASH_SIZE);
-	l = curl_slist_append(NULL, line);
-	if (l && r->token_header && !(t = curl_slist_append(l, r->token_header))) {
-		curl_slist_free_all(l);
+	l = cu->slist_append(NULL, line);
+	if (l && r->token_header && !(t = cu->slist_append(l, r->token_header))) {
+		cu->slist_free_all(l);
 		return NULL;
 	}
 	return l;
@@ -478,26 +491,26 @@ static struct curl_slist *headers(const jitk_remote *r, const uint8_t *body, siz
 static void setup(const jitk_remote *r, CURL *h, const char *url, char *err,
 		  struct curl_slist *hdrs, long timeout_ms)
 {
-	curl_easy_setopt(h, CURLOPT_URL, url);
+	cu->easy_setopt(h, CURLOPT_URL, url);
 	/* No signals: no SIGALRM for name lookups, no handler of libcurl's;
 	 * SIGPIPE is handled by jitk__sigpipe_block around the transfer. */
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_ms < timeout_ms ? r->connect_ms
+	cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_ms < timeout_ms ? r->connect_ms
 										 : timeout_ms);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	cu->easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	cu->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	cu->easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "jitk/" JITK_VERSION);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	cu->easy_setopt(h, CURLOPT_ERRORBUFFER, err);
+	cu->easy_setopt(h, CURLOPT_USERAGENT, "jitk/" JITK_VERSION);
+	cu->easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	if (r->sigv4) {
-		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
-		curl_easy_setopt(h, CURLOPT_USERNAME, r->akid);
-		curl_easy_setopt(h, CURLOPT_PASSWORD, r->secret);
+		cu->easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
+		cu->easy_setopt(h, CURLOPT_USERNAME, r->akid);
+		cu->easy_setopt(h, CURLOPT_PASSWORD, r->secret);
 	}
 }
 
@@ -574,31 +587,31 @@ static int request(jitk_remote *r, const uint8_t key[JITK_HASH_SIZE], const uint
 	err[0] = '\0';
 	setup(r, h, url, err, hdrs, allowed);
 	if (put) {
-		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(h, CURLOPT_READFUNCTION, source_read);
-		curl_easy_setopt(h, CURLOPT_READDATA, &src);
-		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)put_len);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &seen);
+		cu->easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		cu->easy_setopt(h, CURLOPT_READFUNCTION, source_read);
+		cu->easy_setopt(h, CURLOPT_READDATA, &src);
+		cu->easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)put_len);
+		cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+		cu->easy_setopt(h, CURLOPT_WRITEDATA, &seen);
 	} else {
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, OBJECT_MAX);
+		cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+		cu->easy_setopt(h, CURLOPT_WRITEDATA, body);
+		cu->easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, OBJECT_MAX);
 	}
 	t0 = jitk__now_ms();
 	jitk__sigpipe_block(&g);
-	cr = curl_easy_perform(h);
+	cr = cu->easy_perform(h);
 	jitk__sigpipe_restore(&g);
 	ms = jitk__now_ms() - t0;
 	atomic_fetch_add(&r->n.us, (unsigned long long)(ms * 1000.0));
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	cu->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	if (cr != CURLE_OK) {
 		snprintf(why, sizeof(why), "%s%s",
 			 body && body->too_big ? "the object is larger than any cache entry"
 			 : cr == CURLE_FILESIZE_EXCEEDED ? "the object is larger than any cache entry"
 			 : seen > DISCARD_MAX ? "an answer to the upload longer than 64 KiB"
 			 : *err			   ? err
-						   : curl_easy_strerror(cr),
+						   : cu->easy_strerror(cr),
 			 cr == CURLE_OPERATION_TIMEDOUT && allowed < r->timeout_ms
 				 ? " (the time left of its budget for slow answers)"
 				 : "");
@@ -625,7 +638,7 @@ failed:
 		url_failed(r, u, put ? "upload" : "download", hex, why);
 	if (h)
 		handle_give(r, h);
-	curl_slist_free_all(hdrs);
+	cu->slist_free_all(hdrs);
 	free(url);
 	return rc;
 }
