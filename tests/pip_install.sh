@@ -37,6 +37,12 @@ for want in jitk/lib/libjitk.so.0 jitk/specs/norm_scale_shift.yaml jitk/template
 	echo "$names" | grep -qx "$want" || fail "the wheel lacks $want"
 done
 echo "$names" | grep -q '^jitk/_fast\..*\.so$' || fail "the wheel lacks jitk/_fast (the C plan)"
+# what libjitk needs beyond the C library and NVRTC is in the wheel (jitk/lib/,
+# loaded first by jitk._core); libcurl and hiredis are not needed to load it
+for want in jitk/lib/libyaml-0.so.2 jitk/lib/libcrypto.so.3; do
+	echo "$names" | grep -qx "$want" || fail "the wheel lacks $want (a machine with only the driver has none)"
+done
+! echo "$names" | grep -Eq '^jitk/lib/lib(curl|hiredis)' || fail "the wheel vendors libcurl or hiredis (loaded only by the fleet tier)"
 if "$py" -c 'import torch' 2>/dev/null; then
 	echo "$names" | grep -qx 'jitk/_torch.version' || fail "PyTorch imports but the wheel lacks jitk._torch"
 else
@@ -44,6 +50,15 @@ else
 fi
 mkdir "$tmp/elsewhere"
 cd "$tmp/elsewhere" || exit 1
+# the vendored copies are the ones in use (so a machine without libyaml and
+# libcrypto imports jitk), and neither libcurl nor hiredis is loaded
+maps=$(env -u JITK_LIBRARY -u PYTHONPATH "$py" -c 'import jitk; print(open("/proc/self/maps").read())') ||
+	fail "import jitk from the venv"
+for lib in libyaml-0.so.2 libcrypto.so.3; do
+	echo "$maps" | grep "$lib" | grep -q "$tmp/venv/" ||
+		fail "$lib is not loaded from the wheel: $(echo "$maps" | grep "$lib" | head -n 1)"
+done
+! echo "$maps" | grep -Eq 'libcurl|libhiredis' || fail "import jitk loaded libcurl or hiredis"
 # no JITK_LIBRARY, no PYTHONPATH, no JITK_SPECS: everything from the venv
 for t in test_binding test_package; do
 	if ! env -u JITK_LIBRARY -u PYTHONPATH JITK_TEST_INSTALLED=1 JITK_TEST_ROOT="$root" \

@@ -177,6 +177,34 @@ def _cuda_of(src):
         return None
 
 
+# What a machine with the NVIDIA driver, NVRTC (the toolkit, or the
+# nvidia-cuda-nvrtc wheel PyTorch brings) and a C library has: the rest of
+# what libjitk needs goes into the wheel (jitk/lib/, loaded first by
+# jitk._core), the way auditwheel would. libcurl and hiredis are not among
+# them: libjitk loads those only for the fleet tier (optlib.c).
+_SYSTEM = ("libc.so", "libm.so", "libdl.so", "librt.so", "libpthread.so", "ld-linux",
+           "libgcc_s.so", "libstdc++.so", "libnvrtc", "libcuda.so", "linux-vdso")
+
+
+def _vendored(lib):
+    """(soname, file) of each library lib needs (transitively) that is not
+    the system's, from ldd."""
+    try:
+        text = subprocess.run(["ldd", lib], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError(f"jitk build: ldd {lib}: {e}") from e
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "=>":
+            soname, path = parts[0], parts[2]
+            if path == "not" or not os.path.exists(path):
+                raise RuntimeError(f"jitk build: {lib} needs {soname}, which is not found")
+            if not soname.startswith(_SYSTEM):
+                out.append((soname, os.path.realpath(path)))
+    return sorted(out)
+
+
 def _files(src, exts):
     """(path in the wheel, file on disk) of everything the wheel holds."""
     pkg = os.path.join(HERE, NAME)
@@ -186,8 +214,10 @@ def _files(src, exts):
             out.append((f"{NAME}/{n}", os.path.join(pkg, n)))
     for ext in exts:
         out.append((f"{NAME}/{os.path.basename(ext)}", ext))
-    out.append((f"{NAME}/lib/libjitk.so.0", os.path.realpath(os.path.join(src, "build",
-                                                                          "libjitk.so"))))
+    lib = os.path.realpath(os.path.join(src, "build", "libjitk.so"))
+    out.append((f"{NAME}/lib/libjitk.so.0", lib))
+    for soname, path in _vendored(lib):
+        out.append((f"{NAME}/lib/{soname}", path))
     for sub in ("specs", "templates", os.path.join("runtime", "include")):
         base = os.path.join(src, sub)
         dest = "include" if sub.startswith("runtime") else sub

@@ -42,6 +42,26 @@ _STATUS = {
 }
 
 
+def _preload(d):
+    """The libraries the wheel vendors beside libjitk (jitk/lib/: libyaml,
+    libcrypto, what they need), loaded first so that libjitk's needs are
+    met on a machine without them; each one whose own needs are not met
+    yet is tried again after the others."""
+    if not d or os.path.basename(d) != "lib" or not os.path.isdir(d):
+        return
+    todo = sorted(n for n in os.listdir(d) if ".so" in n and not n.startswith("libjitk"))
+    while todo:
+        left = []
+        for n in todo:
+            try:
+                ctypes.CDLL(os.path.join(d, n), mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                left.append(n)
+        if len(left) == len(todo):
+            return  # libjitk's own load then says what is missing
+        todo = left
+
+
 def _load():
     names = []
     if os.environ.get("JITK_LIBRARY"):
@@ -59,6 +79,7 @@ def _load():
             errors.append(f"{n}: no such file")
             continue
         try:
+            _preload(os.path.dirname(n))
             return ctypes.CDLL(n), n
         except OSError as e:
             errors.append(f"{n}: {e}")
