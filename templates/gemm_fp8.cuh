@@ -52,6 +52,12 @@
 #pragma once
 
 #if defined(__CUDACC_RTC__)
+// CUTLASS takes unsigned __int128 only where the compiler says x86-64 and
+// GCC, which NVRTC does not (nvcc's device pass does): without it its
+// 128-bit division (FastDivmodU64, the tile scheduler's parameters) is a
+// breakpoint on the device, and uint128_t has another alignment than the
+// host's. --device-int128 gives NVRTC the type.
+#define CUTLASS_UINT128_NATIVE
 // CUTLASS spells these with std:: in a few places; NVRTC has no libstdc++.
 #include <cuda/std/type_traits>
 namespace std {

@@ -13,8 +13,24 @@ namespace jitk {
 // Params on the device: CUTLASS's own to_underlying_arguments (device code
 // under -default-device); the TMA descriptors it leaves empty under NVRTC
 // are jitk's, copied in from grid constants.
+// Where Params' parts are (bytes from its start): problem shape, mainloop,
+// epilogue, hw_info, scheduler, workspace, then the three descriptors.
+template <class Params> __host__ __device__ inline void params_offsets(const Params &p, long long *o)
+{
+  const char *b = reinterpret_cast<const char *>(&p);
+  o[0] = reinterpret_cast<const char *>(&p.problem_shape) - b;
+  o[1] = reinterpret_cast<const char *>(&p.mainloop) - b;
+  o[2] = reinterpret_cast<const char *>(&p.epilogue) - b;
+  o[3] = reinterpret_cast<const char *>(&p.hw_info) - b;
+  o[4] = reinterpret_cast<const char *>(&p.scheduler) - b;
+  o[5] = reinterpret_cast<const char *>(&p.workspace) - b;
+  o[6] = reinterpret_cast<const char *>(p.mainloop.tma_load_a.get_tma_descriptor()) - b;
+  o[7] = reinterpret_cast<const char *>(p.mainloop.tma_load_b.get_tma_descriptor()) - b;
+  o[8] = reinterpret_cast<const char *>(p.epilogue.tma_store_d.get_tma_descriptor()) - b;
+}
+
 template <class P>
-__global__ void gemm_fp8_params(typename gemm::gemm_fp8_kernel_t<P>::Params *out, int m, int n, int k,
+__global__ void gemm_fp8_params(typename gemm::gemm_fp8_kernel_t<P>::Params *out, long long *offs, int m, int n, int k,
                                 const void *a, const void *b, const float *as, const float *bs,
                                 const void *bias, void *d, int sms,
                                 const __grid_constant__ cute::TmaDescriptor ta, const __grid_constant__ cute::TmaDescriptor tb,
@@ -56,5 +72,6 @@ __global__ void gemm_fp8_params(typename gemm::gemm_fp8_kernel_t<P>::Params *out
   memcpy((void *)p.mainloop.tma_load_b.get_tma_descriptor(), &tb, sizeof(tb));
   memcpy((void *)p.epilogue.tma_store_d.get_tma_descriptor(), &td, sizeof(td));
   *out = p;
+  params_offsets(p, offs);
 }
 }

@@ -12,7 +12,7 @@
 //     the tensor as it is, dims innermost first), in a few candidate forms:
 //     which one is byte-identical.
 //
-//   nvcc -std=c++17 -arch=sm_90a -I templates -I $CUTLASS/include
+//   nvcc -std=c++17 -arch=sm_90a -DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL -I templates -I $CUTLASS/include
 //        -I $CUTLASS/tools/util/include bench/gemm_proto/params_check.cu -lcuda
 //   params_check BUILDER.cubin LOWERED_NAME   (what nvrtc_alone prints)
 #include <cstdio>
@@ -20,18 +20,10 @@
 #include <vector>
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include "gemm_fp8_host.cuh"
-
-struct Pb {
-	static constexpr int tile_m = 128, tile_n = 128, tile_k = 128, cluster_m = 2, cluster_n = 1,
-			     stages = 0;
-	static constexpr jitk::GemmSchedule schedule = jitk::GemmSchedule::cooperative;
-	static constexpr jitk::GemmScheduler scheduler = jitk::GemmScheduler::persistent;
-	static constexpr bool fast_accum = false;
-	static constexpr jitk::GemmEpilogue epilogue = jitk::GemmEpilogue::bias;
-	static constexpr bool bias = true, gelu_out = false;
-};
+#include "params_builder.cu"
 
 using T = jitk::gemm::gemm_fp8_traits<Pb>;
 using K = T::Kernel;
@@ -49,15 +41,48 @@ using K = T::Kernel;
 
 static int same(const void *a, const void *b, size_t n) { return !std::memcmp(a, b, n); }
 
+// Built with -DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL, CUTLASS calls this
+// by name: say what CuTe asks the driver for, then ask it.
+static int quiet = 0;
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank,
+					   void *addr, const cuuint64_t *dims, const cuuint64_t *strides,
+					   const cuuint32_t *box, const cuuint32_t *es,
+					   CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+					   CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
+{
+	using fn = CUresult (*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+				const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+				const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+				CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+	static fn real = (fn)dlsym(RTLD_NEXT, "cuTensorMapEncodeTiled");
+	if (!quiet) {
+		std::printf("CuTe encodes: dtype %d rank %u addr %p dims [", (int)t, rank, addr);
+		for (cuuint32_t i = 0; i < rank; i++)
+			std::printf("%s%llu", i ? ", " : "", (unsigned long long)dims[i]);
+		std::printf("] strides [");
+		for (cuuint32_t i = 0; i + 1 < rank; i++)
+			std::printf("%s%llu", i ? ", " : "", (unsigned long long)strides[i]);
+		std::printf("] box [");
+		for (cuuint32_t i = 0; i < rank; i++)
+			std::printf("%s%u", i ? ", " : "", box[i]);
+		std::printf("] elem strides [");
+		for (cuuint32_t i = 0; i < rank; i++)
+			std::printf("%s%u", i ? ", " : "", es[i]);
+		std::printf("] interleave %d swizzle %d l2 %d oob %d\n", (int)il, (int)sw, (int)l2, (int)oob);
+	}
+	return real ? real(m, t, rank, addr, dims, strides, box, es, il, sw, l2, oob)
+		    : CUDA_ERROR_NOT_FOUND;
+}
+
 // One candidate encoding of a [rows, cols] row-major tensor (cols
 // contiguous), jitk's way: dims innermost first, optionally with a
-// trailing batch dimension of 1 (rank 3).
+// trailing batch dimension of 1 (rank 3, its stride 0).
 static CUresult encode(CUtensorMap *m, CUtensorMapDataType t, int esize, void *p, uint64_t rows,
 		       uint64_t cols, uint32_t box_r, uint32_t box_c, CUtensorMapSwizzle sw,
 		       int rank3)
 {
 	cuuint64_t dims[3] = { cols, rows, 1 };
-	cuuint64_t strides[2] = { cols * esize, rows * cols * esize };
+	cuuint64_t strides[2] = { cols * esize, 0 }; /* a batch of 1: stride 0, as CuTe gives it */
 	cuuint32_t box[3] = { box_c, box_r, 1 };
 	cuuint32_t es[3] = { 1, 1, 1 };
 	return cuTensorMapEncodeTiled(m, t, rank3 ? 3 : 2, p, dims, strides, box, es,
@@ -110,6 +135,8 @@ int main(int argc, char **argv)
 	CK(cuMemAlloc(&bs, 4));
 	CK(cuMemAlloc(&bias, (size_t)n * 2));
 	CK(cuMemAlloc(&out, sizeof(K::Params)));
+	CUdeviceptr offs;
+	CK(cuMemAlloc(&offs, 9 * sizeof(long long)));
 	CK(cuMemsetD8(out, 0xab, sizeof(K::Params)));
 
 	gemm_proto::problem p;
@@ -120,6 +147,7 @@ int main(int argc, char **argv)
 	p.max_active_clusters = sms / 2;
 	K::Arguments args = gemm_proto::op_t<Pb>::make_arguments(p);
 	K::Params host = K::to_underlying_arguments(args, nullptr);
+	quiet = 1; /* the candidates below are ours */
 	std::printf("Params: %zu bytes; sm_count %d\n", sizeof(K::Params), sms);
 
 	// 2. the descriptors
@@ -147,9 +175,18 @@ int main(int argc, char **argv)
 	int mm = m, nn = n, kk = k;
 	void *pa = (void *)a, *pb = (void *)b, *pbias = (void *)bias, *pd = (void *)d;
 	const float *pas = (const float *)as, *pbs = (const float *)bs;
-	void *params[] = { &out, &mm, &nn, &kk, &pa, &pb, &pas, &pbs, &pbias, &pd, &sms, &ta, &tb, &td };
+	void *params[] = { &out, &offs, &mm, &nn, &kk, &pa, &pb, &pas, &pbs, &pbias, &pd, &sms, &ta, &tb, &td };
+	CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 64 << 10)); /* Params and its temporaries */
 	CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, 0, params, nullptr));
 	CK(cuCtxSynchronize());
+	long long ho[9], dof[9];
+	jitk::params_offsets(host, ho);
+	CK(cuMemcpyDtoH(dof, offs, sizeof(dof)));
+	static const char *const part[9] = { "problem_shape", "mainloop", "epilogue", "hw_info",
+					     "scheduler", "workspace", "desc A", "desc B", "desc D" };
+	for (int i = 0; i < 9; i++)
+		std::printf("offset of %-13s host %5lld, device (NVRTC) %5lld%s\n", part[i], ho[i], dof[i],
+			    ho[i] == dof[i] ? "" : "  <- differs");
 	std::vector<unsigned char> dev_bytes(sizeof(K::Params));
 	CK(cuMemcpyDtoH(dev_bytes.data(), out, sizeof(K::Params)));
 	const unsigned char *hb = reinterpret_cast<const unsigned char *>(&host);
@@ -161,13 +198,35 @@ int main(int argc, char **argv)
 				first = i;
 			last = i;
 		}
+	// The two compilers lay Params out differently (offsets above), so the
+	// parts are compared where each side has them; within a part, up to the
+	// shorter of the two (padding at the ends of parts aside).
+	{
+		long long hend[6], dend[6];
+		for (int i = 0; i < 6; i++) {
+			hend[i] = i < 5 ? ho[i + 1] : (long long)sizeof(K::Params);
+			dend[i] = i < 5 ? dof[i + 1] : (long long)sizeof(K::Params);
+		}
+		for (int i = 0; i < 6; i++) {
+			long long n = hend[i] - ho[i] < dend[i] - dof[i] ? hend[i] - ho[i] : dend[i] - dof[i];
+			long long bad = 0, first = -1;
+			for (long long j = 0; j < n; j++)
+				if (hb[ho[i] + j] != dev_bytes[dof[i] + j]) {
+					bad++;
+					if (first < 0)
+						first = j;
+				}
+			std::printf("part %-13s %5lld bytes (host %lld, device %lld): %lld differ",
+				    part[i], n, hend[i] - ho[i], dend[i] - dof[i], bad);
+			if (bad)
+				std::printf(", first at +%lld", first);
+			std::printf("\n");
+		}
+	}
 	std::printf("Params built on the device vs the host: %zu of %zu bytes differ", diff,
 		    sizeof(K::Params));
 	if (diff)
 		std::printf(" (offsets %zu..%zu)", first, last);
 	std::printf("\n");
-	for (size_t i = 0; diff && i < sizeof(K::Params); i++)
-		if (hb[i] != dev_bytes[i])
-			std::printf("  offset %zu: host %02x device %02x\n", i, hb[i], dev_bytes[i]);
 	return 0;
 }
