@@ -39,6 +39,48 @@ for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/build/*.[ch] runtime/gp
 	done
 done
 
+# The bindings see the public headers and their own (_args.h) only.
+for f in bindings/python/jitk/*.c bindings/python/jitk/*.cpp bindings/python/jitk/*.h; do
+	[ -e "$f" ] || continue
+	for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+		case $inc in
+		jitk.h | jitk/*.h | _args.h) ;;
+		*) say "$f includes \"$inc\" (a binding sees the public headers only)" ;;
+		esac
+	done
+done
+
+# Angle includes: never a project header by the back door, and each
+# third-party library only in the files that own it (the layering of what
+# is linked: libcurl and hiredis behind optlib.c's loader, the driver's
+# headers in gpu/, NVRTC in build/).
+for f in runtime/*/*.[ch] runtime/include/*.h runtime/include/jitk/*.h cli/*.[ch] examples/*.c \
+	bindings/python/jitk/*.c bindings/python/jitk/*.cpp bindings/python/jitk/*.h; do
+	[ -e "$f" ] || continue
+	for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/\1/p' "$f"); do
+		case $inc in
+		base/* | spec/* | build/* | gpu/* | families/* | jitk.h | jitk/*)
+			say "$f includes <$inc>: project headers are included with quotes" ;;
+		curl/* | hiredis/*)
+			case $f in runtime/build/optlib.[ch] | runtime/build/remote.c | runtime/build/lease.c) ;;
+			*) say "$f includes <$inc>: only optlib.c's users may (libjitk loads it on use)" ;;
+			esac ;;
+		cuda.h | cudaTypedefs.h)
+			case $f in runtime/gpu/* | cli/* | examples/*) ;;
+			*) say "$f includes <$inc>: the driver's headers belong to gpu/" ;;
+			esac ;;
+		nvrtc.h)
+			case $f in runtime/build/*) ;;
+			*) say "$f includes <$inc>: NVRTC belongs to build/" ;;
+			esac ;;
+		yaml.h)
+			case $f in runtime/spec/*) ;;
+			*) say "$f includes <$inc>: libyaml belongs to spec/" ;;
+			esac ;;
+		esac
+	done
+done
+
 # ... and the build compiles those clients with the public include
 # directory only (build.ninja's rule pcc: no -Iruntime), so that an
 # internal include does not even compile.
@@ -62,5 +104,5 @@ hits=$(grep -rnE 'norm_scale_shift|static_quant|input_scale|\<hidden\>' runtime 
 [ -n "$hits" ] && say "the generic core mentions a family:
 $hits"
 
-[ $bad = 0 ] && echo "layers: base <- spec <- build <- gpu <- families; CLI and families on public headers; no family in the core: ok"
+[ $bad = 0 ] && echo "layers: base <- spec <- build <- gpu <- families; CLI, examples, bindings and families on public headers; angle includes where their library belongs; no family in the core: ok"
 exit $bad

@@ -15,7 +15,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <nvrtc.h>
 
 #include "gpu/runtime.h"
 
@@ -26,34 +25,30 @@
  * compiles that PTX for the newer GPU). */
 static int pick_arch(jitk_runtime *rt)
 {
-	int n = 0, *archs, best = 0, i;
+	const int *archs = rt->comp->archs; /* what the compiler's NVRTC compiles for */
+	int best = 0;
+	size_t i;
 
 	rt->arch.kind = 's';
 	rt->arch.suffix = 0;
 	rt->arch.cc = rt->info.cc;
-	if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
+	if (!archs || !rt->comp->narchs)
 		return 0;
-	archs = calloc((size_t)n, sizeof(*archs));
-	if (!archs)
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	if (nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS) {
-		for (i = 0; i < n; i++) {
-			if (archs[i] == rt->info.cc) {
-				best = -1;
-				break;
-			}
-			if (archs[i] < rt->info.cc && archs[i] > best)
-				best = archs[i];
+	for (i = 0; i < rt->comp->narchs; i++) {
+		if (archs[i] == rt->info.cc) {
+			best = -1;
+			break;
 		}
-		if (best > 0) {
-			rt->arch.kind = 'c';
-			rt->arch.cc = best;
-			jitk__log(&rt->comp->log, JITK_LOG_INFO,
-				  "GPU sm_%d is newer than this NVRTC; using PTX for compute_%d",
-				  rt->info.cc, best);
-		}
+		if (archs[i] < rt->info.cc && archs[i] > best)
+			best = archs[i];
 	}
-	free(archs);
+	if (best > 0) {
+		rt->arch.kind = 'c';
+		rt->arch.cc = best;
+		jitk__log(&rt->comp->log, JITK_LOG_INFO,
+			  "GPU sm_%d is newer than this NVRTC; using PTX for compute_%d", rt->info.cc,
+			  best);
+	}
 	return 0;
 }
 
