@@ -581,6 +581,18 @@ static void test_bench_cases(void **state)
 	free(specs);
 }
 
+/* The run-time version number is the header's and the string's. */
+static void test_version_number(void **state)
+{
+	char want[32];
+	int n = jitk_version_number();
+
+	(void)state;
+	assert_int_equal(n, JITK_VERSION_NUMBER);
+	snprintf(want, sizeof(want), "%d.%d.%d", n / 10000, n / 100 % 100, n % 100);
+	assert_string_equal(jitk_version(), want);
+}
+
 static void test_repo_specs(void **state)
 {
 	char *dir = t_path(t_root(), "specs");
@@ -1290,6 +1302,7 @@ int main(void)
 		cmocka_unit_test(test_gate_reason_one_line),
 		cmocka_unit_test(test_explain_spec_errors),
 		cmocka_unit_test(test_bench_cases),
+		cmocka_unit_test(test_version_number),
 		cmocka_unit_test(test_expressions),
 		cmocka_unit_test(test_deep_expressions),
 		cmocka_unit_test(test_instance_limits),

@@ -14,6 +14,11 @@ const char *jitk_version(void)
 	return JITK_VERSION;
 }
 
+int jitk_version_number(void)
+{
+	return JITK_VERSION_NUMBER;
+}
+
 void jitk_free(void *p)
 {
 	free(p);

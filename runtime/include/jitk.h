@@ -101,6 +101,11 @@ typedef void (*jitk_log_fn)(void *payload, jitk_log_level level,
 
 /* "0.2.0": the library's version (JITK_VERSION is the header's). */
 JITK_API const char *jitk_version(void);
+/* The same as one number, 10000*major + 100*minor + patch (200 for
+ * 0.2.0): what a program built with one jitk.h compares at run time with
+ * JITK_VERSION_NUMBER, the header's, to learn what the library it runs
+ * with has (an older library rejects newer options versions). */
+JITK_API int jitk_version_number(void);
 /* Free memory the library returned through an out-parameter (texts of
  * jitk_explain, jitk_source, jitk_describe, jitk_select). NULL is a no-op. */
 JITK_API void jitk_free(void *p);
@@ -343,7 +348,11 @@ JITK_API int jitk_precompile_manifest(jitk_precompile_counts *out, jitk_compiler
  * JITK_EINVAL saying it is not an architecture, else JITK_OK. */
 JITK_API int jitk_check_target(const jitk_compiler *compiler, const char *arch);
 
-/* A table of every instance the selector selects (NULL: all): name,
+/* Tool helpers: jitk_list, jitk_nearest and jitk_parse_size serve the
+ * jitk command and the bindings. They are exported but not part of the
+ * stable API: their texts and limits may change in any release.
+ *
+ * A table of every instance the selector selects (NULL: all): name,
  * family, parameter values and the architecture gates that apply, one
  * line each after a header line (jitk list). *out is jitk_free'd. */
 JITK_API int jitk_list(char **out, const jitk_compiler *compiler, const char *selector);
@@ -363,12 +372,12 @@ JITK_API int jitk_cache_check_writable(const char *dir);
 /* The version of the NVRTC library jitk runs with. */
 JITK_API int jitk_nvrtc_version(int *major, int *minor);
 
-/* Of n candidate words, the one nearest to word (edit distance, within a
+/* (A tool helper, see jitk_list.) Of n candidate words, the one nearest to word (edit distance, within a
  * bound that grows with the word's length): its index, or -1. For "did
  * you mean" messages. */
 JITK_API int jitk_nearest(const char *word, const char *const *candidates, size_t n);
 
-/* A size with an optional K, M, G or T suffix (powers of 1024; "B" or
+/* (A tool helper, see jitk_list.) A size with an optional K, M, G or T suffix (powers of 1024; "B" or
  * "iB" may follow): "512M", "10G". JITK_EINVAL for anything else. */
 JITK_API int jitk_parse_size(uint64_t *out, const char *text);
 
