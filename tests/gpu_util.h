@@ -39,6 +39,39 @@ static const char *why_no_gpu = "";
 		}                                                             \
 	} while (0)
 
+/* The driver (cu), a temporary directory *tmp with a private cache in
+ * it, and a runtime over the repository's specs (programmatic launches
+ * when asked). Without a GPU: cu NULL and why_no_gpu says why (the tests
+ * skip), 0; a runtime that cannot be made on a GPU is the same. */
+static inline int gpu_runtime_open(jitk_runtime **rt, char **tmp, int programmatic)
+{
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
+	char *specs, *cache;
+
+	*rt = NULL;
+	*tmp = NULL;
+	cu = jitk__cuda(&why_no_gpu);
+	if (!cu)
+		return 0;
+	*tmp = t_tmpdir();
+	cache = t_path(*tmp, "cache");
+	specs = t_path(t_root(), "specs");
+	co.specs = specs;
+	co.cache_dir = cache;
+	co.cache_path = "";
+	o.compiler = &co;
+	o.programmatic = programmatic;
+	if (jitk_runtime_new(rt, &o)) {
+		why_no_gpu = jitk_error_last()->message;
+		cu = NULL;
+		*rt = NULL;
+	}
+	free(specs);
+	free(cache);
+	return 0;
+}
+
 static inline CUdeviceptr dalloc(size_t n)
 {
 	CUdeviceptr p = 0;

@@ -18,29 +18,10 @@ static char *tmpdir;
 
 static int group_setup(void **state)
 {
-	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
-	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
-	char *specs, *cache;
-
 	(void)state;
-	cu = jitk__cuda(&why_no_gpu);
-	if (!cu)
-		return 0;
-	tmpdir = t_tmpdir();
-	cache = t_path(tmpdir, "cache");
-	specs = t_path(t_root(), "specs");
-	co.specs = specs;
-	co.cache_dir = cache;
-	co.cache_path = "";
-	o.compiler = &co;
-	if (jitk_runtime_new(&rt, &o)) {
-		why_no_gpu = jitk_error_last()->message;
-		cu = NULL;
-	} else {
+	gpu_runtime_open(&rt, &tmpdir, 0);
+	if (rt)
 		printf("GPU: %s\n", jitk_runtime_arch(rt));
-	}
-	free(specs);
-	free(cache);
 	return 0;
 }
 
