@@ -215,6 +215,62 @@ static void test_one_element_dimension(void **state)
 	jitk_runtime_free(rt);
 }
 
+/* batch: true gives the descriptor one more, outermost dimension of one
+ * element with stride 0 and box 1 - what CuTe encodes for an unbatched
+ * GEMM operand (bench/gemm_proto/README.md) - and a tensor of four
+ * dimensions then leaves no room for it. */
+static void test_batch_dimension(void **state)
+{
+	fixture *f = *state;
+	char *specs = t_path(f->dir, "batch_specs"), *yaml, *cuh;
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_tensor x, y;
+
+	assert_int_equal(mkdir(specs, 0755), 0);
+	yaml = t_path(specs, "tb.yaml");
+	cuh = t_path(specs, "tm.cuh");
+	t_writef(cuh, "%s", template_text);
+	t_writef(yaml, "%s", spec_text);
+	t_edit(yaml, "family: tm\n", "family: tb\n");
+	t_edit(yaml, "box: [br, bc], swizzle: 128, l2_promotion: 128 }",
+	       "box: [br, bc], swizzle: 128, l2_promotion: 128, batch: true }");
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	assert_int_equal(t_fake_runtime(&rt, &fake, specs, f->cache, JITK_CAPTURE_ERROR), 0);
+	matrix(&x, ADDR(1), 100, 48, 64);
+	matrix(&y, ADDR(2), 100, 48, 48);
+	assert_int_equal(call(rt, "tm", &x, &y, NULL, JITK_CALL_STRICT), 0);
+	assert_int_equal(fake.tma_last.rank, 3);
+	assert_int_equal(fake.tma_last.dims[0], 48);
+	assert_int_equal(fake.tma_last.dims[1], 100);
+	assert_int_equal(fake.tma_last.dims[2], 1);
+	assert_int_equal(fake.tma_last.strides[0], 64 * 4);
+	assert_int_equal(fake.tma_last.strides[1], 0);
+	assert_int_equal(fake.tma_last.box[0], 32);
+	assert_int_equal(fake.tma_last.box[1], 8);
+	assert_int_equal(fake.tma_last.box[2], 1);
+	assert_int_equal(fake.tma_last.elem_strides[2], 1);
+	jitk_runtime_free(rt);
+	/* z is rank 3 already: with a batch, 4 of TMA's 5; x of rank 5 would not fit */
+	t_edit(yaml, "z:     { type: const i32, shape: [2, 4, 8],", "z:     { type: const i32, shape: [1, 1, 2, 4, 8],");
+	t_edit(yaml, "z_map: { type: tma, tensor: z, box: [4, 4, 8] }", "z_map: { type: tma, tensor: z, box: [1, 1, 4, 4, 8], batch: true }");
+	{
+		jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;
+		jitk_compiler *c = NULL;
+
+		o.specs = specs;
+		o.cache_dir = "";
+		o.log_level = JITK_LOG_ERROR;
+		assert_int_equal(jitk_compiler_new(&c, &o), JITK_ESPEC);
+		assert_non_null(strstr(jitk_error_last()->message,
+				       "tensor z has 5 dimensions and a batch; TMA takes 1 to 5"));
+	}
+	free(yaml);
+	free(cuh);
+	free(specs);
+}
+
 /* A hot call (same shapes, strides and addresses) passes the descriptor
  * the memo kept, encoding nothing; a new address is encoded once more. */
 static void test_hot_call_does_not_encode(void **state)
@@ -403,6 +459,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_descriptor_request),
 		cmocka_unit_test(test_one_element_dimension),
+		cmocka_unit_test(test_batch_dimension),
 		cmocka_unit_test(test_hot_call_does_not_encode),
 		cmocka_unit_test(test_checks_name_the_argument),
 		cmocka_unit_test(test_misuse_and_empty),

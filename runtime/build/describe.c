@@ -163,8 +163,9 @@ static void describe_args(jbuf *out, const jitk_variant *v, const char *indent)
 			put_dim(&line, v, &t->interleave);
 			jitk__jbuf_puts(&line, ", L2 promotion ");
 			put_dim(&line, v, &t->l2);
-			jitk__jbuf_printf(&line, ", out of bounds %s (jitk makes it)",
-					  t->oob_nan ? "NaN" : "0");
+			jitk__jbuf_printf(&line, ", out of bounds %s%s (jitk makes it)",
+					  t->oob_nan ? "NaN" : "0",
+					  t->batch ? ", a batch of one outermost" : "");
 		} else if (a->has_default) {
 			if (a->type == AT_F32)
 				jitk__jbuf_printf(&line, "%*sdefault %g", 4, "", (double)a->def_f);

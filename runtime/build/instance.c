@@ -219,6 +219,7 @@ int jitk__tma_bind(jitk_tma_bound *out, const jitk_variant *v, const spec_arg *a
 	out->rank = (unsigned)t->nbox;
 	out->elem_bytes = x->elem->bits / 8;
 	out->oob_nan = t->oob_nan;
+	out->batch = t->batch;
 	for (d = 0; d < t->nbox; d++) {
 		if ((rc = eval_expr(v, &t->box[d], "TMA box dimension", &out->box[d])))
 			return rc;

@@ -49,6 +49,7 @@ typedef struct {
 	int64_t elem_strides[SPEC_TMA_MAX_RANK];
 	int64_t swizzle, interleave, l2;
 	int oob_nan;
+	int batch; /* the descriptor has rank + 1 dimensions, the last (outermost) of one */
 } jitk_tma_bound;
 int jitk__tma_bind(jitk_tma_bound *out, const jitk_variant *v, const spec_arg *a);
 

@@ -878,6 +878,15 @@ static int tma_encode(call *c, const jitk_kernel *k, size_t i, jitk_tma_request 
 			r->strides[j - 1] = (uint64_t)bytes;
 		}
 	}
+	if (b->batch) {
+		/* one more, outermost dimension of one element: never stepped
+		 * over, so its stride is 0 (what CuTe encodes for a batch of 1) */
+		r->dims[n] = 1;
+		r->box[n] = 1;
+		r->elem_strides[n] = 1;
+		r->strides[n - 1] = 0;
+		r->rank = (unsigned)n + 1;
+	}
 	tma_enums(r, b);
 	if ((rc = c->op->rt->ops->tensor_map(c->op->rt->impl, out, r)))
 		return jitk__error(JITK_EINVAL, "%s: %s: cuTensorMapEncodeTiled refused the descriptor "

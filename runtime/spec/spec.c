@@ -1373,6 +1373,14 @@ static int p_tma_oob(sctx *c, const ynode *v, const char *path, void *out, const
 	return 0;
 }
 
+/* batch: true - the descriptor gets one more, outermost dimension of one
+ * element (stride 0, box 1): the rank-(n+1) view of an unbatched tensor
+ * that batched kernels (CUTLASS's collectives, CuTe's TMA atoms) expect. */
+static int p_tma_batch(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	return get_bool(c, v, path, &((spec_arg *)out)->tma->batch);
+}
+
 /* A TMA descriptor's defaults and its tensor, once every argument is
  * read: a tensor argument of the family (present wherever the descriptor
  * is: the same when), of a rank and element type TMA has, with a box
@@ -1393,10 +1401,10 @@ static int tma_link(sctx *c, spec_family *f, spec_arg *a, const ynode *e)
 			      q(t->tensor), f->name);
 	x = &f->args[k];
 	t->tensor_arg = (size_t)k;
-	if (x->ndim > SPEC_TMA_MAX_RANK)
+	if (x->ndim + (t->batch ? 1 : 0) > SPEC_TMA_MAX_RANK)
 		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
-			      "tensor %s has %zu dimensions; TMA takes 1 to %d", x->name, x->ndim,
-			      SPEC_TMA_MAX_RANK);
+			      "tensor %s has %zu dimensions%s; TMA takes 1 to %d", x->name, x->ndim,
+			      t->batch ? " and a batch" : "", SPEC_TMA_MAX_RANK);
 	if (t->nbox != x->ndim)
 		return ERR(c, jitk__ymap_get(e, "box"), "args", "box has %zu dimensions, tensor %s %zu",
 			   t->nbox, x->name, x->ndim);
@@ -1442,6 +1450,7 @@ static const field arg_fields[] = {
 	{ S("interleave", p_tma_expr), .flags = F_SUB, .arg = 1 },
 	{ S("l2_promotion", p_tma_expr), .flags = F_SUB, .arg = 2 },
 	{ K("oob_fill", YN_SCALAR, "zero or nan", p_tma_oob), .flags = F_SUB },
+	{ S("batch", p_tma_batch), .flags = F_SUB },
 	{ .key = NULL },
 };
 

@@ -133,6 +133,7 @@ typedef struct {
 	spec_expr interleave; /* bytes: 0 (none), 16, 32 */
 	spec_expr l2;         /* L2 promotion bytes: 0, 64, 128, 256 */
 	int oob_nan;          /* out-of-bounds elements read as NaN, not 0 */
+	int batch;            /* one more, outermost dimension of one (stride 0) */
 } spec_tma;
 enum spec_io { IO_IN, IO_OUT, IO_INOUT };
 
