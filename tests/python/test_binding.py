@@ -313,6 +313,36 @@ class WithoutTorchTests(unittest.TestCase):
             "jitk.Error"])
 
 
+class OptionsTests(unittest.TestCase):
+    """The ctypes mirrors of the option structs are jitk.h's current ones
+    (issue 26: they were a version behind): the library's own defaults land
+    in the fields where the header puts them, and the versions are the
+    header's."""
+
+    def test_mirrors_are_the_current_versions(self):
+        import ctypes
+        import re
+        c = jitk._core
+        o = c._CompilerOptions()
+        self.assertEqual(c._compiler_options_init(ctypes.byref(o), c._COMPILER_OPTIONS_VERSION), 0)
+        self.assertEqual((o.version, o.no_compile, o.log_level, o.cache_read_only), (3, -1, -1, -1))
+        self.assertEqual((o.remote_read_only, o.remote_connect_timeout_ms, o.remote_timeout_ms,
+                          o.remote_lease_ttl_ms, o.require_sigs), (-1, -1, -1, -1, -1))
+        self.assertIsNone(o.signing_key)
+        r = c._RuntimeOptions()
+        self.assertEqual(c._runtime_options_init(ctypes.byref(r), c._RUNTIME_OPTIONS_VERSION), 0)
+        self.assertEqual((r.version, r.device, r.seal), (4, 0, -1))
+        self.assertIsNone(r.manifest)
+        self.assertNotEqual(c._runtime_options_init(ctypes.byref(r), 5), 0)  # a newer one
+        header = os.path.join(ROOT, "runtime", "include", "jitk.h")
+        if os.path.exists(header):
+            text = open(header).read()
+            for name, mine in (("COMPILER", c._COMPILER_OPTIONS_VERSION),
+                               ("RUNTIME", c._RUNTIME_OPTIONS_VERSION)):
+                m = re.search(rf"#define JITK_{name}_OPTIONS_VERSION (\d+)", text)
+                self.assertEqual(int(m.group(1)), mine, name)
+
+
 class EnvTests(unittest.TestCase):
     """The package's boolean environment variables parse as the library's
     (issue 22 #4): any case of 1/true/yes/on and 0/false/no/off; anything

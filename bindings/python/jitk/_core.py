@@ -97,17 +97,33 @@ class _Error(_c.Structure):
 _LOG_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_int, _c.c_char_p)
 
 
+# The option structs as jitk.h declares them now (the versions below); the
+# library fills the defaults (jitk_*_options_init), so a field the package
+# does not set keeps the library's meaning (-1: from the environment).
+_COMPILER_OPTIONS_VERSION = 3
+_RUNTIME_OPTIONS_VERSION = 4
+
+
 class _CompilerOptions(_c.Structure):
     _fields_ = [("version", _c.c_uint), ("specs", _c.c_char_p), ("cache_dir", _c.c_char_p),
                 ("cache_path", _c.c_char_p), ("no_compile", _c.c_int),
                 ("force_compile", _c.c_int), ("dump_dir", _c.c_char_p), ("log", _LOG_FN),
                 ("log_payload", _c.c_void_p), ("log_level", _c.c_int),
-                ("cache_read_only", _c.c_int)]
+                ("cache_read_only", _c.c_int),
+                # version 2
+                ("remote", _c.c_char_p), ("remote_read_only", _c.c_int),
+                ("remote_lease", _c.c_char_p), ("remote_connect_timeout_ms", _c.c_int),
+                ("remote_timeout_ms", _c.c_int), ("remote_lease_ttl_ms", _c.c_int),
+                # version 3
+                ("signing_key", _c.c_char_p), ("trusted_keys", _c.c_char_p),
+                ("require_sigs", _c.c_int)]
 
 
-class _RuntimeOptions(_c.Structure):  # version 3
+class _RuntimeOptions(_c.Structure):
     _fields_ = [("version", _c.c_uint), ("device", _c.c_int), ("capture", _c.c_int),
-                ("programmatic", _c.c_int), ("compiler", _c.POINTER(_CompilerOptions))]
+                ("programmatic", _c.c_int), ("compiler", _c.POINTER(_CompilerOptions)),
+                # version 4
+                ("seal", _c.c_int), ("manifest", _c.c_char_p)]
 
 
 _MAX_DIMS = 6
@@ -155,6 +171,10 @@ _strerror = _sig("jitk_strerror", _c.c_char_p, _c.c_int)
 _version = _sig("jitk_version", _c.c_char_p)
 _free = _sig("jitk_free", None, _P)
 _compiler_new = _sig("jitk_compiler_new", _c.c_int, _c.POINTER(_P), _c.POINTER(_CompilerOptions))
+_compiler_options_init = _sig("jitk_compiler_options_init", _c.c_int,
+                              _c.POINTER(_CompilerOptions), _c.c_uint)
+_runtime_options_init = _sig("jitk_runtime_options_init", _c.c_int,
+                             _c.POINTER(_RuntimeOptions), _c.c_uint)
 _compiler_free = _sig("jitk_compiler_free", None, _P)
 _symbol_count = _sig("jitk_symbol_count", _c.c_size_t, _P)
 _symbol_name = _sig("jitk_symbol_name", _c.c_char_p, _P, _c.c_size_t)
@@ -347,14 +367,12 @@ def _text(out):
 
 def _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile):
     o = _CompilerOptions()
-    o.version = 1
+    _check(_compiler_options_init(_c.byref(o), _COMPILER_OPTIONS_VERSION))
     o.specs = _b(specs, "specs")
     o.cache_dir = _b(cache_dir, "cache_dir")
     o.cache_path = _b(cache_path, "cache_path")
     o.no_compile = _tri(no_compile, "no_compile")
     o.force_compile = _tri(force_compile, "force_compile")
-    o.log_level = -1
-    o.cache_read_only = -1
     return o
 
 
@@ -559,7 +577,7 @@ class Runtime(_Handle):
             raise ArgumentError(f"capture must be 'error' or 'resolve', not {capture!r}")
         self._copts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
         o = _RuntimeOptions()
-        o.version = 3
+        _check(_runtime_options_init(_c.byref(o), _RUNTIME_OPTIONS_VERSION))
         o.device = self.device
         o.programmatic = 1 if programmatic else 0
         o.capture = {"error": 0, "resolve": 1}[capture]
