@@ -343,6 +343,47 @@ class OptionsTests(unittest.TestCase):
                 self.assertEqual(int(m.group(1)), mine, name)
 
 
+class OutputShapeTests(unittest.TestCase):
+    """A family added as data gets a functional op whenever its inputs
+    decide the outputs (issue 26): x: [rows, 2 * hidden] gives
+    y: [rows, hidden], whichever hidden the instance has; an expression
+    that cannot be inverted simply leaves the .out op."""
+
+    @staticmethod
+    def spec(x_dim, y_dim="hidden"):
+        from jitk import _ops
+        return _ops.OpSpec({
+            "name": "glu", "instances": [{"name": "glu[hidden=3072]"}, {"name": "glu[hidden=12288]"}],
+            "params": [{"name": "hidden", "type": "int", "values": [3072, 12288]},
+                       {"name": "vec", "type": "int", "values": [8]}],
+            "args": [{"name": "y", "kind": "tensor", "dtype": "bf16", "io": "out",
+                      "shape": ["rows", y_dim]},
+                     {"name": "x", "kind": "tensor", "dtype": "bf16", "io": "in",
+                      "shape": ["rows", x_dim]},
+                     {"name": "rows", "kind": "i64"}]})
+
+    def shape_of_y(self, s, x_shape):
+        env = {"_sh_x": x_shape}
+        from jitk import _shapes
+        return [eval(d, dict(_shapes.HELPERS, **env)) for d in s.allocs[0][1]]  # noqa: S307
+
+    def test_linear_dimensions_are_solved(self):
+        for x_dim, x_cols, want in (("2 * hidden", 6144, 3072), ("hidden * 2", 24576, 12288),
+                                    ("hidden + 16", 3088, 3072), ("3 * hidden + vec", 9224, 3072),
+                                    ("2 * hidden", 6144, 3072)):
+            s = self.spec(x_dim)
+            self.assertIsNone(s.no_functional, x_dim)
+            self.assertEqual(self.shape_of_y(s, (5, x_cols)), [5, want], x_dim)
+        s = self.spec("2 * hidden", y_dim="hidden / 2")
+        self.assertEqual(self.shape_of_y(s, (5, 6144)), [5, 1536])
+
+    def test_what_cannot_be_inverted_keeps_only_out(self):
+        for x_dim in ("hidden * hidden", "hidden / 2", "0 * hidden", "rows * hidden"):
+            s = self.spec(x_dim)
+            self.assertIsNotNone(s.no_functional, x_dim)
+            self.assertIn("hidden", s.no_functional)
+
+
 class EnvTests(unittest.TestCase):
     """The package's boolean environment variables parse as the library's
     (issue 22 #4): any case of 1/true/yes/on and 0/false/no/off; anything

@@ -111,6 +111,7 @@ class OpSpec:
                     reads[f"_st_{n}"] = f"{n}.stride()"
         for s in self.scalars:
             known[s["name"]] = s["name"]
+        self._solve_linear(known, reads)
 
         def name(n):
             if n in known:
@@ -141,6 +142,46 @@ class OpSpec:
         used = " ".join(s for _, sh, st, _ in allocs for s in sh + (st or []))
         self.shape_lines = [f"    {v} = {src}" for v, src in reads.items()
                             if re.search(r"\b" + v + r"\b", used)]
+
+    def _solve_linear(self, known, reads):
+        """Names an input's dimension gives through a simple expression:
+        a dimension a * NAME + b (a > 0; every other name in it a
+        parameter with one value) tells NAME = (dim - b) / a, so that
+        x: [rows, 2 * hidden] decides y: [rows, hidden] whichever hidden
+        the instance has. A dimension the division does not fit is
+        refused by the call's own shape check before any launch."""
+        progress = True
+        while progress:
+            progress = False
+            for a in self.inputs + self.inouts:
+                if a["optional"]:
+                    continue
+                n = a["name"]
+                for i, e in enumerate(a.get("shape") or []):
+                    if not isinstance(e, str) or e.isidentifier():
+                        continue
+                    try:
+                        tree = _shapes.parse(e)
+                    except _shapes.ExprError:
+                        continue
+                    used = _shapes.names(tree)
+                    free = [u for u in used if u not in known and u not in self.consts]
+                    if len(free) != 1 or self._is_scalar(free[0]) or \
+                            any(u not in self.consts for u in used if u != free[0]):
+                        continue
+                    u = free[0]
+                    try:
+                        f = [_shapes.evaluate(tree, dict(self.consts, **{u: v}))
+                             for v in (0, 1, 2, 7)]
+                    except (_shapes.ExprError, ZeroDivisionError):
+                        continue
+                    slope, base = f[1] - f[0], f[0]
+                    if slope <= 0 or f[2] != 2 * slope + base or f[3] != 7 * slope + base:
+                        continue  # not linear in u
+                    known[u] = f"((_sh_{n}[{i}] - {base}) // {slope})" if base else \
+                        f"(_sh_{n}[{i}] // {slope})" if slope != 1 else f"_sh_{n}[{i}]"
+                    reads[f"_sh_{n}"] = f"{n}.shape"
+                    progress = True
 
     def _shaped_like(self, shape):
         """The index in the C call of the input whose whole shape shape is
