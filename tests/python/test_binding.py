@@ -313,6 +313,22 @@ class WithoutTorchTests(unittest.TestCase):
             "jitk.Error"])
 
 
+class RuntimeOptionTests(unittest.TestCase):
+    """Runtime(seal=, manifest=) are checked before the library is asked
+    for a device; without one the library's own error follows."""
+
+    def test_bad_values_before_the_device(self):
+        with self.assertRaisesRegex(jitk.ArgumentError, "seal must be 'off', 'warn' or 'error'"):
+            jitk.Runtime(seal="sometimes")
+        with self.assertRaises(jitk.ArgumentTypeError):
+            jitk.Runtime(manifest=3)
+        try:
+            jitk.Runtime(seal="error", manifest=os.path.join(tempfile.mkdtemp(), "m"))
+        except jitk.Error as e:  # no GPU here: the library's ENODEV, not an argument error
+            self.assertNotIsInstance(e, jitk.ArgumentError)
+            self.assertIn("ENODEV", str(e))
+
+
 class OptionsTests(unittest.TestCase):
     """The ctypes mirrors of the option structs are jitk.h's current ones
     (issue 26: they were a version behind): the library's own defaults land
@@ -336,7 +352,8 @@ class OptionsTests(unittest.TestCase):
         self.assertNotEqual(c._runtime_options_init(ctypes.byref(r), 5), 0)  # a newer one
         header = os.path.join(ROOT, "runtime", "include", "jitk.h")
         if os.path.exists(header):
-            text = open(header).read()
+            with open(header) as f:
+                text = f.read()
             for name, mine in (("COMPILER", c._COMPILER_OPTIONS_VERSION),
                                ("RUNTIME", c._RUNTIME_OPTIONS_VERSION)):
                 m = re.search(rf"#define JITK_{name}_OPTIONS_VERSION (\d+)", text)

@@ -198,6 +198,27 @@ class TorchTests(unittest.TestCase):
                          input_scale=s)
         self.assertEqual(e.exception.message, f"x is on the CPU, not cuda:{self.rt.device}")
 
+    def test_seal_and_manifest(self):
+        """A runtime sealed after preload refuses what would compile, keeps
+        running what it resolved, and its manifest names what it resolved."""
+        import tempfile
+        d = tempfile.mkdtemp(prefix="jitk-seal-")
+        man = os.path.join(d, "warmup.txt")
+        rt = jitk.Runtime(specs=os.path.join(ROOT, "specs"), cache_dir=os.path.join(d, "cache"),
+                          manifest=man)
+        rt.preload(["static_quant_fp8"])
+        rt.seal("error")
+        with self.assertRaisesRegex(jitk.Error, "ENOCOMPILE"):
+            rt.preload(["per_token_quant_fp8"])
+        rt.preload(["static_quant_fp8"])  # resolved before the seal: fine
+        rt.seal("off")
+        rt.preload(["per_token_quant_fp8"])
+        rt.close()
+        with open(man) as f:
+            text = f.read()
+        self.assertIn("static_quant_fp8", text)
+        self.assertIn("per_token_quant_fp8", text)
+
     def test_stats(self):
         st = self.rt.stats("fused_norm_scale_shift[hidden=3072]")
         self.assertGreaterEqual(st["launches"], 1)

@@ -102,6 +102,7 @@ _LOG_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_int, _c.c_char_p)
 # does not set keeps the library's meaning (-1: from the environment).
 _COMPILER_OPTIONS_VERSION = 3
 _RUNTIME_OPTIONS_VERSION = 4
+_SEAL_MODES = {"off": 0, "warn": 1, "error": 2}  # jitk_seal_mode
 
 
 class _CompilerOptions(_c.Structure):
@@ -188,6 +189,8 @@ _runtime_free = _sig("jitk_runtime_free", None, _P)
 _runtime_arch = _sig("jitk_runtime_arch", _c.c_char_p, _P)
 _runtime_compiler = _sig("jitk_runtime_compiler", _P, _P)
 _preload = _sig("jitk_preload", _c.c_int, _P, _c.POINTER(_c.c_char_p), _c.c_size_t)
+_runtime_seal = _sig("jitk_runtime_seal", _c.c_int, _P, _c.c_int)
+_runtime_manifest = _sig("jitk_runtime_manifest", _c.c_int, _P, _c.c_char_p)
 _op_get = _sig("jitk_op_get", _c.c_int, _c.POINTER(_P), _P, _c.c_char_p)
 _op_call = _sig("jitk_op_call", _c.c_int, _c.POINTER(_CallInfo), _P, _c.c_int,
                 _c.POINTER(_Arg), _c.c_size_t, _P)
@@ -571,10 +574,16 @@ class Runtime(_Handle):
     _free = staticmethod(_runtime_free)
 
     def __init__(self, device=None, specs=None, cache_dir=None, cache_path=None,
-                 no_compile=None, force_compile=None, capture="error", programmatic=False):
+                 no_compile=None, force_compile=None, capture="error", programmatic=False,
+                 seal=None, manifest=None):
+        """seal: "off", "warn" or "error" (what a resolve that would compile
+        does: docs/ci-images.md), None: $JITK_SEAL; manifest: a file recording
+        every instance resolved (a warmup manifest), None: $JITK_MANIFEST_OUT."""
         self.device = _device(device)
         if capture not in ("error", "resolve"):
             raise ArgumentError(f"capture must be 'error' or 'resolve', not {capture!r}")
+        if seal is not None and seal not in _SEAL_MODES:
+            raise ArgumentError(f"seal must be 'off', 'warn' or 'error', not {seal!r}")
         self._copts = _compiler_options(specs, cache_dir, cache_path, no_compile, force_compile)
         o = _RuntimeOptions()
         _check(_runtime_options_init(_c.byref(o), _RUNTIME_OPTIONS_VERSION))
@@ -582,6 +591,10 @@ class Runtime(_Handle):
         o.programmatic = 1 if programmatic else 0
         o.capture = {"error": 0, "resolve": 1}[capture]
         o.compiler = _c.pointer(self._copts)
+        if seal is not None:
+            o.seal = _SEAL_MODES[seal]
+        self._manifest = _b(manifest, "manifest")  # kept alive with the options
+        o.manifest = self._manifest
         self._opts = o
         h = _P()
         _check(_runtime_new(_c.byref(h), _c.byref(o)))
@@ -628,6 +641,20 @@ class Runtime(_Handle):
             raise ArgumentTypeError("names must not hold None")
         arr = (_c.c_char_p * max(1, len(names)))(*names)
         _check(_preload(self._h, arr, len(names)))
+
+    def seal(self, mode="error"):
+        """From now on, a resolve that would compile ("off": compiles,
+        "warn": compiles after a warning naming it, "error": is refused,
+        nothing launched) - after preload, for a deployment that must not
+        compile (docs/ci-images.md)."""
+        if mode not in _SEAL_MODES:
+            raise ArgumentError(f"mode must be 'off', 'warn' or 'error', not {mode!r}")
+        _check(_runtime_seal(self._h, _SEAL_MODES[mode]))
+
+    def manifest(self, path):
+        """Record every instance this runtime resolves (those so far too)
+        into path, a warmup manifest for jitk precompile --manifest."""
+        _check(_runtime_manifest(self._h, _b(path, "path")))
 
     def stats(self, name=None):
         s = _Stats()
