@@ -5,9 +5,10 @@
  * before each) next to the device copy bandwidth. No C per family: a
  * family added as data is benchmarked as data.
  *
- * Inputs hold small finite values of their type (bf16 and f32 near-normal,
- * e4m3 uniform bytes that are no NaN, integers 0: a valid index for any
- * table); outputs are poisoned (0xff) before the warm-up. */
+ * Inputs hold small finite values of their type (bf16 near-normal, f32 in
+ * [0.5, 1.5): a valid scale, e4m3 uniform bytes that are no NaN, integers
+ * 0: a valid index for any table); outputs are poisoned (0xff) before the
+ * warm-up; a tensor the spec says is configured is jitk_configure'd. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ static jitk_devptr fill(const jitk_bench_tensor *t, size_t n)
 	h = bench_xcalloc(bytes ? bytes : 1, 1);
 	for (i = 0; i < n; i++) {
 		if (t->dtype.code == 2 && t->dtype.bits == 32) {
-			float v = (float)((double)(bench_rnd32() >> 8) / 8388608.0 - 1.0);
+			float v = (float)(0.5 + (double)(bench_rnd32() >> 8) / 16777216.0);
 
 			memcpy(h + 4 * i, &v, 4);
 		} else if (t->dtype.code == 10) {
@@ -145,8 +146,12 @@ int bench_spec(const bench_options *o, const char *family)
 			j.args[k].name = bt->name;
 			j.args[k].type = JITK_ARG_TENSOR;
 			j.args[k].v.tensor = &t[k];
+			if (bt->configured && jitk_configure(rt, c->symbol, bt->name, &t[k])) {
+				fprintf(stderr, "jitk bench: %s\n", jitk_error_last()->message);
+				j.failed = 1;
+			}
 		}
-		us = bench_time_us(run_case, &j, reps, stream);
+		us = j.failed ? 0 : bench_time_us(run_case, &j, reps, stream);
 		CK(cudaStreamSynchronize(stream));
 		if (j.failed) {
 			rc = 1;
@@ -160,8 +165,11 @@ int bench_spec(const bench_options *o, const char *family)
 			printf("\n");
 		}
 		fflush(stdout);
-		for (k = 0; k < c->ntensors; k++)
+		for (k = 0; k < c->ntensors; k++) {
+			if (c->tensors[k].configured)
+				(void)jitk_unconfigure(rt, mem[k]);
 			bench_dfree(mem[k]);
+		}
 		free(t);
 		free(mem);
 		free(j.args);

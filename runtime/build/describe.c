@@ -769,6 +769,7 @@ int jitk_bench_cases(jitk_bench_case **out, size_t *n, const jitk_compiler *c, c
 			t->dtype.bits = a->elem->bits;
 			t->dtype.lanes = 1;
 			t->written = a->io != IO_IN;
+			t->configured = a->configured != RULE_NONE;
 			t->ndim = (int32_t)b->tensors[j].ndims;
 			for (k = 0; k < b->tensors[j].ndims && k < JITK_MAX_DIMS; k++) {
 				t->shape[k] = b->tensors[j].dims[k];

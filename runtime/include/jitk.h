@@ -757,6 +757,7 @@ typedef struct {
 	const char *name; /* the tensor argument */
 	jitk_dtype dtype;
 	int written;      /* the kernel writes it (io out or inout) */
+	int configured;   /* its spec says configured: jitk_configure it first */
 	int32_t ndim;
 	int64_t shape[JITK_MAX_DIMS];
 } jitk_bench_tensor;
