@@ -69,6 +69,19 @@ static jitk_devptr fill(const jitk_bench_tensor *t, size_t n)
 	return d;
 }
 
+/* jitk_configure takes the symbol (what precedes a selector's '['). */
+static int configure(jitk_runtime *rt, const char *selector, const char *arg, const jitk_tensor *t)
+{
+	char sym[256];
+	size_t n = strcspn(selector, "[");
+
+	if (n >= sizeof(sym))
+		n = sizeof(sym) - 1;
+	memcpy(sym, selector, n);
+	sym[n] = '\0';
+	return jitk_configure(rt, sym, arg, t);
+}
+
 static void shape_text(char *out, size_t n, const jitk_bench_tensor *t)
 {
 	size_t k = (size_t)snprintf(out, n, "%s[", t->name);
@@ -146,7 +159,7 @@ int bench_spec(const bench_options *o, const char *family)
 			j.args[k].name = bt->name;
 			j.args[k].type = JITK_ARG_TENSOR;
 			j.args[k].v.tensor = &t[k];
-			if (bt->configured && jitk_configure(rt, c->symbol, bt->name, &t[k])) {
+			if (bt->configured && configure(rt, c->symbol, bt->name, &t[k])) {
 				fprintf(stderr, "jitk bench: %s\n", jitk_error_last()->message);
 				j.failed = 1;
 			}
