@@ -56,29 +56,33 @@ static void fake_unload(void *impl, void *lib)
 	free(lib);
 }
 
-static int fake_launch_fn(void *impl, void *kernel, void *primary, const unsigned grid[3],
-			  const unsigned block[3], unsigned smem, void *stream,
-			  void **params, size_t nparams, int programmatic)
+static int fake_launch_fn(void *impl, const jitk_launch *ln)
 {
 	fake_device *f = impl;
 	fake_launch *l;
 	size_t i;
 
-	(void)primary;
 	if (f->nlaunches == FAKE_MAX_LAUNCHES)
 		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
-	if (nparams > FAKE_MAX_PARAMS)
+	if (ln->nparams > FAKE_MAX_PARAMS)
 		return CUDA_ERROR_INVALID_VALUE; /* more than a fake_launch records */
 	l = &f->launches[f->nlaunches++];
-	memcpy(l->grid, grid, sizeof(l->grid));
-	memcpy(l->block, block, sizeof(l->block));
-	l->smem = smem;
-	l->kernel = kernel;
-	l->stream = stream;
-	l->nparams = nparams;
-	l->programmatic = programmatic;
-	for (i = 0; i < nparams; i++)
-		memcpy(&l->values[i], params[i], 8);
+	memset(l, 0, sizeof(*l));
+	memcpy(l->grid, ln->grid, sizeof(l->grid));
+	memcpy(l->block, ln->block, sizeof(l->block));
+	memcpy(l->cluster, ln->cluster, sizeof(l->cluster));
+	l->smem = ln->smem;
+	l->kernel = ln->kernel;
+	l->stream = ln->stream;
+	l->nparams = ln->nparams;
+	l->programmatic = ln->programmatic;
+	l->built_bytes = ln->built_bytes;
+	if (ln->built_bytes)
+		memcpy(l->built, ln->params[0],
+		       ln->built_bytes < FAKE_BUILT_BYTES ? ln->built_bytes : FAKE_BUILT_BYTES);
+	else
+		for (i = 0; i < ln->nparams; i++)
+			memcpy(&l->values[i], ln->params[i], 8);
 	return 0;
 }
 
@@ -160,10 +164,42 @@ static int fake_tensor_map(void *impl, void *out, const jitk_tma_request *r)
 	return 0;
 }
 
+static int fake_run_builder(void *impl, void *kernel, void *primary, void **const *args,
+			    unsigned nruns, const void *in, size_t in_bytes, size_t size, void *out)
+{
+	fake_device *f = impl;
+	unsigned r;
+
+	(void)kernel, (void)primary;
+	f->builder_runs++;
+	if (f->builder_fail)
+		return f->builder_fail;
+	if (!f->builder)
+		return CUDA_ERROR_NOT_FOUND;
+	for (r = 0; r < nruns; r++) {
+		uint64_t at = 0x7e0000000000ull + r * size; /* where it "writes" */
+
+		memcpy(args[r][0], &at, sizeof(at));
+		memset((unsigned char *)out + r * size, 0, size);
+		memcpy((unsigned char *)out + r * size, in, in_bytes);
+		f->builder(f->builder_payload, args[r], r, (unsigned char *)out + r * size, size);
+	}
+	return 0;
+}
+
+static int fake_set_shared(void *impl, void *kernel, void *primary, unsigned bytes)
+{
+	fake_device *f = impl;
+
+	(void)kernel, (void)primary;
+	f->shared_set = bytes;
+	return 0;
+}
+
 const jitk_device_ops fake_ops = {
 	fake_open, fake_load, fake_get_kernel, fake_unload, fake_launch_fn,
 	fake_is_capturing, fake_capture_mode, fake_read, fake_buffer_id, fake_error_name,
-	fake_close, fake_tensor_map,
+	fake_close, fake_tensor_map, fake_run_builder, fake_set_shared,
 };
 
 int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,

@@ -7,6 +7,7 @@
 
 #define FAKE_MAX_LAUNCHES 64
 #define FAKE_MAX_PARAMS 32
+#define FAKE_BUILT_BYTES 512
 
 typedef struct {
 	unsigned grid[3], block[3], smem;
@@ -15,7 +16,15 @@ typedef struct {
 	uint64_t values[FAKE_MAX_PARAMS]; /* first 8 bytes of each parameter */
 	size_t nparams;
 	int programmatic;
+	unsigned cluster[3];
+	size_t built_bytes;         /* a built parameter block: its first bytes */
+	unsigned char built[FAKE_BUILT_BYTES];
 } fake_launch;
+
+/* A parameter builder on the fake device: what run r of a builder with
+ * these parameters writes to out (size bytes). */
+typedef void (*fake_builder_fn)(void *payload, void **args, unsigned run, unsigned char *out,
+				size_t size);
 
 typedef struct {
 	int cc;
@@ -30,6 +39,11 @@ typedef struct {
 	int tma_encodes;          /* tensor_map() calls */
 	int tma_fail;             /* CUresult tensor_map returns */
 	jitk_tma_request tma_last; /* what the last one was asked */
+	fake_builder_fn builder;  /* run_builder runs it, when set */
+	void *builder_payload;
+	int builder_runs;         /* run_builder calls */
+	int builder_fail;         /* CUresult run_builder returns */
+	unsigned shared_set;      /* the last set_shared */
 	fake_launch launches[FAKE_MAX_LAUNCHES];
 	int nlaunches;
 	int closed;

@@ -388,6 +388,8 @@ int jitk__cache_key(uint8_t key[JITK_HASH_SIZE], const jitk_compiler *c,
 		jitk__hasher_field(h, "packages", tu->packages, strlen(tu->packages));
 	jitk__hasher_field(h, "source", tu->source, strlen(tu->source));
 	jitk__hasher_field(h, "name", tu->name_expr, strlen(tu->name_expr));
+	if (tu->builder_expr)
+		jitk__hasher_field(h, "builder", tu->builder_expr, strlen(tu->builder_expr));
 	if (jitk__hasher_final(h, key))
 		return jitk__error(JITK_ENOMEM, "SHA-256 failed");
 	return 0;
@@ -710,7 +712,7 @@ static void pch_after(jitk_compiler *c, const jitk_compiled *out, const char *na
 static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 		       unsigned flags)
 {
-	const char *exprs[1] = { tu->name_expr };
+	const char *exprs[2] = { tu->name_expr, tu->builder_expr };
 	const char *name = c->specs->insts[b->variant.inst].name, *why;
 	jitk_compiled out;
 	char arch[JITK_ARCH_STRLEN], params[256], first[400], *what;
@@ -736,7 +738,7 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	jitk__arch_format(arch, b->variant.target);
 	jitk__range_push("compile %s for %s", name, arch);
 	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", argv.v, argv.n, exprs,
-				 1, b->variant.target.kind == 'c');
+				 tu->builder_expr ? 2 : 1, b->variant.target.kind == 'c');
 	if (pch) {
 		pch_after(c, &out, name);
 		pthread_mutex_unlock(&pch_process_mu);

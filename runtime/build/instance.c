@@ -1045,13 +1045,14 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_family *f = in->sym->fam;
 	char target[JITK_ARCH_STRLEN], params[256];
-	jbuf src, ex;
+	jbuf src, ex, bx;
 	size_t i, n = 0;
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
 	jitk__jbuf_init(&src);
 	jitk__jbuf_init(&ex);
+	jitk__jbuf_init(&bx);
 	jitk__jbuf_printf(&ex, "%s<", f->kernel);
 	render_struct_name(&ex, in->name);
 	jitk__jbuf_puts(&ex, ">");
@@ -1072,6 +1073,14 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 				       "opaque[16]; };\n");
 			break;
 		}
+	/* What a parameter builder writes (launch.builder): the kernel's
+	 * launch geometry and its one parameter, the bytes jitk passes. */
+	if (f->builder)
+		jitk__jbuf_puts(&src, "struct alignas(64) jitk_params_out { unsigned magic, bytes, "
+			       "grid[3], block[3], cluster[3], shared_bytes; int sm_count; "
+			       "unsigned pad[3]; "
+			       "alignas(64) unsigned char params[" JITK_STR(JITK_BUILT_MAX) "]; };\n"
+			       "#define JITK_PARAMS_MAGIC 0x6a69746bu\n");
 	jitk__jbuf_puts(&src, tpl->text);
 	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
@@ -1085,14 +1094,24 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 		       "template <class A, class B> struct same { static constexpr bool value = false; };\n"
 		       "template <class A> struct same<A, A> { static constexpr bool value = true; };\n"
 		       "}\n");
-	jitk__jbuf_printf(&src, "static_assert(jitk_check::same<decltype(&%s), void (*)(", ex.data);
+	if (f->builder) {
+		/* The builder takes the args after where it writes; the kernel
+		 * takes what it wrote (any one parameter). */
+		jitk__jbuf_printf(&bx, "%s<", f->builder);
+		render_struct_name(&bx, in->name);
+		jitk__jbuf_puts(&bx, ">");
+	}
+	jitk__jbuf_printf(&src, "static_assert(jitk_check::same<decltype(&%s), void (*)(%s",
+			  f->builder ? bx.data : ex.data, f->builder ? "jitk_params_out *" : "");
 	for (i = 0; i < f->nargs; i++)
-		jitk__jbuf_printf(&src, "%s%s", i ? ", " : "", f->args[i].cpp);
-	jitk__jbuf_printf(&src, ")>::value,\n              \"the parameters of %s do not match the args of spec family %s\");\n",
-		    f->kernel, f->name);
+		jitk__jbuf_printf(&src, "%s%s", i || f->builder ? ", " : "", f->args[i].cpp);
+	jitk__jbuf_printf(&src, ")>::value,\n              \"the parameters of %s do not match the args of spec family %s%s\");\n",
+		    f->builder ? f->builder : f->kernel, f->name,
+		    f->builder ? " (after jitk_params_out *)" : "");
 	tu->source = jitk__jbuf_detach(&src);
 	tu->name_expr = jitk__jbuf_detach(&ex);
-	if (!tu->source || !tu->name_expr)
+	tu->builder_expr = f->builder ? jitk__jbuf_detach(&bx) : NULL;
+	if (!tu->source || !tu->name_expr || (f->builder && !tu->builder_expr))
 		goto oom;
 
 	tu->options = calloc(1 + JITK_ARRAY_SIZE(base_options) + f->noptions,
@@ -1140,6 +1159,7 @@ oom:
 fail:
 	jitk__jbuf_free(&src);
 	jitk__jbuf_free(&ex);
+	jitk__jbuf_free(&bx);
 	jitk__tu_free(tu);
 	return rc;
 }
@@ -1150,6 +1170,7 @@ void jitk__tu_free(jitk_tu *tu)
 
 	free(tu->source);
 	free(tu->name_expr);
+	free(tu->builder_expr);
 	for (i = 0; i < tu->noptions; i++)
 		free(tu->options[i]);
 	free(tu->options);

@@ -90,6 +90,7 @@ typedef struct {
 	char **options;   /* canonical NVRTC options */
 	size_t noptions;
 	char *name_expr;  /* the kernel's name expression */
+	char *builder_expr; /* its parameter builder's (launch.builder), or NULL */
 	/* Header packages (the compiler fills these in): the -I directories,
 	 * in order, which are paths and so not in the key, and what is in the
 	 * key instead - each package's name, tree hash and search directories

@@ -950,18 +950,36 @@ static int launch_kernel(jitk_kernel *k, unsigned grid, const uint64_t *params,
 {
 	jitk_runtime *rt = k->rt;
 	void *ptrs[JITK_MAX_SPEC_ARGS];
-	const unsigned g[3] = { grid, 1, 1 }, bl[3] = { k->block, 1, 1 };
+	jitk_launch l;
 	size_t i;
 	int r;
 
 	if (!grid)
 		return JITK_OK;
+	if (k->built) {
+		if ((r = jitk__built_launch(k, params, ntma, tma_arg,
+					    (const unsigned char(*)[128])tma, stream)))
+			return r;
+		atomic_fetch_add_explicit(&rt->slots[k->inst].launches, 1, memory_order_relaxed);
+		return JITK_OK;
+	}
 	for (i = 0; i < k->fam->nargs; i++)
 		ptrs[i] = k->fam->args[i].type == AT_TMA ? (void *)no_tma : (void *)&params[i];
 	for (i = 0; i < ntma; i++)
 		ptrs[tma_arg[i]] = tma[i]; /* passed by value: the driver copies 128 bytes */
-	r = rt->ops->launch(rt->impl, k->fn, k->fn_primary, g, bl, k->smem, stream, ptrs,
-			    k->fam->nargs, k->programmatic);
+	memset(&l, 0, sizeof(l));
+	l.kernel = k->fn;
+	l.primary = k->fn_primary;
+	l.grid[0] = grid;
+	l.grid[1] = l.grid[2] = 1;
+	l.block[0] = k->block;
+	l.block[1] = l.block[2] = 1;
+	l.smem = k->smem;
+	l.stream = stream;
+	l.params = ptrs;
+	l.nparams = k->fam->nargs;
+	l.programmatic = k->programmatic;
+	r = rt->ops->launch(rt->impl, &l);
 	if (r)
 		return jitk__error(JITK_EDRIVER, "launching %s failed: %s",
 				   rt->comp->specs->insts[k->inst].name,

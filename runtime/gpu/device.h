@@ -37,6 +37,21 @@ typedef struct {
 	int interleave, swizzle, l2, oob; /* the driver's enums */
 } jitk_tma_request;
 
+/* One launch. A kernel whose parameter a builder made (launch.builder)
+ * gets that block: params[0] points to it, built_bytes long. */
+typedef struct {
+	void *kernel, *primary; /* as get_kernel gave them */
+	unsigned grid[3], block[3];
+	unsigned cluster[3]; /* thread block cluster; all 0: none */
+	unsigned smem;
+	void *stream;
+	void **params;
+	size_t nparams;
+	size_t built_bytes;
+	int programmatic; /* programmatic stream serialization allowed (the
+			   * kernel waits with griddepcontrol.wait) */
+} jitk_launch;
+
 /* Results are CUresult values (0 = success). */
 typedef struct {
 	int (*open)(void *impl, int ordinal, jitk_device_info *info);
@@ -47,11 +62,7 @@ typedef struct {
 	 * from that context takes it: no per-launch lookup in the driver). */
 	int (*get_kernel)(void *impl, void *lib, const char *name, void **kernel, void **primary);
 	void (*unload)(void *impl, void *lib);
-	/* programmatic: cuLaunchKernelEx with programmatic stream
-	 * serialization allowed (the kernel waits with griddepcontrol.wait). */
-	int (*launch)(void *impl, void *kernel, void *primary, const unsigned grid[3],
-		      const unsigned block[3], unsigned smem, void *stream,
-		      void **params, size_t nparams, int programmatic);
+	int (*launch)(void *impl, const jitk_launch *l);
 	int (*is_capturing)(void *impl, void *stream, int *capturing);
 	/* Switch this thread's capture mode to relaxed (*old gets the
 	 * previous mode), or set it back. */
@@ -66,6 +77,17 @@ typedef struct {
 	/* cuTensorMapEncodeTiled into out (128 bytes, 64-byte aligned): host
 	 * work only, nothing is launched or allocated. */
 	int (*tensor_map)(void *impl, void *out, const jitk_tma_request *r);
+	/* Run a parameter builder (one thread) nruns times, run r with the
+	 * parameters args[r], whose first points to the 8 bytes where the
+	 * address it writes to goes (set here: size bytes of device memory of
+	 * the call, whose first in_bytes are in's), on a stream of its own
+	 * with this thread in relaxed capture mode, then copy run r's bytes
+	 * to out + r * size. */
+	int (*run_builder)(void *impl, void *kernel, void *primary, void **const *args,
+			   unsigned nruns, const void *in, size_t in_bytes, size_t size, void *out);
+	/* Let the kernel take up to bytes of dynamic shared memory
+	 * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). */
+	int (*set_shared)(void *impl, void *kernel, void *primary, unsigned bytes);
 } jitk_device_ops;
 
 /* The CUDA driver's functions, for the real device, the GPU tests and
@@ -111,6 +133,10 @@ typedef struct {
 	X(cuMemcpyHtoD, 3020) \
 	X(cuMemcpyDtoH, 3020) \
 	X(cuMemcpyDtoDAsync, 3020) \
+	X(cuMemcpyDtoHAsync, 3020) \
+	X(cuMemcpyHtoDAsync, 3020) \
+	X(cuKernelSetAttribute, 12000) \
+	X(cuFuncSetAttribute, 9000) \
 	X(cuMemsetD8Async, 3020) \
 	X(cuEventCreate, 2000) \
 	X(cuEventRecord, 2000) \

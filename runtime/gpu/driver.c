@@ -191,42 +191,120 @@ static void op_unload(void *impl, void *lib)
 	d->cu->cuLibraryUnload((CUlibrary)lib);
 }
 
-static int op_launch(void *impl, void *kernel, void *primary, const unsigned grid[3],
-		     const unsigned block[3], unsigned smem, void *stream,
-		     void **params, size_t nparams, int programmatic)
+static int op_launch(void *impl, const jitk_launch *l)
 {
 	cuda_device *d = impl;
 	CUcontext cur = NULL;
+	CUlaunchAttribute attr[2];
+	CUlaunchConfig cfg;
+	void *kernel = l->kernel;
+	unsigned n = 0;
 
-	(void)nparams; /* the driver knows the kernel's parameters */
 	/* A CUkernel is accepted where a CUfunction is: it launches in the
 	 * calling thread's current context, which the driver looks up. In
 	 * the primary context (where PyTorch and the CUDA runtime run) the
 	 * kernel's CUfunction there saves that lookup. */
+	if (l->primary && !d->cu->cuCtxGetCurrent(&cur) && cur == d->primary)
+		kernel = l->primary;
+	/* a built block is the kernel's one parameter: params[0] points to it */
+	if (!l->programmatic && !l->cluster[0])
+		return JITK_CU_TRY(d, cuLaunchKernel, (CUfunction)kernel, l->grid[0], l->grid[1],
+				   l->grid[2], l->block[0], l->block[1], l->block[2], l->smem,
+				   (CUstream)l->stream, l->params, NULL);
+	memset(attr, 0, sizeof(attr));
+	memset(&cfg, 0, sizeof(cfg));
+	if (l->programmatic) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr[n++].value.programmaticStreamSerializationAllowed = 1;
+	}
+	if (l->cluster[0]) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[n].value.clusterDim.x = l->cluster[0];
+		attr[n].value.clusterDim.y = l->cluster[1];
+		attr[n++].value.clusterDim.z = l->cluster[2];
+	}
+	cfg.gridDimX = l->grid[0];
+	cfg.gridDimY = l->grid[1];
+	cfg.gridDimZ = l->grid[2];
+	cfg.blockDimX = l->block[0];
+	cfg.blockDimY = l->block[1];
+	cfg.blockDimZ = l->block[2];
+	cfg.sharedMemBytes = l->smem;
+	cfg.hStream = (CUstream)l->stream;
+	cfg.attrs = attr;
+	cfg.numAttrs = n;
+	return JITK_CU_TRY(d, cuLaunchKernelEx, &cfg, (CUfunction)kernel, l->params, NULL);
+}
+
+/* The primary context current on this thread when none is: *pushed says
+ * whether to pop it. */
+static int primary_current(cuda_device *d, int *pushed)
+{
+	CUcontext cur = NULL;
+
+	*pushed = 0;
+	if (!d->cu->cuCtxGetCurrent(&cur) && cur)
+		return 0;
+	*pushed = 1;
+	return JITK_CU_TRY(d, cuCtxPushCurrent, d->primary);
+}
+
+static int op_run_builder(void *impl, void *kernel, void *primary, void **const *args,
+			  unsigned nruns, const void *in, size_t in_bytes, size_t size, void *out)
+{
+	cuda_device *d = impl;
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CUcontext cur = NULL;
+	CUstream s = NULL;
+	CUdeviceptr mem = 0;
+	int r, r2, pushed;
+	unsigned i;
+
+	if ((r = primary_current(d, &pushed)))
+		return r;
 	if (primary && !d->cu->cuCtxGetCurrent(&cur) && cur == d->primary)
 		kernel = primary;
-	if (programmatic) {
-		CUlaunchAttribute attr;
-		CUlaunchConfig cfg;
+	/* a capture elsewhere must not take or forbid this work */
+	if ((r = JITK_CU_TRY(d, cuThreadExchangeStreamCaptureMode, &mode)))
+		goto out;
+	if (!(r = JITK_CU_TRY(d, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING)) &&
+	    !(r = JITK_CU_TRY(d, cuMemAlloc, &mem, (size_t)nruns * size))) {
+		for (i = 0; i < nruns && !r; i++) {
+			uint64_t at = (uint64_t)mem + (uint64_t)i * size;
 
-		memset(&attr, 0, sizeof(attr));
-		memset(&cfg, 0, sizeof(cfg));
-		attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-		attr.value.programmaticStreamSerializationAllowed = 1;
-		cfg.gridDimX = grid[0];
-		cfg.gridDimY = grid[1];
-		cfg.gridDimZ = grid[2];
-		cfg.blockDimX = block[0];
-		cfg.blockDimY = block[1];
-		cfg.blockDimZ = block[2];
-		cfg.sharedMemBytes = smem;
-		cfg.hStream = (CUstream)stream;
-		cfg.attrs = &attr;
-		cfg.numAttrs = 1;
-		return JITK_CU_TRY(d, cuLaunchKernelEx, &cfg, (CUfunction)kernel, params, NULL);
+			memcpy(args[i][0], &at, sizeof(at));
+			if (in_bytes && (r = JITK_CU_TRY(d, cuMemcpyHtoDAsync, (CUdeviceptr)at, in,
+							 in_bytes, s)))
+				break;
+			r = JITK_CU_TRY(d, cuLaunchKernel, (CUfunction)kernel, 1, 1, 1, 1, 1, 1, 0, s,
+					args[i], NULL);
+		}
+		if (!r)
+			r = JITK_CU_TRY(d, cuMemcpyDtoHAsync, out, mem, (size_t)nruns * size, s);
+		r2 = JITK_CU_TRY(d, cuStreamSynchronize, s);
+		r = r ? r : r2;
 	}
-	return JITK_CU_TRY(d, cuLaunchKernel, (CUfunction)kernel, grid[0], grid[1], grid[2], block[0],
-				     block[1], block[2], smem, (CUstream)stream, params, NULL);
+	if (mem)
+		d->cu->cuMemFree(mem);
+	if (s)
+		d->cu->cuStreamDestroy(s);
+	d->cu->cuThreadExchangeStreamCaptureMode(&mode);
+out:
+	if (pushed)
+		d->cu->cuCtxPopCurrent(&cur);
+	return r;
+}
+
+static int op_set_shared(void *impl, void *kernel, void *primary, unsigned bytes)
+{
+	cuda_device *d = impl;
+	int r = JITK_CU_TRY(d, cuKernelSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			    (int)bytes, (CUkernel)kernel, d->dev);
+
+	if (!r && primary)
+		r = JITK_CU_TRY(d, cuFuncSetAttribute, (CUfunction)primary,
+				CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+	return r;
 }
 
 static int op_is_capturing(void *impl, void *stream, int *capturing)
@@ -327,4 +405,5 @@ static int op_tensor_map(void *impl, void *out, const jitk_tma_request *r)
 const jitk_device_ops jitk__cuda_ops = {
 	op_open, op_load, op_get_kernel, op_unload, op_launch, op_is_capturing,
 	op_capture_mode, op_read, op_buffer_id, op_error_name, op_close, op_tensor_map,
+	op_run_builder, op_set_shared,
 };

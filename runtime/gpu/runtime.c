@@ -269,6 +269,7 @@ static void kernel_free(jitk_runtime *rt, jitk_kernel *k)
 		return;
 	if (k->lib)
 		rt->ops->unload(rt->impl, k->lib);
+	jitk__built_set_free(k->built);
 	jitk__expr_free(k->grid);
 	for (i = 0; i < k->nchecks; i++)
 		jitk__expr_free(k->checks[i]);
@@ -470,6 +471,23 @@ static int kernel_prepare(jitk_kernel *k, jitk_runtime *rt)
 	return 0;
 }
 
+/* launch.builder: the builder's kernel (the entry's second name) and the
+ * set of blocks it makes. */
+static int builder_prepare(jitk_kernel *k, jitk_runtime *rt)
+{
+	const char *name = rt->comp->specs->insts[k->inst].name;
+	int r;
+
+	if (k->entry.nnames < 2)
+		return jitk__error(JITK_ECOMPILE, "%s: its cache entry holds no parameter builder "
+				   "(%s)", name, k->fam->builder);
+	if ((r = rt->ops->get_kernel(rt->impl, k->lib, k->entry.names[1], &k->builder_fn,
+				     &k->builder_primary)))
+		return jitk__error(JITK_EDRIVER, "%s: the driver has no parameter builder %s in its "
+				   "image: %s", name, k->fam->builder, rt->ops->error_name(rt->impl, r));
+	return jitk__built_set_new(&k->built);
+}
+
 static int load_build(jitk_runtime *rt, jitk_slot *s, jitk_build *b,
 		      void **lib, void **fn, void **fn_primary)
 {
@@ -622,6 +640,10 @@ static int resolve_build(jitk_kernel **out, jitk_runtime *rt, size_t inst)
 	memset(&b.entry, 0, sizeof(b.entry));
 	jitk__build_free(&b);
 	k->lowered = k->entry.names[0];
+	if (k->fam->builder && (rc = builder_prepare(k, rt))) {
+		kernel_free(rt, k);
+		return rc;
+	}
 	/* The image itself is no longer needed once loaded. */
 	free(k->entry.image);
 	k->entry.image = NULL;

@@ -55,6 +55,9 @@ struct jitk_kernel {
 	unsigned block;
 	unsigned smem;
 	int programmatic; /* launch with programmatic dependent launch */
+	/* launch.builder: its kernel, and the blocks it made (built.c) */
+	void *builder_fn, *builder_primary;
+	struct jitk_built_set *built;
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	const char *lowered; /* owned by entry */
 	jitk_cache_entry entry;
@@ -119,6 +122,47 @@ struct jitk_runtime {
 	int manifest_failed; /* a write failed: warned once */
 	unsigned manifest_gen;
 };
+
+/* A parameter block a builder made (built.c): its bytes, the launch
+ * geometry, and where a call's addresses and descriptors go. */
+enum { BUILT_ADDRESS = 0, BUILT_TMA = 1 };
+typedef struct {
+	uint32_t at;          /* byte offset in the block */
+	unsigned char kind;   /* BUILT_ADDRESS: 8 bytes; BUILT_TMA: 128 */
+	unsigned char arg;    /* the family's argument */
+	unsigned char index;  /* BUILT_TMA: which of the call's descriptors */
+	int64_t addend;       /* BUILT_ADDRESS: the address plus this */
+} jitk_built_patch;
+
+typedef struct {
+	unsigned char *bytes;
+	size_t size;
+	unsigned grid[3], block[3], cluster[3], shared_bytes;
+	jitk_built_patch *patches;
+	size_t npatches;
+} jitk_built_block;
+
+typedef struct jitk_built_set jitk_built_set;
+int jitk__built_set_new(jitk_built_set **out);
+void jitk__built_set_free(jitk_built_set *s);
+/* Launch k with the block its builder makes for these parameters (one
+ * value per family argument) and descriptors (ntma, for the arguments
+ * tma_arg[i]); the builder runs on the first call with new scalars. */
+int jitk__built_launch(jitk_kernel *k, const uint64_t *params, size_t ntma,
+		       const unsigned char *tma_arg, const unsigned char (*tma)[128],
+		       jitk_stream stream);
+/* What three builder runs (runs: 3 x run_bytes, each a jitk_params_out)
+ * show, made with the address markers marks[0] (runs 0, 1; 0: no
+ * address) and marks[1] (run 2), and TMA patterns (the descriptor of
+ * argument pattern_arg[t] in every run): the block and its patches, or
+ * JITK_EINVAL with why. */
+int jitk__built_analyze(jitk_built_block *out, const unsigned char *runs, size_t run_bytes,
+			const uint64_t marks[2][JITK_MAX_SPEC_ARGS], size_t nargs,
+			const unsigned char (*patterns)[128], const unsigned char *pattern_arg,
+			size_t npatterns, char *why, size_t nwhy);
+void jitk__built_apply(const jitk_built_block *b, unsigned char *dst, const uint64_t *params,
+		       const unsigned char (*tma)[128]);
+void jitk__built_block_free(jitk_built_block *b);
 
 /* Resolve instance inst. check_capture: consult stream's capture state
  * for the capture policy. */

@@ -1571,6 +1571,7 @@ static const field launch_fields[] = {
 	{ K("checks", YN_SEQ, "a list of checks", p_list), .flags = F_SUB,
 	  LIST(spec_family, checks, nchecks, &launch_check_item) },
 	{ S("programmatic", p_bool), .flags = F_SUB, OFF(spec_family, programmatic) },
+	{ S("builder", p_string), .flags = F_SUB, OFF(spec_family, builder), .arg = 2 },
 	{ .key = NULL },
 };
 

@@ -12,6 +12,12 @@
 
 /* Arguments of one family, at most (the kernel parameter table). */
 #define JITK_MAX_SPEC_ARGS 32
+/* The most bytes a parameter builder (launch.builder) may make: its
+ * jitk_params_out is a 64-byte header and these (the driver takes 4 KiB
+ * of kernel parameters on every target). */
+#define JITK_BUILT_MAX 4032
+#define JITK_STR_(x) #x
+#define JITK_STR(x) JITK_STR_(x)
 
 typedef struct {
 	const char *file; /* borrowed from the spec set */
@@ -221,6 +227,9 @@ typedef struct {
 	size_t nmay_alias;
 	spec_expr grid, block, smem;
 	int programmatic; /* launch.programmatic: the template waits (PDL-safe) */
+	/* launch.builder: a kernel of the template that makes the kernel's one
+	 * parameter on the device (docs/spec-format.md, builder), or NULL */
+	char *builder;
 	spec_expr *checks; /* launch-time argument checks */
 	size_t nchecks;
 	spec_bench *bench; /* jitk bench --family NAME */
