@@ -2,7 +2,7 @@
 # bench/device_run.sh [STEPS] - what one call on the GPU machine runs, from
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
-# STEPS: any of tests multi axes qk famsan deploy fambench famtorch pkgs pkgops memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
+# STEPS: any of tests multi axes qk famsan deploy fambench famtorch pkgs pkgops gemm memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
 # sweep python pyops hot tune profile autotune block torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
@@ -247,6 +247,35 @@ if has pkgops; then
 		tests.python.test_ops.HeaderPackageOpsTests >>"$OUT/pkgops.log" 2>&1
 	ran $? "python header-package ops"
 	grep -E "^test|^Ran|^OK|FAILED|Error" "$OUT/pkgops.log" | tail -12
+fi
+if has gemm; then
+	# the FP8 GEMM family (issue 24): its instances compiled on every core
+	# into the cache the ops use, then checks and times against cuBLAS, then
+	# the sanitizers on one shape
+	inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+	suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
+		-o "bindings/python/jitk/_fast$suf" >"$OUT/gemm_build.log" 2>&1
+	export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+	export JITK_CACHE_DIR=${JITK_CACHE_DIR:-$PWD/.dev/gemm-cache}
+	start=$(date +%s.%N)
+	"$b/jitk" precompile gemm_fp8 gemm_fp8_bias gemm_fp8_gelu_tanh_fp8 gemm_fp8_gelu_tanh_fp8_out \
+		gemm_fp8_gate_residual gelu_tanh_quant_fp8 gelu_tanh_quant_fp8_out gate_residual \
+		--arch sm_90 -j 8 >"$OUT/gemm_precompile.log" 2>&1
+	ran $? "gemm precompile"
+	echo "gemm precompile: $(tail -1 "$OUT/gemm_precompile.log") ($(awk "BEGIN { print $(date +%s.%N) - $start }") s wall)"
+	timeout 400 python3 bench/gemm_check.py >"$OUT/gemm_check.log" 2>&1
+	ran $? "gemm check"
+	grep -E "^\||^geometric|^fused|^checked|FAIL|^all|failed|Error" "$OUT/gemm_check.log" | tail -60
+	timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 python3 bench/gemm_check.py --quick \
+		>"$OUT/gemm_memcheck.log" 2>&1
+	ran $? "gemm memcheck"
+	timeout 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 bench/gemm_check.py --quick \
+		>"$OUT/gemm_racecheck.log" 2>&1
+	ran $? "gemm racecheck"
+	for f in gemm_memcheck gemm_racecheck; do
+		echo "$f: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|checks" "$OUT/$f.log" | tail -2 | tr '\n' ' ')"
+	done
 fi
 if has pyops; then
 	# the package from the source tree, then the ops, DLPack and

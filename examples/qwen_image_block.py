@@ -1,5 +1,5 @@
 """One dual-stream Qwen-Image transformer block at the model's shapes, end
-to end, in four configurations measured in one run (CUDA-graph replay of
+to end, in the configurations below, measured in one run (CUDA-graph replay of
 one block on the GPU):
 
   (a) eager PyTorch: LayerNorm, modulation and fp8 quantization as
@@ -13,7 +13,10 @@ one block on the GPU):
   (d) torch.compile(fullgraph=True) of (c): mode default, and
       max-autotune-no-cudagraphs (as (b)'s, with its GEMM autotuning);
       the GELU output's quantization is left to Inductor there (it fuses
-      it with the GELU into one kernel).
+      it with the GELU into one kernel);
+  (e) (c) with every FP8 GEMM jitk's own (specs/gemm_fp8.yaml), each
+      with its epilogue fused: bias, gated residual, GELU-tanh + the next
+      linear's fp8 quantization; (E) torch.compile(fullgraph=True) of it.
 
 Shapes: dim 3072, 24 heads x 128, MLP 12288 with GELU-tanh, 4096 image +
 512 text tokens, batch 1; random weights; per-block modulation from a
@@ -22,7 +25,7 @@ FP8 e4m3 through torch._scaled_mm with static per-tensor input scales;
 joint attention with SDPA.
 
     python3 examples/qwen_image_block.py            # all four, a table
-    python3 examples/qwen_image_block.py --check    # (c) fused == (c) split, bytes
+    python3 examples/qwen_image_block.py --check    # (c), (e) fused == split, bytes
     python3 examples/qwen_image_block.py --only cd  # some: a, b, B (b max-autotune), c, d, D
 
 The QK-norm + RoPE op: qk_norm_rope_out, which writes q, k (and a copy of
@@ -72,6 +75,7 @@ class Linear8:
         self.b = (torch.randn(fout, device="cuda", generator=g) * 0.02).to(BF16)
         # static: calibrated offline in a real model; here from a unit input
         self.in_scale = torch.tensor([4.0 / 448.0], device="cuda")
+        self.w_scale1 = self.w_scale.reshape(1)  # jitk's GEMM takes scales as [1]
 
     def __call__(self, q):
         """q: the fp8 input, already quantized with self.in_scale."""
@@ -133,6 +137,10 @@ QK_SYMBOL = "qk_norm_rope_out"
 
 def have_qk_op():
     return hasattr(torch.ops.jitk, QK_SYMBOL)
+
+
+def have_gemm_op():
+    return hasattr(torch.ops.jitk, "gemm_fp8_gate_residual")
 
 
 def joint_heads():
@@ -258,6 +266,53 @@ def make_block_c(fused=True, qk_op=True, gelu_quant="jitk"):
     return block_c
 
 
+def make_block_e(fused=True):
+    """(e): (c) with every FP8 GEMM jitk's (specs/gemm_fp8.yaml), its
+    epilogue fused: the QKV projection with its bias; the attention
+    output's projection with the gated residual (x + g1 * o), then jitk's
+    norm without residual; the MLP's first linear with GELU-tanh and the
+    next linear's fp8 quantization; the second with the gated residual.
+    fused=False: the same GEMMs with the bias epilogue and jitk's
+    elementwise kernels after them (the split path, byte-identical)."""
+    ops = jitk.ops
+
+    def lin(L, a8):
+        return ops.gemm_fp8_bias(a8, L.w, L.in_scale, L.w_scale1, L.b)
+
+    def gate_res(L, a8, gate, res):
+        g = gate.view(1, DIM)
+        if fused:
+            return ops.gemm_fp8_gate_residual(a8, L.w, L.in_scale, L.w_scale1, L.b, g, res,
+                                              res.shape[0])
+        return ops.gate_residual(lin(L, a8), g, res, res.shape[0])
+
+    def gelu8(L, a8, out_scale):
+        if fused:
+            return ops.gemm_fp8_gelu_tanh_fp8(a8, L.w, L.in_scale, L.w_scale1, L.b, out_scale)
+        return ops.gelu_tanh_quant_fp8(lin(L, a8), out_scale)
+
+    def block_e(p, img, txt, temb):
+        outs, mods = {}, {}
+        joint = joint_heads()
+        for name, x, st, cs in (("img", img, p.img, p.cs_img), ("txt", txt, p.txt, p.cs_txt)):
+            sh1, sc1, g1, sh2, sc2, g2 = modulation(st, temb)
+            mods[name] = (g1, sh2, sc2, g2)
+            _, q8 = ops.fused_norm_scale_shift_fp8(x, sc1, sh1, st.qkv.in_scale)
+            qkv = lin(st.qkv, q8).view(-1, 3, HEADS, HD)
+            jitk_qk_norm_rope(qkv, st.norm_q, st.norm_k, cs, [stream_view(b, name) for b in joint])
+        o = F.scaled_dot_product_attention(*(b[None] for b in joint))
+        o = o[0].transpose(0, 1).reshape(TXT + IMG, DIM)
+        for name, x, st, a in (("img", img, p.img, o[TXT:]), ("txt", txt, p.txt, o[:TXT])):
+            g1, sh2, sc2, g2 = mods[name]
+            a8 = ops.static_quant_fp8(a.contiguous().view(-1), st.out.in_scale).view(a.shape)
+            x = gate_res(st.out, a8, g1, x)
+            _, q8 = ops.fused_norm_scale_shift_fp8(x, sc2, sh2, st.fc1.in_scale)
+            m8 = gelu8(st.fc1, q8, st.fc2.in_scale)
+            outs[name] = gate_res(st.fc2, m8, g2, x)
+        return outs["img"], outs["txt"]
+    return block_e
+
+
 class Params:
     def __init__(self, seed=0):
         g = torch.Generator(device="cuda").manual_seed(seed)
@@ -269,6 +324,9 @@ class Params:
         for st in (self.img, self.txt):  # validated once, at "model load"
             for lin in (st.qkv, st.out, st.fc1, st.fc2):
                 jitk.configure("fused_norm_scale_shift_fp8", "input_scale", lin.in_scale)
+            if have_gemm_op():
+                for sym in ("gemm_fp8_gelu_tanh_fp8", "gelu_tanh_quant_fp8"):
+                    jitk.configure(sym, "out_scale", st.fc2.in_scale)
 
 
 # ------------------------------------------------------------- timing
@@ -323,8 +381,9 @@ def kernel_shares(g):
 def main():
     global QK_SYMBOL
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="abBcdD",
-                    help="a, b, B (b with max-autotune-no-cudagraphs), c, d, D (d with it)")
+    ap.add_argument("--only", default="abBcdDeE",
+                    help="a, b, B (b with max-autotune-no-cudagraphs), c, d, D (d with it), "
+                         "e (jitk's GEMMs too), E (torch.compile of e)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--qk-symbol", default=QK_SYMBOL)
     ap.add_argument("--no-autotune", action="store_true", help="skip (b) max-autotune")
@@ -345,6 +404,15 @@ def main():
         ref = block_a(*args)
         rel = max(((u.float() - r.float()).norm() / r.float().norm()).item() for u, r in zip(f, ref))
         print(f"(c) vs (a): max relative L2 difference {rel:.2e}")
+        if have_gemm_op() and qk:
+            fe, se = make_block_e(True)(*args), make_block_e(False)(*args)
+            torch.cuda.synchronize()
+            same_e = all(torch.equal(u.view(torch.int16), v.view(torch.int16)) for u, v in zip(fe, se))
+            print(f"(e) fused vs (e) split: {'byte-identical' if same_e else 'DIFFERENT'}")
+            rel_e = max(((u.float() - r.float()).norm() / r.float().norm()).item() for u, r in zip(fe, ref))
+            rel_ec = max(((u.float() - r.float()).norm() / r.float().norm()).item() for u, r in zip(fe, f))
+            print(f"(e) vs (a): max relative L2 difference {rel_e:.2e}; (e) vs (c): {rel_ec:.2e}")
+            same = same and same_e
         sys.exit(0 if same else 1)
     configs = []
     if "a" in a.only:
@@ -363,6 +431,13 @@ def main():
     if "D" in a.only and not a.no_autotune:
         configs.append(("(d) torch.compile(fullgraph=True) of (c), max-autotune-no-cudagraphs", None,
                         ("max-autotune-no-cudagraphs", c_compiled)))
+    if have_gemm_op() and qk:
+        e = make_block_e(True)
+        if "e" in a.only:
+            configs.append(("(e) eager with jitk ops and jitk's FP8 GEMMs, epilogues fused", lambda: e(*args),
+                            None))
+        if "E" in a.only:
+            configs.append(("(E) torch.compile(fullgraph=True) of (e)", None, ("default", e)))
     rows = []
     for name, fn, comp in configs:
         torch.cuda.synchronize()
@@ -398,6 +473,8 @@ def main():
     for n, us, _, _ in rows:
         if n.startswith("(d)") and best("(b)"):
             print(f"best (b)/{n} = {best('(b)') / us:.2f} (target >= 1.08)")
+        if n[:3] in ("(e)", "(E)") and best("(b)"):
+            print(f"best (b)/{n} = {best('(b)') / us:.2f} (target >= 1.2)")
 
 
 if __name__ == "__main__":

@@ -51,32 +51,9 @@
 // latter with the two-line std shim below.
 #pragma once
 
-#if defined(__CUDACC_RTC__)
-// CUTLASS takes unsigned __int128 only where the compiler says x86-64 and
-// GCC, which NVRTC does not (nvcc's device pass does): without it its
-// 128-bit division (FastDivmodU64, the tile scheduler's parameters) is a
-// breakpoint on the device, and uint128_t has another alignment than the
-// host's. --device-int128 gives NVRTC the type.
-#define CUTLASS_UINT128_NATIVE
-// CUTLASS spells these with std:: in a few places; NVRTC has no libstdc++.
-#include <cuda/std/type_traits>
-namespace std {
-using cuda::std::is_pointer_v;
-using cuda::std::void_t;
-} // namespace std
-// CuTe declares std::tuple_size / tuple_element for its tuples under
-// NVRTC, but not for const tuples, so `auto const& [a, b, c] = t;` (the
-// row broadcast's stride) falls back to binding data members and fails.
-#include <cute/container/tuple.hpp>
-namespace std {
-template <class... T>
-struct tuple_size<const cute::tuple<T...>> : cuda::std::integral_constant<size_t, sizeof...(T)> {};
-template <size_t I, class... T> struct tuple_element<I, const cute::tuple<T...>> {
-	using type = const typename cuda::std::tuple_element<I, cuda::std::tuple<T...>>::type;
-};
-} // namespace std
-#endif
-
+// What CUTLASS needs under NVRTC, before any of its headers: in a package
+// header (jitk puts package includes first, and NVRTC's PCH covers them).
+#include <jitk/cutlass_nvrtc.h>
 #include <cutlass/cutlass.h>
 #include <cutlass/numeric_types.h>
 #include <cute/tensor.hpp>
@@ -89,10 +66,13 @@ template <size_t I, class... T> struct tuple_element<I, const cute::tuple<T...>>
 #include <cutlass/device_kernel.h>
 
 #include "common.cuh"
+#include "gemm_math.cuh"
 
 namespace jitk {
 
-enum class GemmEpilogue { none, bias, gelu_tanh_fp8, gate_residual };
+// gelu_tanh_fp8_out: gelu_tanh_fp8 storing g too (what gelu_out = true
+// asks of gelu_tanh_fp8; jitk's spec names it as an epilogue of its own).
+enum class GemmEpilogue { none, bias, gelu_tanh_fp8, gate_residual, gelu_tanh_fp8_out };
 enum class GemmSchedule { cooperative, pingpong };
 enum class GemmScheduler { persistent, stream_k };
 
@@ -114,36 +94,6 @@ __device__ __forceinline__ void store_bf16_pair(Array<bf16_t, N> &out, int i, fl
 	const unsigned pair = pack_bf16x2(lo, hi);
 	out[i] = bf16_from_bits((unsigned short)(pair & 0xffffu));
 	out[i + 1] = bf16_from_bits((unsigned short)(pair >> 16));
-}
-
-// ---------------------------------------------------------------------
-// The contract's elementwise steps, on fp32 values, each operation an
-// explicit intrinsic so that no contraction can merge two of them.
-
-// Step 2: d before rounding.
-__device__ __forceinline__ float d_scaled(float acc, float alpha)
-{
-	return __fmul_rn(acc, alpha);
-}
-__device__ __forceinline__ float d_scaled_bias(float acc, float alpha, float bias)
-{
-	return __fmaf_rn(acc, alpha, bias);
-}
-
-// Step 4: 0.5 * v * (1 + tanhf(0.7978845608 * (v + 0.044715 * v^3))),
-// left to right, v^3 = (v * v) * v; tanhf is the precise library tanh.
-__device__ __forceinline__ float gelu_tanh(float v)
-{
-	const float v3 = __fmul_rn(__fmul_rn(v, v), v);
-	const float inner = __fmul_rn(0.7978845608f, __fadd_rn(v, __fmul_rn(0.044715f, v3)));
-	const float t = tanhf(inner);
-	return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, t));
-}
-
-// Step 5 before rounding.
-__device__ __forceinline__ float gate_residual_value(float gate, float d, float residual)
-{
-	return __fmaf_rn(gate, d, residual);
 }
 
 // ---------------------------------------------------------------------
@@ -355,13 +305,15 @@ struct PerBatchRowLoad {
 // The instance: CUTLASS types from P.
 
 template <class P> struct gemm_fp8_traits {
-	static constexpr bool cooperative = P::schedule == GemmSchedule::cooperative;
+	static constexpr bool cooperative = int(P::schedule) == int(GemmSchedule::cooperative);
+	static constexpr bool fast_accum = P::fast_accum != 0;
 	static constexpr GemmEpilogue epi = P::epilogue;
+	static constexpr bool gelu = epi == GemmEpilogue::gelu_tanh_fp8 ||
+				     epi == GemmEpilogue::gelu_tanh_fp8_out;
 	static constexpr bool with_bias = epi == GemmEpilogue::bias ||
-					  ((epi == GemmEpilogue::gelu_tanh_fp8 ||
-					    epi == GemmEpilogue::gate_residual) && P::bias);
-	static constexpr bool gelu = epi == GemmEpilogue::gelu_tanh_fp8;
-	static constexpr bool gelu_out = gelu && P::gelu_out;
+					  ((gelu || epi == GemmEpilogue::gate_residual) && P::bias);
+	static constexpr bool gelu_out = epi == GemmEpilogue::gelu_tanh_fp8_out ||
+					 (gelu && P::gelu_out);
 	static constexpr bool residual = epi == GemmEpilogue::gate_residual;
 
 	static_assert(P::tile_k == 128 || P::tile_k == 64 || P::tile_k == 256,
@@ -374,16 +326,16 @@ template <class P> struct gemm_fp8_traits {
 
 	using KernelSchedule = cute::conditional_t<
 		cooperative,
-		cute::conditional_t<P::fast_accum,
+		cute::conditional_t<fast_accum,
 				    cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum,
 				    cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
-		cute::conditional_t<P::fast_accum,
+		cute::conditional_t<fast_accum,
 				    cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum,
 				    cutlass::gemm::KernelTmaWarpSpecializedPingpong>>;
 	using EpilogueSchedule = cute::conditional_t<cooperative,
 						     cutlass::epilogue::TmaWarpSpecializedCooperative,
 						     cutlass::epilogue::TmaWarpSpecialized>;
-	using TileScheduler = cute::conditional_t<P::scheduler == GemmScheduler::stream_k,
+	using TileScheduler = cute::conditional_t<int(P::scheduler) == int(GemmScheduler::stream_k),
 						  cutlass::gemm::StreamKScheduler,
 						  cutlass::gemm::PersistentScheduler>;
 	using EpilogueTileType = cutlass::epilogue::collective::EpilogueTileAuto;
@@ -470,6 +422,126 @@ gemm_fp8(CUTLASS_GRID_CONSTANT typename gemm::gemm_fp8_kernel_t<P>::Params const
 	extern __shared__ char smem[];
 	gemm::gemm_fp8_kernel_t<P> op;
 	op(params, smem);
+}
+
+// The parameter builder (the spec's launch.builder): one thread makes
+// the kernel's Params from jitk's arguments, the way CUTLASS's host code
+// does (GemmUniversal::to_underlying_arguments without its host-only SM
+// query: sm_count is jitk's), into out->params, with the launch
+// geometry. The TMA descriptors CuTe leaves empty under NVRTC are the
+// spec's type: tma arguments, copied in; jitk finds them and every
+// address in the bytes from marker runs and patches each call's in
+// (runtime/gpu/built.c), so this runs once per shape, not per call.
+//
+// Arguments, in the spec's order: descriptors of a, b, out (the D store,
+// or gelu_tanh_fp8_out's g store), q (gelu's D store), residual (the C
+// load); then a, b, a_scale, b_scale, bias, out,
+// q, out_scale, gate, residual, m, n, k, L (rows per gate batch). Those an
+// instance does not take arrive as 0.
+template <class P>
+__global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ jitk_tensor_map a_map,
+				const __grid_constant__ jitk_tensor_map b_map,
+				const __grid_constant__ jitk_tensor_map out_map,
+				const __grid_constant__ jitk_tensor_map q_map,
+				const __grid_constant__ jitk_tensor_map c_map, const fp8_e4m3 *a,
+				const fp8_e4m3 *b, const float *a_scale, const float *b_scale,
+				const bf16 *bias, bf16 *d, fp8_e4m3 *q, const float *out_scale,
+				const bf16 *gate, const bf16 *residual, long long m, long long n,
+				long long k, long long L)
+{
+	using namespace cute;
+	using T = gemm::gemm_fp8_traits<P>;
+	using K = typename T::Kernel;
+	using gemm::bf16_t;
+	using gemm::e4m3_t;
+	static_assert(sizeof(typename K::Params) <= sizeof(out->params),
+		      "the kernel's Params fit jitk's parameter block");
+	const int M = (int)m, N = (int)n, Kd = (int)k;
+	typename K::Arguments x{};
+	x.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+	x.problem_shape = make_shape(M, N, Kd, 1);
+	x.mainloop.ptr_A = reinterpret_cast<const e4m3_t *>(a);
+	x.mainloop.dA = typename K::StrideA{int64_t(k), _1{}, int64_t(m) * k};
+	x.mainloop.ptr_B = reinterpret_cast<const e4m3_t *>(b);
+	x.mainloop.dB = typename K::StrideB{int64_t(k), _1{}, int64_t(n) * k};
+	const typename K::StrideD stride_d{int64_t(n), _1{}, int64_t(m) * n};
+
+	typename T::Alpha::Arguments alpha{};
+	alpha.scalars[0] = alpha.scalars[1] = 1.0f;
+	alpha.scalar_ptrs[0] = a_scale;
+	alpha.scalar_ptrs[1] = b_scale;
+	typename T::DNode::Arguments dn{};
+	dn.op_1 = alpha;
+	if constexpr (T::with_bias) {
+		typename T::Bias::Arguments bi{};
+		bi.ptr_row = reinterpret_cast<const bf16_t *>(bias);
+		dn.op_2 = bi;
+	}
+	x.epilogue.dC = typename K::StrideC{int64_t(n), _1{}, int64_t(m) * n};
+	x.epilogue.dD = stride_d;
+	x.epilogue.ptr_C = nullptr;
+	if constexpr (T::gelu) {
+		typename T::OutScale::Arguments os{};
+		os.scalars[0] = 1.0f;
+		os.scalar_ptrs[0] = out_scale;
+		typename T::GeluNode::Arguments ge{};
+		ge.op_0 = dn;
+		typename T::QuantNode::Arguments qn{};
+		if constexpr (T::gelu_out) {
+			typename T::GStore::Arguments st{};
+			st.ptr_aux = reinterpret_cast<bf16_t *>(d);
+			st.dAux = decltype(st.dAux){int64_t(n), _1{}, int64_t(m) * n};
+			qn.op_0.op_0 = ge;
+			qn.op_0.op_1 = st;
+		} else {
+			qn.op_0 = ge;
+		}
+		qn.op_1 = os;
+		x.epilogue.thread = qn;
+		x.epilogue.ptr_D = reinterpret_cast<e4m3_t *>(q);
+	} else if constexpr (T::residual) {
+		typename T::GateNode::Arguments gn{};
+		gemm::PerBatchRowLoad::Arguments g{};
+		g.ptr = reinterpret_cast<const bf16_t *>(gate);
+		g.rows_per_batch = (int)L;
+		g.ld = n;
+		gn.op_0 = g;
+		gn.op_1 = dn;
+		x.epilogue.thread = gn;
+		x.epilogue.ptr_C = reinterpret_cast<const bf16_t *>(residual);
+		x.epilogue.ptr_D = reinterpret_cast<bf16_t *>(d);
+	} else {
+		x.epilogue.thread = dn;
+		x.epilogue.ptr_D = reinterpret_cast<bf16_t *>(d);
+	}
+	cutlass::KernelHardwareInfo hw{0, out->sm_count, 0};
+	auto shape = x.problem_shape;
+	typename K::TileSchedulerParams sched = K::TileScheduler::to_underlying_arguments(
+		shape, typename K::TileShape{}, typename K::ClusterShape{}, hw, x.scheduler, nullptr,
+		K::CollectiveEpilogue::get_store_pipe_increment(typename K::TileShape{}));
+	typename K::Params p{x.mode, shape,
+			     K::CollectiveMainloop::to_underlying_arguments(shape, x.mainloop, nullptr),
+			     K::CollectiveEpilogue::to_underlying_arguments(shape, x.epilogue, nullptr),
+			     hw, sched, nullptr};
+	memcpy((void *)p.mainloop.tma_load_a.get_tma_descriptor(), &a_map, sizeof(a_map));
+	memcpy((void *)p.mainloop.tma_load_b.get_tma_descriptor(), &b_map, sizeof(b_map));
+	memcpy((void *)p.epilogue.tma_store_d.get_tma_descriptor(), T::gelu ? &q_map : &out_map,
+	       sizeof(out_map));
+	if constexpr (T::residual)
+		memcpy((void *)p.epilogue.tma_load_c.get_tma_descriptor(), &c_map, sizeof(c_map));
+	if constexpr (T::gelu_out)
+		memcpy((void *)p.epilogue.thread.op_0.op_1.tma_store_aux.get_tma_descriptor(), &out_map,
+		       sizeof(out_map));
+	(void)c_map;
+	memset(out->params, 0, sizeof(out->params));
+	memcpy(out->params, &p, sizeof(p));
+	const dim3 grid = K::get_grid_shape(p), block = K::get_block_shape();
+	out->grid[0] = grid.x, out->grid[1] = grid.y, out->grid[2] = grid.z;
+	out->block[0] = block.x, out->block[1] = block.y, out->block[2] = block.z;
+	out->cluster[0] = P::cluster_m, out->cluster[1] = P::cluster_n, out->cluster[2] = 1;
+	out->shared_bytes = T::smem_bytes;
+	out->bytes = sizeof(p);
+	out->magic = JITK_PARAMS_MAGIC;
 }
 
 } // namespace jitk

@@ -13,16 +13,21 @@ if grep -q '^san = -fsanitize' config.ninja 2>/dev/null; then
 fi
 w=$(mktemp -d "${TMPDIR:-/tmp}/jitk-ci-XXXXXX")
 trap 'chmod -R u+w "$w"; rm -rf "$w"' EXIT
-"$b/jitk" precompile --specs "$specs" --cache "$w/built" --arch sm_90,sm_100 -j 2 >"$w/pre.txt"
+# every instance but the FP8 GEMM's (a minute and 3 GB of NVRTC each, sm_90
+# only: tests/gemm.sh precompiles one)
+"$b/jitk" list --specs "$specs" | tail -n +2 | awk '$2 != "gemm_fp8" { print $1 }' >"$w/names"
+n=$(wc -l <"$w/names")
+# shellcheck disable=SC2046
+"$b/jitk" precompile $(cat "$w/names") --specs "$specs" --cache "$w/built" --arch sm_90,sm_100 -j 2 >"$w/pre.txt"
 tail -1 "$w/pre.txt"
 mv "$w/built" "$w/image-cache"
 chmod -R a-w "$w/image-cache"
 # a fresh writable cache that stays empty, the image as a layer
+# shellcheck disable=SC2046
 JITK_CACHE_PATH=$w/image-cache JITK_NO_COMPILE=1 \
-	"$b/jitk" precompile --specs "$specs" --cache "$w/user" --arch sm_90,sm_100 >"$w/use.txt"
+	"$b/jitk" precompile $(cat "$w/names") --specs "$specs" --cache "$w/user" --arch sm_90,sm_100 >"$w/use.txt"
 tail -1 "$w/use.txt"
-# every instance the specs give, for each of the two architectures
-n=$("$b/jitk" list --specs "$specs" | tail -n +2 | wc -l)
+# every instance named, for each of the two architectures
 grep -q ": 0 compiled, $((2 * n)) cached, 0 remote, 0 failed, 0 gated$" "$w/use.txt"
 [ "$(find "$w/user" -name '*.jitk' | wc -l)" = 0 ]
 # a miss is an error with compiling disabled

@@ -218,6 +218,9 @@ static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 	jitk__jbuf_puts(out, "\n");
 	if (!jitk__tu_make(&tu, v, &no_template)) {
 		jitk__jbuf_printf(out, "%skernel:   %s\n", indent, tu.name_expr);
+		if (tu.builder_expr)
+			jitk__jbuf_printf(out, "%sbuilder:  %s (makes the kernel's parameter on the "
+					  "device; docs/spec-format.md)\n", indent, tu.builder_expr);
 		jitk__tu_free(&tu);
 	}
 	describe_packages(out, c, f, indent);

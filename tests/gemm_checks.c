@@ -1,0 +1,181 @@
+/* gemm_checks.c - the FP8 GEMM family's launch checks on the fake
+ * device (no GPU), over a cache tests/gemm.sh precompiled (one NVRTC
+ * compile of a minute; $JITK_TEST_GEMM_CACHE): bad shapes, strides and
+ * dtypes are refused naming the argument before the builder runs or
+ * anything launches; M = 0 launches nothing; a good call runs the builder
+ * once and launches the kernel with the block it made. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "fake_device.h"
+#include "gpu/runtime.h"
+
+#define ADDR(i) ((jitk_devptr)(i) << 36)
+
+static const char *cache;
+
+/* What the builder writes on a GPU, reduced to what the runtime reads:
+ * a 1 KiB block with a's address in it and CUTLASS's geometry. */
+static void fake_builder(void *payload, void **args, unsigned run, unsigned char *out,
+			 size_t size)
+{
+	uint32_t h[12] = { 0x6a69746bu, 1024, 132, 1, 1, 384, 1, 1, 1, 1, 1, 200000 };
+	uint64_t a;
+
+	(void)payload, (void)run, (void)size;
+	memcpy(out, h, sizeof(h));
+	memcpy(&a, args[5], 8); /* after out, a_map, b_map, out_map, q_map, c_map */
+	memcpy(out + 64 + 512, &a, 8);
+}
+
+typedef struct {
+	fake_device fake;
+	jitk_runtime *rt;
+	jitk_tensor a, b, as, bs, bias, out;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_compiler_options co;
+	char *specs = t_path(t_root(), "specs");
+
+	f->fake.cc = 90;
+	f->fake.sm_count = 132;
+	f->fake.builder = fake_builder;
+	jitk_compiler_options_init(&co, JITK_COMPILER_OPTIONS_VERSION);
+	co.no_compile = 1; /* only what gemm.sh precompiled */
+	o.compiler = &co;
+	if (t_fake_runtime_with(&f->rt, &f->fake, specs, cache, &o))
+		fail_msg("%s", jitk_error_last()->message);
+	free(specs);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+
+	jitk_runtime_free(f->rt);
+	free(f);
+	return 0;
+}
+
+static void tensor(jitk_tensor *t, jitk_devptr p, jitk_dtype dt, int64_t d0, int64_t d1)
+{
+	const int64_t shape[2] = { d0, d1 };
+
+	assert_int_equal(jitk_tensor_contiguous(t, p, dt, d1 ? 2 : 1, shape), 0);
+}
+
+static jitk_arg targ(const char *name, const jitk_tensor *t)
+{
+	jitk_arg a;
+
+	a.name = name;
+	a.type = JITK_ARG_TENSOR;
+	a.v.tensor = t;
+	return a;
+}
+
+/* gemm_fp8_bias on M x N x K, with a well-formed set of tensors. */
+static void problem(fixture *f, int64_t m, int64_t n, int64_t k)
+{
+	const jitk_dtype e4m3 = { 10, 8, 1 }, bf16 = JITK_DTYPE_BF16,
+			 f32 = JITK_DTYPE_F32;
+
+	tensor(&f->a, ADDR(1), e4m3, m, k);
+	tensor(&f->b, ADDR(2), e4m3, n, k);
+	tensor(&f->as, ADDR(3), f32, 1, 0);
+	tensor(&f->bs, ADDR(4), f32, 1, 0);
+	tensor(&f->bias, ADDR(5), bf16, n, 0);
+	tensor(&f->out, ADDR(6), bf16, m, n);
+}
+
+static int call(fixture *f)
+{
+	jitk_arg args[6] = { targ("a", &f->a), targ("b", &f->b), targ("a_scale", &f->as),
+			     targ("b_scale", &f->bs), targ("bias", &f->bias), targ("out", &f->out) };
+
+	return jitk_call(NULL, f->rt, "gemm_fp8_bias", JITK_CALL_STRICT, args, 6, NULL);
+}
+
+static void refused(fixture *f, const char *word)
+{
+	int before = f->fake.nlaunches, runs = f->fake.builder_runs;
+
+	assert_int_equal(call(f), JITK_EINVAL);
+	if (!strstr(jitk_error_last()->message, word))
+		fail_msg("'%s' does not name '%s'", jitk_error_last()->message, word);
+	assert_int_equal(f->fake.nlaunches, before);
+	assert_int_equal(f->fake.builder_runs, runs);
+}
+
+static void test_good_call_launches_the_built_block(void **state)
+{
+	fixture *f = *state;
+	uint64_t a;
+
+	problem(f, 4096, 3072, 3072);
+	if (call(f))
+		fail_msg("%s", jitk_error_last()->message);
+	assert_int_equal(f->fake.builder_runs, 1);
+	assert_int_equal(f->fake.nlaunches, 1);
+	assert_int_equal(f->fake.launches[0].built_bytes, 1024);
+	assert_int_equal(f->fake.launches[0].block[0], 384);
+	assert_int_equal(f->fake.launches[0].grid[0], 132);
+	assert_int_equal(f->fake.launches[0].smem, 200000);
+	memcpy(&a, f->fake.launches[0].built + 512, 8);
+	assert_int_equal(a, ADDR(1));
+	/* M = 0: nothing launched, nothing built */
+	problem(f, 0, 3072, 3072);
+	assert_int_equal(call(f), 0);
+	assert_int_equal(f->fake.nlaunches, 1);
+	assert_int_equal(f->fake.builder_runs, 1);
+}
+
+static void test_bad_input_is_refused_before_launch(void **state)
+{
+	fixture *f = *state;
+
+	problem(f, 512, 3072, 3064);
+	refused(f, "multiple of 16");
+	problem(f, 512, 3000, 3072);
+	refused(f, "multiple of 16");
+	/* B not K-major: its transpose's strides */
+	problem(f, 512, 3072, 3072);
+	f->b.strides[0] = 1;
+	f->b.strides[1] = 3072;
+	refused(f, "b");
+	/* a in bf16 */
+	problem(f, 512, 3072, 3072);
+	f->a.dtype = (jitk_dtype)JITK_DTYPE_BF16;
+	refused(f, "a");
+	/* K of a and b differ */
+	problem(f, 512, 3072, 3072);
+	tensor(&f->b, ADDR(2), (jitk_dtype){ 10, 8, 1 }, 3072, 1024);
+	refused(f, "k");
+	/* an address TMA cannot take */
+	problem(f, 512, 3072, 3072);
+	f->a.data += 8;
+	refused(f, "a");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_good_call_launches_the_built_block, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_input_is_refused_before_launch, setup, teardown),
+	};
+
+	cache = getenv("JITK_TEST_GEMM_CACHE");
+	if (!cache || !*cache) {
+		printf("SKIP: JITK_TEST_GEMM_CACHE is not set (tests/gemm.sh sets it after its precompile)\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
