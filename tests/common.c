@@ -103,6 +103,13 @@ static char *replace_all(const char *s, const char *from, const char *to)
 	return jitk__jbuf_detach(&b);
 }
 
+static int t_is_dir(const char *p)
+{
+	struct stat st;
+
+	return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
 static void copy_dir(const char *src, const char *dst, const char *from, const char *to)
 {
 	DIR *d = opendir(src);
@@ -118,6 +125,12 @@ static void copy_dir(const char *src, const char *dst, const char *from, const c
 			continue;
 		s = t_path(src, e->d_name);
 		t = t_path(dst, e->d_name);
+		if (t_is_dir(s)) { /* templates/include/jitk */
+			copy_dir(s, t, from, to);
+			free(s);
+			free(t);
+			continue;
+		}
 		text = t_read(s, &len);
 		out = replace_all(text, from, to);
 		t_write(t, out, strlen(out));

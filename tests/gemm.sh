@@ -8,6 +8,7 @@
 set -eu
 b=${1:-build}
 jitk=$b/jitk
+t0=$(date +%s)
 w=$(mktemp -d "${TMPDIR:-/tmp}/jitk-gemm-XXXXXX")
 trap 'rm -rf "$w"' EXIT
 if ! "$jitk" explain gemm_fp8_bias --arch sm_90a --specs specs >"$w/explain.txt" 2>&1; then
@@ -26,6 +27,7 @@ if "$jitk" explain gemm_fp8 --arch sm_100a --specs specs >"$w/gate.txt" 2>&1; th
 	exit 1
 fi
 grep -q "sm_100 (tcgen05) is not written yet" "$w/gate.txt"
+echo "gemm: explain in $(($(date +%s) - t0)) s"
 start=$(date +%s)
 "$jitk" precompile gemm_fp8_bias --arch sm_90 --specs specs --cache "$w/c" -j 1 >"$w/pre.txt" 2>&1 ||
 	{ cat "$w/pre.txt"; exit 1; }
@@ -34,5 +36,7 @@ echo "gemm: precompiled gemm_fp8_bias for sm_90a in $(($(date +%s) - start)) s"
 # both entry points are in the image
 entry=$(find "$w/c" -name '*.jitk' | head -1)
 grep -q "gemm_fp8_params" "$entry"
+t1=$(date +%s)
 JITK_TEST_GEMM_CACHE=$w/c "$b/tests/gemm_checks"
+echo "gemm: launch checks in $(($(date +%s) - t1)) s"
 echo "gemm: ok"

@@ -289,8 +289,9 @@ const char *jitk__entry_kind_problem(const jitk_cache_entry *e)
 
 	if (jitk__arch_parse(&a, e->target))
 		return "the target it names is not an architecture";
-	if (e->nnames != 1)
-		return "it does not hold exactly one kernel name";
+	/* the kernel's name, and its parameter builder's (launch.builder) */
+	if (e->nnames < 1 || e->nnames > 2)
+		return "it does not hold one kernel name (or a kernel's and its builder's)";
 	return jitk__image_problem(e->image, e->size, e->is_ptx, a, (const char *const *)e->names,
 				   e->nnames);
 }

@@ -145,7 +145,8 @@ int jitk__checksum_hole(uint8_t out[JITK_HASH_SIZE], const uint8_t *head, size_t
 const char *jitk__entry_mismatch(const jitk_cache_entry *e, const uint8_t key[JITK_HASH_SIZE],
 				 const char *target);
 /* Why a decoded entry cannot be used as a kernel's image, or NULL: it must
- * hold exactly one kernel name and code for its own target
+ * hold one kernel name (two: a kernel and its parameter builder, for a
+ * family with launch.builder) and code for its own target
  * (jitk__image_problem). Lookups, bundles and the remote apply it. */
 const char *jitk__entry_kind_problem(const jitk_cache_entry *e);
 /* Read and verify one entry file; the same checks as a lookup (regular
