@@ -10,6 +10,8 @@
 int jitk_cli_bench(int argc, char **argv);
 /* jitk key generate NAME -o PREFIX: a signing key (key.c). */
 int jitk_cli_key(int argc, char **argv);
+/* jitk header FAMILY [-o FILE]: typed calls from a spec (header.c). */
+int jitk_cli_header(int argc, char **argv);
 
 /* A usage error: "jitk: MESSAGE" and then usage (when not NULL) on
  * stderr, exit status 2. */

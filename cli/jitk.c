@@ -38,6 +38,7 @@ static const char usage_main[] =
 	"  bench                     kernel and JIT timings on this machine's GPU\n"
 	"  key generate NAME -o PREFIX\n"
 	"                            a key that signs what a builder publishes\n"
+	"  header FAMILY [-o FILE]   a C header of typed calls, from the family's spec\n"
 	"\n"
 	"NAME is a symbol (all its instances) or symbol[param=value,...].\n"
 	"Common options: --specs DIR[:DIR] (default $JITK_SPECS, else the installed\n"
@@ -1139,7 +1140,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "list", cmd_list }, { "explain", cmd_explain }, { "source", cmd_source },
 		{ "precompile", cmd_precompile }, { "cache", cmd_cache }, { "bench", jitk_cli_bench },
-		{ "key", jitk_cli_key },
+		{ "key", jitk_cli_key }, { "header", jitk_cli_header },
 	};
 	const char *names[CLI_ARRAY_SIZE(cmds)], *cmd;
 	size_t i;
