@@ -1,5 +1,5 @@
 /* cli.h - the jitk command's pieces. The command is a client of the
- * library like any other: it includes jitk.h (and jitk/norm.h) only, and
+ * library like any other: it includes jitk.h only, and
  * the build compiles it without the library's internal include path. */
 #ifndef JITK_CLI_H
 #define JITK_CLI_H
