@@ -6,14 +6,16 @@
  *  - the compiler (jitk_compiler_*): YAML specs, template instantiation,
  *    NVRTC and the on-disk cubin cache. It needs no GPU and no libcuda.so.1,
  *    so CPU-only machines can precompile caches.
- *  - the runtime (jitk_runtime_*, jitk_kernel_*, and the typed launch
- *    functions): bound to one device through the CUDA Driver API, loaded at
+ *  - the runtime (jitk_runtime_*, jitk_kernel_*, and the generic call
+ *    jitk_call): bound to one device through the CUDA Driver API, loaded at
  *    run time; kernels are requested by name, resolved once (cache layers,
  *    else NVRTC) and launched with cuLaunchKernel.
  *
- * Kernel families with typed entry points have a header of their own
- * (jitk/norm.h); every family is reachable through the generic call
- * (jitk_call), which checks tensors against the spec's argument table.
+ * Every kernel family is reachable through the generic call (jitk_call),
+ * which checks tensors against the spec's argument table; the library
+ * holds no family's code. Typed calls for C users are generated from a
+ * family's spec (jitk header FAMILY: static inline functions over
+ * jitk_call, docs/api.md "Typed calls").
  *
  * Conventions: functions return a status (JITK_OK == 0, errors < 0,
  * JITK_FALLBACK > 0). The out-parameter comes first and is named out; what
