@@ -422,7 +422,7 @@ static int cmd_explain(int argc, char **argv)
 		jitk_cli_usage_error(usage_explain, "missing --arch ARCH");
 	check_arch(NULL, o.arch);
 	if (o.cache) {
-		jitk_cache_summary sum;
+		jitk_cache_summary sum = JITK_CACHE_SUMMARY_INIT;
 
 		if (!strncmp(o.arch, "compute_", 8) || o.arch[strlen(o.arch) - 1] == 'a' ||
 		    o.arch[strlen(o.arch) - 1] == 'f')
@@ -1077,7 +1077,7 @@ static int cmd_cache(int argc, char **argv)
 		rc = cache_bundle(what, file, dir, &o);
 	} else if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
 		int verify = !strcmp(what, "verify");
-		jitk_cache_summary s;
+		jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 
 		if (jitk_cache_stats(&s, dir, verify, verify ? report_item : NULL, NULL)) {
 			rc = fail_last();
@@ -1095,7 +1095,7 @@ static int cmd_cache(int argc, char **argv)
 				rc = 1;
 		}
 	} else if (!strcmp(what, "clear")) {
-		jitk_clear_result r;
+		jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
 
 		if (jitk_cache_clear(&r, dir)) {
 			rc = fail_last();
@@ -1108,7 +1108,7 @@ static int cmd_cache(int argc, char **argv)
 			rc = r.failed ? 1 : 0;
 		}
 	} else {
-		jitk_prune_result pr;
+		jitk_prune_result pr = JITK_PRUNE_RESULT_INIT;
 
 		if (cache_prune(&pr, dir, &o)) {
 			rc = fail_last();
