@@ -10,10 +10,11 @@
  * residual) against a device-to-device copy measured in the same run.
  *
  * The bench is a client like any other: the kernels run through the
- * norm family's typed entry points (jitk/norm.h, over the generic call),
- * exactly what users call; its own memory, streams, events and graphs are
- * the CUDA runtime's (linked statically; it uses the device's primary
- * context, which jitk makes current). */
+ * generic call (jitk_call: the symbol by name, the tensors described by the
+ * spec's names), as the typed calls generated from the spec do (jitk
+ * header); its own memory, streams, events and graphs are the CUDA
+ * runtime's (linked statically; it uses the device's primary context,
+ * which jitk makes current). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -29,7 +30,6 @@
 #include "bench.h"
 #include "cli.h"
 #include "jitk.h"
-#include "jitk/norm.h"
 
 static const char usage[] =
 	"usage: jitk bench [--family norm|axes|qk|all|FAMILY] [--specs DIR] [--reps N]\n"
@@ -64,8 +64,13 @@ static const char usage[] =
 
 /* ---------------------------------------------------------- kernels */
 
+/* One input set: the tensors of the norm family's reference symbols
+ * (bf16 [rows, hidden], gate, scale and shift [hidden], q fp8 [rows,
+ * hidden], input_scale one f32). */
 typedef struct {
-	jitk_norm_args a;
+	jitk_devptr y, q, residual_out, x, residual, gate, scale, shift, input_scale;
+	int64_t rows, hidden;
+	float eps;
 	jitk_devptr bufs[8];
 	int nbufs;
 	size_t copy_bytes; /* PATH_COPY: copy this many bytes of x into y */
@@ -75,25 +80,68 @@ typedef struct {
  * the fused kernel's bytes (read + written), timed the same way. */
 enum { PATH_FUSED, PATH_SPLIT, PATH_COPY };
 
+/* The arguments of fused_[scale_residual_]norm_scale_shift[_fp8] for st,
+ * by the spec's names, described anew for each call as a typed call does. */
+static void norm_args(bench_args *c, const set_t *st, int residual, int fp8)
+{
+	const jitk_dtype bf16 = JITK_DTYPE_BF16, e4m3 = JITK_DTYPE_FP8_E4M3, f32 = JITK_DTYPE_F32;
+	const int64_t rh[2] = { st->rows, st->hidden }, one = 1;
+
+	c->n = 0;
+	bench_args_tensor(c, "y", st->y, bf16, 2, rh);
+	if (fp8)
+		bench_args_tensor(c, "q", st->q, e4m3, 2, rh);
+	if (residual)
+		bench_args_tensor(c, "residual_out", st->residual_out, bf16, 2, rh);
+	bench_args_tensor(c, "x", st->x, bf16, 2, rh);
+	if (residual) {
+		bench_args_tensor(c, "residual", st->residual, bf16, 2, rh);
+		bench_args_tensor(c, "gate", st->gate, bf16, 1, &rh[1]);
+	}
+	bench_args_tensor(c, "scale", st->scale, bf16, 1, &rh[1]);
+	bench_args_tensor(c, "shift", st->shift, bf16, 1, &rh[1]);
+	if (fp8)
+		bench_args_tensor(c, "input_scale", st->input_scale, f32, 1, &one);
+	bench_args_f32(c, "eps", st->eps);
+}
+
 static void launch_path(jitk_runtime *rt, int residual, int path, const set_t *st,
 			cudaStream_t s)
 {
-	const jitk_norm_args *a = &st->a;
+	const jitk_dtype bf16 = JITK_DTYPE_BF16, e4m3 = JITK_DTYPE_FP8_E4M3, f32 = JITK_DTYPE_F32;
+	bench_args c;
 
 	if (path == PATH_COPY) {
-		CK(cudaMemcpyAsync(DPTR(a->y), DPTR(a->x), st->copy_bytes, cudaMemcpyDeviceToDevice, s));
+		CK(cudaMemcpyAsync(DPTR(st->y), DPTR(st->x), st->copy_bytes, cudaMemcpyDeviceToDevice, s));
 	} else if (path == PATH_FUSED) {
-		if (residual)
-			JK(jitk_fused_scale_residual_norm_scale_shift_fp8(rt, a, s));
-		else
-			JK(jitk_fused_norm_scale_shift_fp8(rt, a, s));
+		norm_args(&c, st, residual, 1);
+		JK(bench_call(NULL, rt, residual ? "fused_scale_residual_norm_scale_shift_fp8"
+						 : "fused_norm_scale_shift_fp8",
+			      JITK_CALL_STRICT, &c, s));
 	} else {
-		if (residual)
-			JK(jitk_fused_scale_residual_norm_scale_shift(rt, a, s));
-		else
-			JK(jitk_fused_norm_scale_shift(rt, a, s));
-		JK(jitk_static_quant_fp8(rt, a->q, a->y, a->input_scale, a->rows * a->hidden, s));
+		const int64_t n = st->rows * st->hidden, one = 1;
+
+		norm_args(&c, st, residual, 0);
+		JK(bench_call(NULL, rt, residual ? "fused_scale_residual_norm_scale_shift"
+						 : "fused_norm_scale_shift",
+			      JITK_CALL_STRICT, &c, s));
+		/* the split path's quantizer over y */
+		c.n = 0;
+		bench_args_tensor(&c, "q", st->q, e4m3, 1, &n);
+		bench_args_tensor(&c, "x", st->y, bf16, 1, &n);
+		bench_args_tensor(&c, "input_scale", st->input_scale, f32, 1, &one);
+		JK(bench_call(NULL, rt, "static_quant_fp8", JITK_CALL_STRICT, &c, s));
 	}
+}
+
+/* Validate the fused fp8 symbols' input_scale (jitk_configure). */
+static void configure_scale(jitk_runtime *rt, jitk_devptr is)
+{
+	const int64_t one = 1;
+	jitk_tensor t;
+
+	JK(jitk_tensor_contiguous(&t, is, (jitk_dtype)JITK_DTYPE_F32, 1, &one));
+	JK(jitk_configure(rt, "fused_norm_scale_shift_fp8", "input_scale", &t));
 }
 
 typedef struct {
@@ -168,27 +216,27 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 	gate = bench_random_bf16((size_t)hidden, 0.0, 0.5);
 	is = bench_dalloc(4);
 	CK(cudaMemcpy(DPTR(is), &sc, 4, cudaMemcpyHostToDevice));
-	JK(jitk_configure_input_scale(rt, is));
+	configure_scale(rt, is);
 	for (k = 0; k < nsets; k++) {
 		set_t *st = &sets[k];
 
-		st->a.x = st->bufs[st->nbufs++] = bench_random_bf16(n, 0.0, 1.0);
-		st->a.y = bench_dalloc(n * 2);
-		st->a.q = bench_dalloc(n);
-		st->bufs[st->nbufs++] = st->a.y;
-		st->bufs[st->nbufs++] = st->a.q;
+		st->x = st->bufs[st->nbufs++] = bench_random_bf16(n, 0.0, 1.0);
+		st->y = bench_dalloc(n * 2);
+		st->q = bench_dalloc(n);
+		st->bufs[st->nbufs++] = st->y;
+		st->bufs[st->nbufs++] = st->q;
 		if (residual) {
-			st->a.residual = st->bufs[st->nbufs++] = bench_random_bf16(n, 0.0, 1.0);
-			st->a.residual_out = bench_dalloc(n * 2);
-			st->bufs[st->nbufs++] = st->a.residual_out;
+			st->residual = st->bufs[st->nbufs++] = bench_random_bf16(n, 0.0, 1.0);
+			st->residual_out = bench_dalloc(n * 2);
+			st->bufs[st->nbufs++] = st->residual_out;
 		}
-		st->a.gate = gate;
-		st->a.scale = scale;
-		st->a.shift = shift;
-		st->a.input_scale = is;
-		st->a.rows = rows;
-		st->a.hidden = hidden;
-		st->a.eps = 1e-6f;
+		st->gate = gate;
+		st->scale = scale;
+		st->shift = shift;
+		st->input_scale = is;
+		st->rows = rows;
+		st->hidden = hidden;
+		st->eps = 1e-6f;
 	}
 	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	ev = bench_xcalloc((size_t)(2 * reps), sizeof(*ev));
@@ -204,13 +252,13 @@ static void bench_case(jitk_runtime *rt, int residual, int path, int hidden, int
 	if (path == PATH_FUSED) {
 		set_t c = { .copy_bytes = (size_t)(bytes_per * (double)n / 2) };
 
-		c.a.x = bench_dalloc(c.copy_bytes);
-		c.a.y = bench_dalloc(c.copy_bytes);
-		CK(cudaMemsetAsync(DPTR(c.a.x), 0x3c, c.copy_bytes, s));
+		c.x = bench_dalloc(c.copy_bytes);
+		c.y = bench_dalloc(c.copy_bytes);
+		CK(cudaMemsetAsync(DPTR(c.x), 0x3c, c.copy_bytes, s));
 		r->copy_dirty = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, BENCH_FLUSH_WRITE);
 		r->copy_clean = time_single(rt, residual, PATH_COPY, &c, 1, reps, s, ev, t, BENCH_FLUSH_READ);
-		bench_dfree(c.a.x);
-		bench_dfree(c.a.y);
+		bench_dfree(c.x);
+		bench_dfree(c.y);
 	}
 	/* graph of G launches over rotating sets, replayed */
 	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -351,8 +399,9 @@ static size_t check_norm_params(jitk_runtime *rt, const char *symbol)
 	return n;
 }
 
-/* Host cost per launch: jitk's typed entry point (an op lookup, the
- * checks, the launch), the generic call on an op bound once, and the
+/* Host cost per launch: jitk's call as a typed call makes it (the
+ * tensors described, an op lookup by name, the checks, the launch), the
+ * generic call on an op bound once, and the
  * driver's cuLaunchKernel of the same kernel with the same parameters.
  * cuLaunchKernel comes from the CUDA runtime (cudaGetDriverEntryPoint-
  * ByVersion), so nothing links libcuda; a CUkernel launches as a
@@ -385,7 +434,8 @@ static void bench_hot(jitk_runtime *rt)
 	static const char sym[] = "fused_norm_scale_shift[hidden=3072]";
 	const jitk_dtype bf16 = JITK_DTYPE_BF16;
 	const int64_t shape[2] = { 4, 3072 };
-	jitk_norm_args a;
+	set_t a;
+	bench_args typed;
 	jitk_kernel *k;
 	jitk_kernel_info info;
 	jitk_op *op;
@@ -462,8 +512,10 @@ static void bench_hot(jitk_runtime *rt)
 
 			CK(cudaStreamSynchronize(s));
 			t0 = now_us();
-			for (i = 0; i < 500; i++)
-				JK(jitk_fused_norm_scale_shift(rt, &a, s));
+			for (i = 0; i < 500; i++) {
+				norm_args(&typed, &a, 0, 0);
+				JK(bench_call(NULL, rt, "fused_norm_scale_shift", JITK_CALL_STRICT, &typed, s));
+			}
 			tj += now_us() - t0;
 			CK(cudaStreamSynchronize(s));
 			t0 = now_us();

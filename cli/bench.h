@@ -81,6 +81,25 @@ void bench_remove_dir(const char *dir);
 jitk_devptr bench_random_bf16(size_t n, double mean, double sd);
 uint32_t bench_rnd32(void);
 
+/* The named arguments of one generic call, built one by one: each
+ * family's bench describes its tensors (C-contiguous) and scalars by the
+ * spec's names and calls the symbol through jitk_call, as any client of
+ * the library does. A bench_args may be copied: bench_call points each
+ * argument at its own tensor first. */
+#define BENCH_MAX_ARGS 32
+typedef struct {
+	jitk_tensor t[BENCH_MAX_ARGS];
+	jitk_arg a[BENCH_MAX_ARGS];
+	size_t n;
+} bench_args;
+void bench_args_tensor(bench_args *c, const char *name, jitk_devptr p, jitk_dtype dtype,
+		       int32_t ndim, const int64_t *shape);
+void bench_args_i64(bench_args *c, const char *name, int64_t v);
+void bench_args_f32(bench_args *c, const char *name, float v);
+/* jitk_call of selector with c's arguments on stream s. */
+int bench_call(jitk_call_info *info, jitk_runtime *rt, const char *selector, jitk_call_mode mode,
+	       bench_args *c, cudaStream_t s);
+
 /* Median microseconds of one run of fn(arg) on stream s over reps runs
  * after 3 warm-up runs, the L2 flushed (BENCH_FLUSH_READ) before each. */
 double bench_time_us(void (*fn)(void *), void *arg, int reps, cudaStream_t s);

@@ -1,6 +1,6 @@
 /* bench_axes.c - jitk bench --family axes: bandwidth of the norm family's
- * axes (issue 12) on the GPU, over the public API (jitk.h, jitk/norm.h)
- * and the CUDA runtime: per_batch and indexed modulation, outputs q
+ * axes (issue 12) on the GPU, over the public API (jitk.h: the generic
+ * call, tensors by the spec's names) and the CUDA runtime: per_batch and indexed modulation, outputs q
  * against y_q, per-token fp8 (fused and split), next to the reference's
  * shared-modulation kernels and a device-to-device copy of the same bytes.
  *
@@ -25,7 +25,6 @@
 
 #include "bench.h"
 #include "jitk.h"
-#include "jitk/norm.h"
 
 /* The cases: symbol (or a split path), modulation and bytes per element. */
 enum { MOD_SHARED, MOD_PER_BATCH, MOD_PER_TOKEN, MOD_INDEXED };
@@ -56,12 +55,24 @@ static const bench_case cases[] = {
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
-/* One input set. */
+/* One input set: the [rows, H] tensors, per-token modulation rows. */
 typedef struct {
-	jitk_norm_args a;
+	jitk_devptr x, residual, y, q, s, residual_out, gate_out, token_scales, token_shifts;
 	jitk_devptr bufs[12];
 	int n;
 } set_t;
+
+/* What every set of a size shares: [B, H] modulation (set 0 and set 1 of
+ * the indexed class), the static scale, the two index patterns. */
+typedef struct {
+	jitk_devptr scale, shift, gate, scale1, shift1, gate1, is, halves, random;
+} shared_t;
+
+/* One case's call on one set, its arguments by the spec's names; quant:
+ * the split path's per-token quantizer after it. */
+typedef struct {
+	bench_args call, quant;
+} run_t;
 
 static jitk_devptr keep(set_t *s, jitk_devptr p)
 {
@@ -69,17 +80,70 @@ static jitk_devptr keep(set_t *s, jitk_devptr p)
 	return p;
 }
 
-static void launch(jitk_runtime *rt, const bench_case *c, const set_t *s, cudaStream_t st)
+/* The arguments of case c on set t, R rows of H. */
+static void case_args(run_t *r, const bench_case *c, const set_t *t, const shared_t *m, int64_t R,
+		      int64_t H)
 {
-	if (c->path == PATH_SPLIT_TOKEN) {
-		jitk_norm_args a = s->a;
+	const jitk_dtype bf16 = JITK_DTYPE_BF16, e4m3 = JITK_DTYPE_FP8_E4M3, f32 = JITK_DTYPE_F32,
+			 u8 = JITK_DTYPE_U8;
+	const int64_t rh[2] = { R, H }, bh[2] = { 2, H }, index[2] = { 2, R / 2 }, one = 1;
+	const int split = c->path == PATH_SPLIT_TOKEN;
+	bench_args *a = &r->call;
 
-		a.q = a.s = 0;
-		JK(jitk_norm_call(NULL, rt, c->symbol, JITK_CALL_STRICT, &a, st));
-		JK(jitk_per_token_quant_fp8(rt, s->a.q, s->a.s, s->a.y, a.rows, a.hidden, st));
-		return;
+	a->n = r->quant.n = 0;
+	if (c->y)
+		bench_args_tensor(a, "y", t->y, bf16, 2, rh);
+	if (c->quant && !split)
+		bench_args_tensor(a, "q", t->q, e4m3, 2, rh);
+	if (c->residual)
+		bench_args_tensor(a, "residual_out", t->residual_out, bf16, 2, rh);
+	bench_args_tensor(a, "x", t->x, bf16, 2, rh);
+	if (c->residual)
+		bench_args_tensor(a, "residual", t->residual, bf16, 2, rh);
+	if (c->mod == MOD_SHARED) {
+		if (c->residual)
+			bench_args_tensor(a, "gate", m->gate, bf16, 1, &rh[1]);
+		bench_args_tensor(a, "scale", m->scale, bf16, 1, &rh[1]);
+		bench_args_tensor(a, "shift", m->shift, bf16, 1, &rh[1]);
+	} else if (c->mod == MOD_PER_TOKEN) {
+		bench_args_tensor(a, "scales", t->token_scales, bf16, 2, rh);
+		bench_args_tensor(a, "shifts", t->token_shifts, bf16, 2, rh);
+	} else if (c->mod == MOD_PER_BATCH) {
+		if (c->residual)
+			bench_args_tensor(a, "gates", m->gate, bf16, 2, bh);
+		bench_args_tensor(a, "scales", m->scale, bf16, 2, bh);
+		bench_args_tensor(a, "shifts", m->shift, bf16, 2, bh);
+		bench_args_i64(a, "L", R / 2);
+	} else { /* indexed: two sets per batch, index[b][l] picks one */
+		if (c->residual) {
+			bench_args_tensor(a, "gate0", m->gate, bf16, 2, bh);
+			bench_args_tensor(a, "gate1", m->gate1, bf16, 2, bh);
+			bench_args_tensor(a, "gate_out", t->gate_out, bf16, 2, rh);
+		}
+		bench_args_tensor(a, "scale0", m->scale, bf16, 2, bh);
+		bench_args_tensor(a, "shift0", m->shift, bf16, 2, bh);
+		bench_args_tensor(a, "scale1", m->scale1, bf16, 2, bh);
+		bench_args_tensor(a, "shift1", m->shift1, bf16, 2, bh);
+		bench_args_tensor(a, "index", c->random_index ? m->random : m->halves, u8, 2, index);
+		bench_args_i64(a, "L", R / 2);
 	}
-	JK(jitk_norm_call(NULL, rt, c->symbol, JITK_CALL_STRICT, &s->a, st));
+	if (c->quant == 1)
+		bench_args_tensor(a, "input_scale", m->is, f32, 1, &one);
+	if (c->quant == 2 && !split)
+		bench_args_tensor(a, "s", t->s, f32, 1, &rh[0]);
+	bench_args_f32(a, "eps", 1e-6f);
+	if (split) { /* per_token_quant_fp8 over the norm's y */
+		bench_args_tensor(&r->quant, "q", t->q, e4m3, 2, rh);
+		bench_args_tensor(&r->quant, "s", t->s, f32, 1, &rh[0]);
+		bench_args_tensor(&r->quant, "x", t->y, bf16, 2, rh);
+	}
+}
+
+static void launch(jitk_runtime *rt, const bench_case *c, run_t *r, cudaStream_t st)
+{
+	JK(bench_call(NULL, rt, c->symbol, JITK_CALL_STRICT, &r->call, st));
+	if (c->path == PATH_SPLIT_TOKEN)
+		JK(bench_call(NULL, rt, "per_token_quant_fp8", JITK_CALL_STRICT, &r->quant, st));
 }
 
 /* Two pairs of copy buffers (source, destination), big enough for the
@@ -88,7 +152,7 @@ static jitk_devptr copy_buf[4];
 
 /* Microseconds per launch: reps launches back to back, rotating sets (or
  * copies of copy_bytes, half the case's bytes, when copy is set). */
-static double time_case(jitk_runtime *rt, const bench_case *c, set_t *sets, int nsets, int reps,
+static double time_case(jitk_runtime *rt, const bench_case *c, run_t *runs, int nsets, int reps,
 			cudaStream_t st, int copy, size_t copy_bytes)
 {
 	cudaEvent_t e0, e1;
@@ -98,7 +162,7 @@ static double time_case(jitk_runtime *rt, const bench_case *c, set_t *sets, int 
 	CK(cudaEventCreate(&e0));
 	CK(cudaEventCreate(&e1));
 	for (i = 0; i < reps + 5; i++) {
-		const set_t *s = &sets[i % nsets];
+		run_t *r = &runs[i % nsets];
 
 		if (i == 5)
 			CK(cudaEventRecord(e0, st));
@@ -106,7 +170,7 @@ static double time_case(jitk_runtime *rt, const bench_case *c, set_t *sets, int 
 			CK(cudaMemcpyAsync(DPTR(copy_buf[2 * (i % 2) + 1]), DPTR(copy_buf[2 * (i % 2)]),
 					   copy_bytes, cudaMemcpyDeviceToDevice, st));
 		else
-			launch(rt, c, s, st);
+			launch(rt, c, r, st);
 	}
 	CK(cudaEventRecord(e1, st));
 	CK(cudaEventSynchronize(e1));
@@ -142,90 +206,58 @@ int bench_axes(const bench_options *o)
 		for (r = 0; r < nrows; r++) {
 			const int H = hidden_list[h], R = rows_list[r];
 			const size_t n = (size_t)R * (size_t)H;
-			jitk_devptr scale = bench_random_bf16((size_t)2 * H, 0.0, 0.2);
-			jitk_devptr shift = bench_random_bf16((size_t)2 * H, 0.0, 0.2);
-			jitk_devptr gate = bench_random_bf16((size_t)2 * H, 0.0, 0.5);
-			jitk_devptr scale1 = bench_random_bf16((size_t)2 * H, 0.1, 0.3);
-			jitk_devptr shift1 = bench_random_bf16((size_t)2 * H, -0.1, 0.3);
-			jitk_devptr gate1 = bench_random_bf16((size_t)2 * H, 0.2, 0.5);
-			jitk_devptr is = bench_dalloc(4), halves = bench_dalloc((size_t)R);
-			jitk_devptr random = bench_dalloc((size_t)R);
+			shared_t m;
 			float sc = 0.4754464328289032f;
 			uint8_t *ix = bench_xcalloc((size_t)R, 1);
 			int nsets = (int)(400e6 / ((double)n * 11)) + 2, s;
+			jitk_tensor scale_t;
+			const int64_t one = 1;
 			set_t *sets;
 
+			m.scale = bench_random_bf16((size_t)2 * H, 0.0, 0.2);
+			m.shift = bench_random_bf16((size_t)2 * H, 0.0, 0.2);
+			m.gate = bench_random_bf16((size_t)2 * H, 0.0, 0.5);
+			m.scale1 = bench_random_bf16((size_t)2 * H, 0.1, 0.3);
+			m.shift1 = bench_random_bf16((size_t)2 * H, -0.1, 0.3);
+			m.gate1 = bench_random_bf16((size_t)2 * H, 0.2, 0.5);
+			m.is = bench_dalloc(4);
+			m.halves = bench_dalloc((size_t)R);
+			m.random = bench_dalloc((size_t)R);
 			if (nsets > 16)
 				nsets = 16;
 			for (i = 0; i < 4; i++)
 				copy_buf[i] = bench_dalloc(n * 6);
-			CK(cudaMemcpy(DPTR(is), &sc, 4, cudaMemcpyHostToDevice));
-			JK(jitk_configure_input_scale(rt, is));
+			CK(cudaMemcpy(DPTR(m.is), &sc, 4, cudaMemcpyHostToDevice));
+			JK(jitk_tensor_contiguous(&scale_t, m.is, (jitk_dtype)JITK_DTYPE_F32, 1, &one));
+			JK(jitk_configure(rt, "fused_norm_scale_shift_fp8", "input_scale", &scale_t));
 			for (i = 0; i < R; i++)
 				ix[i] = (uint8_t)((i % (R / 2)) >= R / 4); /* per batch: first half 0 */
-			CK(cudaMemcpy(DPTR(halves), ix, (size_t)R, cudaMemcpyHostToDevice));
+			CK(cudaMemcpy(DPTR(m.halves), ix, (size_t)R, cudaMemcpyHostToDevice));
 			for (i = 0; i < R; i++)
 				ix[i] = (uint8_t)(bench_rnd32() & 1);
-			CK(cudaMemcpy(DPTR(random), ix, (size_t)R, cudaMemcpyHostToDevice));
+			CK(cudaMemcpy(DPTR(m.random), ix, (size_t)R, cudaMemcpyHostToDevice));
 			sets = bench_xcalloc((size_t)nsets, sizeof(*sets));
 			for (s = 0; s < nsets; s++) {
 				set_t *t = &sets[s];
 
-				t->a.x = keep(t, bench_random_bf16(n, 0.0, 1.0));
-				t->a.residual = keep(t, bench_random_bf16(n, 0.5, 2.0));
-				t->a.y = keep(t, bench_dalloc(n * 2));
-				t->a.q = keep(t, bench_dalloc(n));
-				t->a.s = keep(t, bench_dalloc((size_t)R * 4));
-				t->a.residual_out = keep(t, bench_dalloc(n * 2));
-				t->a.gate_out = keep(t, bench_dalloc(n * 2));
+				t->x = keep(t, bench_random_bf16(n, 0.0, 1.0));
+				t->residual = keep(t, bench_random_bf16(n, 0.5, 2.0));
+				t->y = keep(t, bench_dalloc(n * 2));
+				t->q = keep(t, bench_dalloc(n));
+				t->s = keep(t, bench_dalloc((size_t)R * 4));
+				t->residual_out = keep(t, bench_dalloc(n * 2));
+				t->gate_out = keep(t, bench_dalloc(n * 2));
 				/* per-token modulation rows: [rows, H] */
-				t->a.scale1 = keep(t, bench_random_bf16(n, 0.0, 0.2));
-				t->a.shift1 = keep(t, bench_random_bf16(n, 0.0, 0.2));
+				t->token_scales = keep(t, bench_random_bf16(n, 0.0, 0.2));
+				t->token_shifts = keep(t, bench_random_bf16(n, 0.0, 0.2));
 			}
 			for (k = 0; k < NCASES; k++) {
 				const bench_case *c = &cases[k];
 				double us, cus, bytes = (double)n * c->bytes_per + (c->quant == 2 ? 4.0 * R : 0);
-				set_t *run = bench_xcalloc((size_t)nsets, sizeof(*run));
+				run_t *run = bench_xcalloc((size_t)nsets, sizeof(*run));
 
-				for (s = 0; s < nsets; s++) {
-					jitk_norm_args *a = &run[s].a;
-					const jitk_norm_args *t = &sets[s].a;
-
-					memset(a, 0, sizeof(*a));
-					a->x = t->x;
-					a->y = c->y ? t->y : 0;
-					a->q = c->quant ? t->q : 0;
-					a->s = c->quant == 2 ? t->s : 0;
-					a->input_scale = c->quant == 1 ? is : 0;
-					if (c->residual) {
-						a->residual = t->residual;
-						a->residual_out = t->residual_out;
-						a->gate = gate;
-					}
-					a->scale = scale;
-					a->shift = shift;
-					if (c->mod == MOD_PER_TOKEN) {
-						a->scale = t->scale1;
-						a->shift = t->shift1;
-						a->batches = R;
-					}
-					if (c->mod == MOD_PER_BATCH || c->mod == MOD_INDEXED) {
-						a->batches = 2;
-						a->rows_per_batch = R / 2;
-					}
-					if (c->mod == MOD_INDEXED) {
-						a->scale1 = scale1;
-						a->shift1 = shift1;
-						a->index = c->random_index ? random : halves;
-						if (c->residual) {
-							a->gate1 = gate1;
-							a->gate_out = t->gate_out;
-						}
-					}
-					a->rows = R;
-					a->hidden = H;
-					a->eps = 1e-6f;
-				}
+				for (s = 0; s < nsets; s++)
+					case_args(&run[s], c, &sets[s], &m, R, H);
 				us = time_case(rt, c, run, nsets, reps, st, 0, 0);
 				/* the same bytes copied: half read, half written */
 				cus = time_case(rt, c, run, nsets, reps, st, 1, (size_t)(bytes / 2));
@@ -251,16 +283,16 @@ int bench_axes(const bench_options *o)
 			free(ix);
 			for (i = 0; i < 4; i++)
 				bench_dfree(copy_buf[i]);
-			JK(jitk_unconfigure(rt, is));
-			bench_dfree(scale);
-			bench_dfree(shift);
-			bench_dfree(gate);
-			bench_dfree(scale1);
-			bench_dfree(shift1);
-			bench_dfree(gate1);
-			bench_dfree(is);
-			bench_dfree(halves);
-			bench_dfree(random);
+			JK(jitk_unconfigure(rt, m.is));
+			bench_dfree(m.scale);
+			bench_dfree(m.shift);
+			bench_dfree(m.gate);
+			bench_dfree(m.scale1);
+			bench_dfree(m.shift1);
+			bench_dfree(m.gate1);
+			bench_dfree(m.is);
+			bench_dfree(m.halves);
+			bench_dfree(m.random);
 		}
 	CK(cudaStreamDestroy(st));
 	jitk_runtime_free(rt);

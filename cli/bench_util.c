@@ -79,6 +79,50 @@ void *bench_xcalloc(size_t n, size_t size)
 	return p;
 }
 
+static jitk_arg *next_arg(bench_args *c, const char *name, jitk_arg_type type)
+{
+	jitk_arg *a;
+
+	if (c->n == BENCH_MAX_ARGS) {
+		fprintf(stderr, "jitk bench: more than %d arguments\n", BENCH_MAX_ARGS);
+		exit(1);
+	}
+	a = &c->a[c->n++];
+	a->name = name;
+	a->type = type;
+	return a;
+}
+
+void bench_args_tensor(bench_args *c, const char *name, jitk_devptr p, jitk_dtype dtype,
+		       int32_t ndim, const int64_t *shape)
+{
+	jitk_arg *a = next_arg(c, name, JITK_ARG_TENSOR);
+
+	JK(jitk_tensor_contiguous(&c->t[a - c->a], p, dtype, ndim, shape));
+	a->v.tensor = &c->t[a - c->a];
+}
+
+void bench_args_i64(bench_args *c, const char *name, int64_t v)
+{
+	next_arg(c, name, JITK_ARG_I64)->v.i64 = v;
+}
+
+void bench_args_f32(bench_args *c, const char *name, float v)
+{
+	next_arg(c, name, JITK_ARG_F32)->v.f32 = v;
+}
+
+int bench_call(jitk_call_info *info, jitk_runtime *rt, const char *selector, jitk_call_mode mode,
+	       bench_args *c, cudaStream_t s)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		if (c->a[i].type == JITK_ARG_TENSOR)
+			c->a[i].v.tensor = &c->t[i];
+	return jitk_call(info, rt, selector, mode, c->a, c->n, (jitk_stream)s);
+}
+
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t rnd_next(void)

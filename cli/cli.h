@@ -1,5 +1,5 @@
 /* cli.h - the jitk command's pieces. The command is a client of the
- * library like any other: it includes jitk.h (and jitk/norm.h) only, and
+ * library like any other: it includes jitk.h only, and
  * the build compiles it without the library's internal include path. */
 #ifndef JITK_CLI_H
 #define JITK_CLI_H
@@ -10,6 +10,8 @@
 int jitk_cli_bench(int argc, char **argv);
 /* jitk key generate NAME -o PREFIX: a signing key (key.c). */
 int jitk_cli_key(int argc, char **argv);
+/* jitk header FAMILY [-o FILE]: typed calls from a spec (header.c). */
+int jitk_cli_header(int argc, char **argv);
 
 /* A usage error: "jitk: MESSAGE" and then usage (when not NULL) on
  * stderr, exit status 2. */

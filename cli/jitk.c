@@ -38,6 +38,7 @@ static const char usage_main[] =
 	"  bench                     kernel and JIT timings on this machine's GPU\n"
 	"  key generate NAME -o PREFIX\n"
 	"                            a key that signs what a builder publishes\n"
+	"  header FAMILY [-o FILE]   a C header of typed calls, from the family's spec\n"
 	"\n"
 	"NAME is a symbol (all its instances) or symbol[param=value,...].\n"
 	"Common options: --specs DIR[:DIR] (default $JITK_SPECS, else the installed\n"
@@ -421,7 +422,7 @@ static int cmd_explain(int argc, char **argv)
 		jitk_cli_usage_error(usage_explain, "missing --arch ARCH");
 	check_arch(NULL, o.arch);
 	if (o.cache) {
-		jitk_cache_summary sum;
+		jitk_cache_summary sum = JITK_CACHE_SUMMARY_INIT;
 
 		if (!strncmp(o.arch, "compute_", 8) || o.arch[strlen(o.arch) - 1] == 'a' ||
 		    o.arch[strlen(o.arch) - 1] == 'f')
@@ -1076,7 +1077,7 @@ static int cmd_cache(int argc, char **argv)
 		rc = cache_bundle(what, file, dir, &o);
 	} else if (!strcmp(what, "stats") || !strcmp(what, "verify")) {
 		int verify = !strcmp(what, "verify");
-		jitk_cache_summary s;
+		jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 
 		if (jitk_cache_stats(&s, dir, verify, verify ? report_item : NULL, NULL)) {
 			rc = fail_last();
@@ -1094,7 +1095,7 @@ static int cmd_cache(int argc, char **argv)
 				rc = 1;
 		}
 	} else if (!strcmp(what, "clear")) {
-		jitk_clear_result r;
+		jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
 
 		if (jitk_cache_clear(&r, dir)) {
 			rc = fail_last();
@@ -1107,7 +1108,7 @@ static int cmd_cache(int argc, char **argv)
 			rc = r.failed ? 1 : 0;
 		}
 	} else {
-		jitk_prune_result pr;
+		jitk_prune_result pr = JITK_PRUNE_RESULT_INIT;
 
 		if (cache_prune(&pr, dir, &o)) {
 			rc = fail_last();
@@ -1139,7 +1140,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "list", cmd_list }, { "explain", cmd_explain }, { "source", cmd_source },
 		{ "precompile", cmd_precompile }, { "cache", cmd_cache }, { "bench", jitk_cli_bench },
-		{ "key", jitk_cli_key },
+		{ "key", jitk_cli_key }, { "header", jitk_cli_header },
 	};
 	const char *names[CLI_ARRAY_SIZE(cmds)], *cmd;
 	size_t i;

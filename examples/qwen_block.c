@@ -5,10 +5,12 @@
  *   site 2: r  = residual + gate * x;  y2 = LayerNorm(r) * (1 + scale2)
  *           + shift2                                        -> fp8 q2
  *
- * The "auto" entry points run the fused kernel where the spec's gates and
- * the guards allow it, and otherwise the split path (norm, then quantizer)
- * with the same bytes out. Built by ninja as build/qwen_block. Run it twice
- * to see a cold start (compile) and a warm one (disk cache). */
+ * The typed calls come from the family's spec (jitk/norm_scale_shift.h,
+ * written by `jitk header norm_scale_shift` at build time). Their "auto"
+ * form runs the fused kernel where the spec's gates and the guards allow
+ * it, and otherwise the split path (norm, then quantizer) with the same
+ * bytes out. Built by ninja as build/qwen_block. Run it twice to see a
+ * cold start (compile) and a warm one (disk cache). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -17,7 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "jitk.h"
-#include "jitk/norm.h"
+#include "jitk/norm_scale_shift.h"
 
 #define ROWS 4096 /* image tokens at 1024x1024 */
 #define HIDDEN 3072
@@ -47,7 +49,7 @@ static void log_line(void *payload, jitk_log_level level, const char *msg)
 	fprintf(stderr, "jitk[%d]: %s\n", (int)level, msg);
 }
 
-/* A device buffer of bf16 values, as an integer for jitk_norm_args. */
+/* A device buffer, as the integer the typed calls take. */
 static jitk_devptr alloc(size_t bytes)
 {
 	void *p = NULL;
@@ -87,7 +89,7 @@ int main(void)
 	jitk_runtime_options opts = JITK_RUNTIME_OPTIONS_INIT;
 	jitk_compiler_options copts = JITK_COMPILER_OPTIONS_INIT;
 	jitk_runtime *rt;
-	jitk_norm_args site1, site2;
+	jitk_norm_scale_shift_args site1, site2;
 	jitk_devptr x, residual, gate, scale1, shift1, scale2, shift2;
 	jitk_devptr y1, q1, y2, q2, rout, s1, s2;
 	const float in_scale1 = 0.05f, in_scale2 = 0.04f;
@@ -125,10 +127,10 @@ int main(void)
 
 	/* Model load: validate the static input scales once (this reads the
 	 * device), and resolve the kernels before any CUDA graph capture. */
-	JITK(jitk_configure_input_scale(rt, s1));
-	JITK(jitk_configure_input_scale(rt, s2));
+	JITK(jitk_norm_scale_shift_configure_input_scale(rt, s1));
+	JITK(jitk_norm_scale_shift_configure_input_scale(rt, s2));
 
-	memset(&site1, 0, sizeof(site1));
+	jitk_norm_scale_shift_args_init(&site1);
 	site1.x = x;
 	site1.scale = scale1;
 	site1.shift = shift1;
@@ -150,8 +152,8 @@ int main(void)
 	site2.input_scale = s2;
 
 	for (step = 0; step < 3; step++) {
-		JITK(jitk_auto_norm_scale_shift_fp8(&fused1, rt, &site1, NULL));
-		JITK(jitk_auto_scale_residual_norm_scale_shift_fp8(&fused2, rt, &site2, NULL));
+		JITK(jitk_auto_fused_norm_scale_shift_fp8(&fused1, rt, &site1, NULL));
+		JITK(jitk_auto_fused_scale_residual_norm_scale_shift_fp8(&fused2, rt, &site2, NULL));
 	}
 	CU(cudaDeviceSynchronize());
 	{

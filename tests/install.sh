@@ -12,7 +12,7 @@ cat >"$dest/use.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
 #include <jitk.h>
-#include <jitk/norm.h> /* the family wrappers are installed too */
+#include <jitk/norm_scale_shift.h> /* the typed calls generated from the specs too */
 int main(void)
 {
 	jitk_compiler_options o = JITK_COMPILER_OPTIONS_INIT;

@@ -11,7 +11,7 @@ w=$(MANWIDTH=80 man --warnings -l docs/jitk.1 2>&1 >/dev/null || true)
 [ -z "$w" ] || { echo "man warnings: $w"; exit 1; }
 page=$(MANWIDTH=80 man -l docs/jitk.1 2>/dev/null)
 for cmd in list explain source precompile "cache stats" "cache verify" "cache clear" "cache prune" \
-	"cache pack" "cache unpack" bench "key generate"; do
+	"cache pack" "cache unpack" bench "key generate" header; do
 	echo "$page" | grep -q "^       $cmd" || { echo "man page lacks '$cmd'"; exit 1; }
 done
 # every variable the library or the CLI reads (from their sources)
@@ -30,7 +30,7 @@ families=$(echo "$usage" | sed -n 's/.*--family \([a-z|]*\).*/\1/p' | tr '|' ' '
 for f in $families; do
 	echo "$page" | grep -qE -- "--family +$f" || { echo "man page lacks jitk bench --family $f"; exit 1; }
 done
-for cmd in list explain source precompile cache bench key; do
+for cmd in list explain source precompile cache bench key header; do
 	"$b/jitk" "$cmd" --help >/dev/null || { echo "jitk $cmd --help failed"; exit 1; }
 done
 echo "man: renders cleanly and covers every command and variable"

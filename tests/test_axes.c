@@ -19,7 +19,8 @@
 #include "fake_device.h"
 #include "build/compile.h"
 #include "gpu/runtime.h"
-#include "jitk/norm.h"
+#include "jitk/norm_scale_shift.h"
+#include "jitk/per_token_quant_fp8.h"
 
 /* The kernel's parameter positions (specs/norm_scale_shift.yaml). */
 enum {
@@ -328,31 +329,31 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Batch 2 of 64 rows each at hidden 3072: every tensor a new axis may
- * take, set. */
-static jitk_norm_args batch_args(void)
+/* Batch 2 of 64 rows each at hidden 3072, per-batch modulation: the
+ * typed calls generated from the spec (jitk/norm_scale_shift.h) pass the
+ * fields that are set under the spec's names. */
+static jitk_norm_scale_shift_args batch_args(void)
 {
-	jitk_norm_args a;
+	jitk_norm_scale_shift_args a;
 
-	memset(&a, 0, sizeof(a));
+	jitk_norm_scale_shift_args_init(&a);
 	a.y = ADDR(1);
 	a.q = ADDR(2);
 	a.x = ADDR(4);
-	a.scale = ADDR(7);
-	a.shift = ADDR(8);
+	a.scales = ADDR(7);
+	a.shifts = ADDR(8);
 	a.rows = 128;
 	a.hidden = 3072;
-	a.eps = 1e-6f;
-	a.batches = 2;
-	a.rows_per_batch = 64;
+	a.B = 2;
+	a.L = 64;
 	return a;
 }
 
 /* The call fails with JITK_EINVAL, this message, and nothing launched. */
-static void expect_error(fixture *f, const char *sym, const jitk_norm_args *a, const char *msg)
+static void expect_error(fixture *f, const char *sym, const jitk_norm_scale_shift_args *a, const char *msg)
 {
 	int before = f->fake.nlaunches;
-	int rc = jitk_norm_call(NULL, f->rt, sym, JITK_CALL_STRICT, a, NULL);
+	int rc = jitk_norm_scale_shift_call(NULL, f->rt, sym, JITK_CALL_STRICT, a, NULL);
 
 	if (rc != JITK_EINVAL || strcmp(jitk_error_last()->message, msg))
 		fprintf(stderr, "%s: rc %d: %s\nwanted: %s\n", sym, rc, jitk_error_last()->message, msg);
@@ -360,7 +361,7 @@ static void expect_error(fixture *f, const char *sym, const jitk_norm_args *a, c
 	assert_string_equal(jitk_error_last()->message, msg);
 	assert_int_equal(f->fake.nlaunches, before);
 	/* TRY and AUTO cannot fix it either */
-	assert_int_equal(jitk_norm_call(NULL, f->rt, sym, JITK_CALL_AUTO, a, NULL), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_call(NULL, f->rt, sym, JITK_CALL_AUTO, a, NULL), JITK_EINVAL);
 	assert_int_equal(f->fake.nlaunches, before);
 }
 
@@ -393,26 +394,30 @@ static void test_per_batch_arguments(void **state)
 {
 	fixture *f = *state;
 	const char *sym = "fused_norm_scale_shift_per_batch";
-	jitk_norm_args a = batch_args();
+	jitk_norm_scale_shift_args a = batch_args();
 	fake_launch *l;
 
 	/* good: B from the scales' shape, L given */
 	a.q = 0;
-	assert_int_equal(jitk_norm_call(NULL, f->rt, sym, JITK_CALL_STRICT, &a, NULL), 0);
+	assert_int_equal(jitk_norm_scale_shift_call(NULL, f->rt, sym, JITK_CALL_STRICT, &a, NULL), 0);
 	assert_int_equal(f->fake.nlaunches, 1);
 	l = &f->fake.launches[0];
 	assert_int_equal(l->nparams, P_COUNT);
-	assert_int_equal(l->values[P_SCALES], a.scale);
-	assert_int_equal(l->values[P_SHIFTS], a.shift);
+	assert_int_equal(l->values[P_SCALES], a.scales);
+	assert_int_equal(l->values[P_SHIFTS], a.shifts);
 	assert_int_equal(l->values[P_SCALE], 0);
 	assert_int_equal(l->values[P_B], 2);
 	assert_int_equal(l->values[P_L], 64);
 	assert_int_equal(l->values[P_ROWS], 128);
 
 	/* [hidden] vectors where the class takes [B, hidden] */
-	a.batches = 0;
+	a.scale = a.scales;
+	a.shift = a.shifts;
+	a.scales = a.shifts = 0;
+	a.B = 0;
 	expect_error(f, sym, &a, "fused_norm_scale_shift_per_batch[hidden=3072] takes no argument 'scale' (nothing launched)");
-	a.batches = 2;
+	a = batch_args();
+	a.q = 0;
 	/* the shift of another batch count; 1-D scales through the generic
 	 * call: the rank is named */
 	assert_int_equal(per_batch_call(f, 128, 2, 2, 3, 64), JITK_EINVAL);
@@ -423,18 +428,17 @@ static void test_per_batch_arguments(void **state)
 			    "fused_norm_scale_shift_per_batch[hidden=3072]: scales: expected shape [B, hidden] (2 dimensions), got [3072] (nothing launched)");
 	assert_int_equal(f->fake.nlaunches, 1);
 	/* L that does not divide rows, a batch count that does not match */
-	a.rows_per_batch = 48;
+	a.L = 48;
 	expect_error(f, sym, &a, "fused_norm_scale_shift_per_batch[hidden=3072]: rows must be B x L (B batches in the modulation tensors, L rows of x each) (!batched || rows == B * L; nothing launched)");
-	a.rows_per_batch = 64;
-	a.batches = 4;
+	a.L = 64;
+	a.B = 4;
 	expect_error(f, sym, &a, "fused_norm_scale_shift_per_batch[hidden=3072]: rows must be B x L (B batches in the modulation tensors, L rows of x each) (!batched || rows == B * L; nothing launched)");
-	a.batches = 2;
+	a.B = 2;
 	/* L missing, L not positive */
-	a.rows_per_batch = 0;
+	a.L = 0;
 	expect_error(f, sym, &a, "fused_norm_scale_shift_per_batch[hidden=3072]: missing argument L (nothing launched)");
-	a.rows_per_batch = -4;
-	assert_int_equal(jitk_norm_call(NULL, f->rt, sym, JITK_CALL_STRICT, &a, NULL), JITK_EINVAL);
-	assert_string_equal(jitk_error_last()->message, "jitk_tensor_contiguous: dimension 0 is negative");
+	a.L = -4;
+	expect_error(f, sym, &a, "fused_norm_scale_shift_per_batch[hidden=3072]: L (rows per batch) must be positive (!batched || L > 0; nothing launched)");
 	/* rows == 0: zero batches of any L launch nothing, L = 0 is refused */
 	assert_int_equal(per_batch_call(f, 0, 2, 0, 0, 0), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message,
@@ -446,21 +450,21 @@ static void test_per_batch_arguments(void **state)
 static void test_per_token_arguments(void **state)
 {
 	fixture *f = *state;
-	jitk_norm_args a = batch_args();
+	jitk_norm_scale_shift_args a = batch_args();
 	fake_launch *l;
 
 	a.q = 0;
-	a.rows_per_batch = 0;
-	a.batches = 128; /* one row of scales and shifts per row */
+	a.L = 0;
+	a.B = 128; /* one row of scales and shifts per row */
 	a.residual = ADDR(5);
 	a.residual_out = ADDR(3);
-	a.gate = ADDR(6);
-	assert_int_equal(jitk_norm_call(NULL, f->rt, "fused_scale_residual_norm_scale_shift_per_token",
+	a.gates = ADDR(6);
+	assert_int_equal(jitk_norm_scale_shift_call(NULL, f->rt, "fused_scale_residual_norm_scale_shift_per_token",
 					JITK_CALL_STRICT, &a, NULL), 0);
 	l = &f->fake.launches[0];
-	assert_int_equal(l->values[P_GATES], a.gate);
+	assert_int_equal(l->values[P_GATES], a.gates);
 	assert_int_equal(l->values[P_B], 128);
-	a.batches = 127;
+	a.B = 127;
 	expect_error(f, "fused_scale_residual_norm_scale_shift_per_token",
 		     &a, "fused_scale_residual_norm_scale_shift_per_token[hidden=3072]: per-token modulation takes one row of scales, shifts (and gates) per row of x (B == rows) (modulation != 2 || rows == B; nothing launched)");
 }
@@ -469,26 +473,29 @@ static void test_indexed_arguments(void **state)
 {
 	fixture *f = *state;
 	const char *sym = "fused_scale_residual_norm_scale_shift_indexed_fp8";
-	jitk_norm_args a = batch_args();
+	jitk_norm_scale_shift_args a = batch_args();
 	const jitk_dtype bf16 = JITK_DTYPE_BF16, fp8 = JITK_DTYPE_FP8_E4M3, f32 = JITK_DTYPE_F32,
 			 i32 = JITK_DTYPE_I32, u8 = JITK_DTYPE_U8;
 	fake_launch *l;
 
 	a.residual = ADDR(5);
 	a.residual_out = ADDR(3);
-	a.gate = ADDR(6);
+	a.scale0 = a.scales; /* the indexed class's set 0 */
+	a.shift0 = a.shifts;
+	a.scales = a.shifts = 0;
+	a.gate0 = ADDR(6);
 	a.scale1 = ADDR(10);
 	a.shift1 = ADDR(11);
 	a.gate1 = ADDR(12);
 	a.index = ADDR(13);
 	a.gate_out = ADDR(14);
 	a.input_scale = ADDR(15);
-	assert_int_equal(jitk_configure_input_scale(f->rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(f->rt, a.input_scale), 0);
 	/* good: B and L from the tensors' shapes (L given too, and equal) */
-	assert_int_equal(jitk_norm_call(NULL, f->rt, sym, JITK_CALL_STRICT, &a, NULL), 0);
+	assert_int_equal(jitk_norm_scale_shift_call(NULL, f->rt, sym, JITK_CALL_STRICT, &a, NULL), 0);
 	l = &f->fake.launches[0];
-	assert_int_equal(l->values[P_SCALE0], a.scale);
-	assert_int_equal(l->values[P_GATE0], a.gate);
+	assert_int_equal(l->values[P_SCALE0], a.scale0);
+	assert_int_equal(l->values[P_GATE0], a.gate0);
 	assert_int_equal(l->values[P_GATE1], a.gate1);
 	assert_int_equal(l->values[P_INDEX], a.index);
 	assert_int_equal(l->values[P_GATE_OUT], a.gate_out);
@@ -555,8 +562,8 @@ static void test_indexed_arguments(void **state)
 		}
 		assert_int_equal(f->fake.nlaunches, 2);
 	}
-	/* batches left at 0 with an index: zero batches of modulation */
-	a.batches = 0;
+	/* B left at 0 with an index: zero batches of modulation */
+	a.B = 0;
 	expect_error(f, sym, &a, "fused_scale_residual_norm_scale_shift_indexed_fp8[hidden=3072]: rows must be B x L (B batches in the modulation tensors, L rows of x each) (!batched || rows == B * L; nothing launched)");
 }
 
@@ -565,16 +572,14 @@ static void test_indexed_arguments(void **state)
 static void test_class_mismatch(void **state)
 {
 	fixture *f = *state;
-	jitk_norm_args a = batch_args();
+	jitk_norm_scale_shift_args a = batch_args();
 
 	a.q = 0;
 	expect_error(f, "fused_norm_scale_shift", &a, "fused_norm_scale_shift[hidden=3072] takes no argument 'scales' (nothing launched)");
-	a.batches = 0;
-	a.rows_per_batch = 0;
+	a.scale0 = ADDR(9);
 	a.index = ADDR(13);
-	a.batches = 2;
-	a.rows_per_batch = 64;
 	expect_error(f, "fused_norm_scale_shift_per_batch", &a, "fused_norm_scale_shift_per_batch[hidden=3072] takes no argument 'scale0' (nothing launched)");
+	a.scale0 = 0;
 	a.index = 0;
 	a.weight = ADDR(16);
 	expect_error(f, "fused_norm_scale_shift_per_batch", &a, "fused_norm_scale_shift_per_batch[hidden=3072] takes no argument 'weight' (nothing launched)");
@@ -585,7 +590,7 @@ static void test_class_mismatch(void **state)
 	expect_error(f, "fused_norm_scale_shift_per_batch_fp8_per_token_q_only", &a,
 		     "fused_norm_scale_shift_per_batch_fp8_per_token_q_only[hidden=3072] takes no argument 'y' (nothing launched)");
 	a.y = 0;
-	assert_int_equal(jitk_norm_call(NULL, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token_q_only",
+	assert_int_equal(jitk_norm_scale_shift_call(NULL, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token_q_only",
 					JITK_CALL_STRICT, &a, NULL), 0);
 	assert_int_equal(f->fake.launches[f->fake.nlaunches - 1].values[P_S], a.s);
 	assert_int_equal(f->fake.launches[f->fake.nlaunches - 1].values[P_Y], 0);
@@ -598,16 +603,16 @@ static void test_class_mismatch(void **state)
 static void test_per_token_fallback(void **state)
 {
 	fixture *f = *state;
-	jitk_norm_args a = batch_args();
+	jitk_norm_scale_shift_args a = batch_args();
 	jitk_call_info info;
 	fake_launch *l;
 
 	a.s = ADDR(17);
-	assert_int_equal(jitk_norm_call(&info, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token",
+	assert_int_equal(jitk_norm_scale_shift_call(&info, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token",
 					JITK_CALL_AUTO, &a, NULL), 0);
 	assert_int_equal(info.fallback, 0);
 	assert_int_equal(f->fake.nlaunches, 1);
-	assert_int_equal(jitk_per_token_quant_fp8(f->rt, a.q, a.s, a.y, a.rows, a.hidden, NULL), 0);
+	assert_int_equal(jitk_per_token_quant_fp8(f->rt, &(jitk_per_token_quant_fp8_args){ .q = a.q, .s = a.s, .x = a.y, .rows = a.rows, .H = a.hidden }, NULL), 0);
 	l = &f->fake.launches[1];
 	assert_int_equal(l->nparams, 5);
 	assert_int_equal(l->values[0], a.q);
@@ -616,15 +621,15 @@ static void test_per_token_fallback(void **state)
 	assert_int_equal(l->values[3], 128);
 	assert_int_equal(l->values[4], 3072);
 	a.q += 4;
-	assert_int_equal(jitk_norm_call(&info, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token",
+	assert_int_equal(jitk_norm_scale_shift_call(&info, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token",
 					JITK_CALL_TRY, &a, NULL), JITK_FALLBACK);
 	assert_int_equal(info.fallback, 1);
 	assert_non_null(strstr(info.reason, "is not 8-byte aligned"));
-	assert_int_equal(jitk_norm_call(&info, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token",
+	assert_int_equal(jitk_norm_scale_shift_call(&info, f->rt, "fused_norm_scale_shift_per_batch_fp8_per_token",
 					JITK_CALL_AUTO, &a, NULL), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, "per_token_quant_fp8: q (0x"));
 	assert_int_equal(f->fake.nlaunches, 2);
-	assert_int_equal(jitk_per_token_quant_fp8(f->rt, a.q, a.s, a.y, -1, a.hidden, NULL), JITK_EINVAL);
+	assert_int_equal(jitk_per_token_quant_fp8(f->rt, &(jitk_per_token_quant_fp8_args){ .q = a.q, .s = a.s, .x = a.y, .rows = -1, .H = a.hidden }, NULL), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message, "jitk_tensor_contiguous: dimension 0 is negative");
 }
 

@@ -360,7 +360,7 @@ static void test_null_arguments_are_named(void **state)
 {
 	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, NULL, NULL, NULL);
-	jitk_cache_summary sum;
+	jitk_cache_summary sum = JITK_CACHE_SUMMARY_INIT;
 	jitk_origin origin;
 	char *text = NULL;
 	size_t *sel = NULL, n;
@@ -918,9 +918,9 @@ static void test_scan_verify_clear(void **state)
 {
 	t_fixture *f = *state;
 	jitk_compiler *c = t_compiler(f->specs, f->cache, NULL, NULL);
-	jitk_cache_summary s;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 	char *entry = entry_of(c, f->cache);
-	jitk_clear_result removed;
+	jitk_clear_result removed = JITK_CLEAR_RESULT_INIT;
 	int origin;
 
 	assert_int_equal(t_build(c, SYM, "sm_90", &origin), 0);
@@ -947,8 +947,8 @@ static void test_prune_lru(void **state)
 	char *old_tmp = t_path(f->cache, "v1/tmp/" T_HEX64 ".123.0");
 	char *young_tmp = t_path(f->cache, "v1/tmp/" T_HEX64 ".123.1");
 	char *e90 = entry_of(c, f->cache);
-	jitk_prune_result r;
-	jitk_cache_summary s;
+	jitk_prune_result r = JITK_PRUNE_RESULT_INIT;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 	struct timespec ts[2];
 	struct stat st;
 	int origin;
@@ -1095,9 +1095,9 @@ static void expect_error(int rc, int want, const char *msg)
 /* scan (scan_rc), clear and prune (write_rc) of root; msg in each error. */
 static void expect_admin(const char *root, int scan_rc, int write_rc, const char *msg)
 {
-	jitk_cache_summary s;
-	jitk_clear_result r;
-	jitk_prune_result pr;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
+	jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
+	jitk_prune_result pr = JITK_PRUNE_RESULT_INIT;
 
 	if (scan_rc)
 		expect_error(jitk__cache_scan(&s, root, 1, NULL, NULL), scan_rc, msg);
@@ -1121,9 +1121,9 @@ static void test_admin_never_follows_links(void **state)
 {
 	t_fixture *f = *state;
 	char *out = make_outside(f), *entry, s1[3], s2[3], s3[3];
-	jitk_clear_result r;
-	jitk_prune_result pr;
-	jitk_cache_summary s;
+	jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
+	jitk_prune_result pr = JITK_PRUNE_RESULT_INIT;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 	char *ab, *cd, *loop, *elink, *tlink, *llink;
 	char *tmp = t_path(f->cache, "v1/tmp"), *locks = t_path(f->cache, "v1/locks");
 	char *v1 = t_path(f->cache, "v1"), *v1real = t_path(f->cache, "v1.real");
@@ -1236,9 +1236,9 @@ static void test_admin_leaves_foreign_files(void **state)
 	t_fixture *f = *state;
 	char *entry, *paths[JITK_ARRAY_SIZE(top) + 5], *dir, sh[3], other[3];
 	size_t n = 0, i;
-	jitk_cache_summary s;
-	jitk_clear_result r;
-	jitk_prune_result pr;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
+	jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
+	jitk_prune_result pr = JITK_PRUNE_RESULT_INIT;
 	counted reported = { 0, 0 };
 
 	cache_with_entry(f, &entry);
@@ -1295,7 +1295,7 @@ static void test_admin_refusals(void **state)
 	char *missing = t_path(f->dir, "nope"), *file = t_path(f->dir, "a-file");
 	char *empty = t_path(f->dir, "empty"), *v1 = t_path(f->cache, "v1");
 	char *v1file = t_path(f->dir, "v1file"), *v1file_v1 = t_path(v1file, "v1");
-	jitk_clear_result r;
+	jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
 
 	cache_with_entry(f, &entry);
 	snprintf(sh, sizeof(sh), "%.2s", strrchr(entry, '/') + 1);
@@ -1372,8 +1372,8 @@ static void test_verify_prune_agree(void **state)
 	t_fixture *f = *state;
 	char *entry, *dir, sh[3], *k[12], *l[2], *t[2], *keep, *inner, *hard;
 	char *out = make_outside(f);
-	jitk_cache_summary s;
-	jitk_prune_result pr;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
+	jitk_prune_result pr = JITK_PRUNE_RESULT_INIT;
 	counted seen = { 0, 0 };
 	size_t len, i;
 	int fd, nbad, origin;
@@ -1687,7 +1687,7 @@ static void test_processes_compile_once(void **state)
 	assert_int_equal(ok, 16);
 	assert_int_equal(compiled, 1);
 	{
-		jitk_cache_summary s;
+		jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 
 		assert_int_equal(jitk__cache_scan(&s, f->cache, 1, NULL, NULL), 0);
 		assert_int_equal(s.entries, 1);

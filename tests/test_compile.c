@@ -830,7 +830,7 @@ static void test_wrong_kind_cache_entries(void **state)
 		jitk__build_free(&other);
 		/* cache verify names it too: a lookup would not load it */
 		{
-			jitk_cache_summary sum;
+			jitk_cache_summary sum = JITK_CACHE_SUMMARY_INIT;
 
 			assert_int_equal(jitk__cache_scan(&sum, cache, 1, NULL, NULL), 0);
 			assert_int_equal(sum.entries, 1);

@@ -525,7 +525,7 @@ static void test_manifest_records_and_precompiles(void **state)
 	     *text;
 	fake_device fake;
 	jitk_runtime *rt = runtime_over(f, &fake, 90, NULL, NULL, JITK_SEAL_OFF, m1);
-	jitk_precompile_counts n;
+	jitk_precompile_counts n = JITK_PRECOMPILE_COUNTS_INIT;
 	jitk_compiler *c;
 	jitk_kernel *k;
 
@@ -603,7 +603,7 @@ static void test_manifest_from_the_environment(void **state)
 	fake_device fake;
 	jitk_runtime *rt;
 	jitk_manifest_item *items;
-	jitk_precompile_counts n;
+	jitk_precompile_counts n = JITK_PRECOMPILE_COUNTS_INIT;
 	progress_log p;
 	jitk_compiler *c;
 	jitk_kernel *k;

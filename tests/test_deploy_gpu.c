@@ -218,7 +218,7 @@ static void test_each_image_kind_runs(void **state)
 static void test_warmup_manifest_then_sealed(void **state)
 {
 	char *cache, *cache2, *manifest, *text;
-	jitk_precompile_counts counts;
+	jitk_precompile_counts counts = JITK_PRECOMPILE_COUNTS_INIT;
 	jitk_compiler *c;
 	jitk_runtime *rt;
 	jitk_stats st;

@@ -26,7 +26,8 @@
 #include "common.h"
 #include "gpu_util.h"
 #include "gpu/device.h"
-#include "jitk/norm.h"
+#include "jitk/norm_scale_shift.h"
+#include "jitk/static_quant_fp8.h"
 #include "base/internal.h"
 
 static jitk_runtime *rt;   /* repo specs */
@@ -179,9 +180,9 @@ static void problem_free(problem *p)
 	free(p->shift);
 }
 
-static jitk_norm_args args_of(const problem *p)
+static jitk_norm_scale_shift_args args_of(const problem *p)
 {
-	jitk_norm_args a;
+	jitk_norm_scale_shift_args a;
 
 	memset(&a, 0, sizeof(a));
 	a.y = p->dy;
@@ -235,7 +236,7 @@ static void poison_outputs(const problem *p, unsigned char v)
  * the split on any GPU). */
 static void run(const problem *p, int fused)
 {
-	jitk_norm_args a = args_of(p);
+	jitk_norm_scale_shift_args a = args_of(p);
 	int rc;
 
 	if (fused) {
@@ -250,7 +251,7 @@ static void run(const problem *p, int fused)
 		rc = p->residual ? jitk_fused_scale_residual_norm_scale_shift(rt, &a, NULL)
 				 : jitk_fused_norm_scale_shift(rt, &a, NULL);
 		if (!rc)
-			rc = jitk_static_quant_fp8(rt, a.q, a.y, a.input_scale, a.rows * a.hidden, NULL);
+			rc = jitk_static_quant_fp8(rt, &(jitk_static_quant_fp8_args){ .q = a.q, .x = a.y, .input_scale = a.input_scale, .n = a.rows * a.hidden }, NULL);
 		if (rc)
 			fail_msg("split: %d %s", rc, jitk_error_last()->message);
 	}
@@ -381,9 +382,9 @@ static void test_fused_equals_split(void **state)
 						continue; /* quick: 0.005 and 213/448 only */
 					memcpy(&scale, &scales[s], 4);
 					upload(p.dis, &scale, 4);
-					assert_int_equal(jitk_configure_input_scale(rt90, p.dis), 0);
+					assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt90, p.dis), 0);
 					if (rtbulk)
-						assert_int_equal(jitk_configure_input_scale(rtbulk, p.dis), 0);
+						assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rtbulk, p.dis), 0);
 					rcp = device_rcp(jitk_runtime_arch(rt), scale);
 					/* fused twice with different poisons: register
 					 * loads, then bulk copies (same bytes) */
@@ -448,14 +449,14 @@ static void test_nan_inf_and_empty(void **state)
 	problem p;
 	outputs clean, dirty;
 	float scale = 0.5f;
-	jitk_norm_args a;
+	jitk_norm_scale_shift_args a;
 	int c, r;
 
 	(void)state;
 	NEED_GPU();
 	problem_make(&p, 0, 4, 3072);
 	upload(p.dis, &scale, 4);
-	assert_int_equal(jitk_configure_input_scale(rt90, p.dis), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt90, p.dis), 0);
 	run(&p, 1);
 	outputs_get(&clean, &p);
 	p.x[5] = 0x7fc0;             /* NaN in row 0 */
@@ -481,8 +482,8 @@ static void test_nan_inf_and_empty(void **state)
 	poison_outputs(&p, 0x5a);
 	a = args_of(&p);
 	a.rows = 0;
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(NULL, rt, &a, NULL), 0);
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(NULL, rt90, &a, NULL), 0);
+	assert_int_equal(jitk_auto_fused_norm_scale_shift_fp8(NULL, rt, &a, NULL), 0);
+	assert_int_equal(jitk_auto_fused_norm_scale_shift_fp8(NULL, rt90, &a, NULL), 0);
 	outputs_get(&clean, &p);
 	for (c = 0; c < 3072 * 4; c++)
 		assert_int_equal(clean.q[c], 0x5a);
@@ -503,7 +504,7 @@ static void test_cuda_graph(void **state)
 	problem p;
 	outputs eager, replay;
 	float scale = 0.4263392984867096f;
-	jitk_norm_args a;
+	jitk_norm_scale_shift_args a;
 	CUstream s;
 	CUgraph g;
 	CUgraphExec ge;
@@ -525,19 +526,19 @@ static void test_cuda_graph(void **state)
 	a = args_of(&p);
 	/* unresolved during capture: a clear error, capture still valid */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-	i = jitk_auto_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s);
+	i = jitk_auto_fused_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s);
 	CK(cu->cuStreamEndCapture(s, &g));
 	CK(cu->cuGraphDestroy(g));
 	assert_int_equal(i, JITK_ECAPTURE);
 	/* eager */
 	assert_int_equal(jitk_preload(rtg, names, 2), 0);
 	poison_outputs(&p, 0x11);
-	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s), 0);
+	assert_int_equal(jitk_auto_fused_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s), 0);
 	CK(cu->cuStreamSynchronize(s));
 	outputs_get(&eager, &p);
 	/* captured, replayed three times over poisoned outputs */
 	CK(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-	i = jitk_auto_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s);
+	i = jitk_auto_fused_scale_residual_norm_scale_shift_fp8(&used, rtg, &a, s);
 	CK(cu->cuStreamEndCapture(s, &g));
 	assert_int_equal(i, 0);
 	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
@@ -573,7 +574,7 @@ static void test_large_rows(void **state)
 	const long long check[] = { 0, 699049, 699050, 699051, rows - 1 };
 	size_t n = (size_t)rows * H, i;
 	CUdeviceptr dx, dy, dq, dsc, dsh, dis;
-	jitk_norm_args a;
+	jitk_norm_scale_shift_args a;
 	uint16_t *row, *yrow, *sc, *sh;
 	float scale = 1.0f;
 
@@ -614,7 +615,7 @@ static void test_large_rows(void **state)
 	a.hidden = H;
 	a.eps = 1e-6f;
 	CK(cu->cuMemsetD8Async(dy, 0xff, n * 2, NULL));
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(NULL, rt, &a, NULL), 0);
+	assert_int_equal(jitk_auto_fused_norm_scale_shift_fp8(NULL, rt, &a, NULL), 0);
 	CK(cu->cuCtxSynchronize());
 	for (i = 0; i < JITK_ARRAY_SIZE(check); i++) {
 		double mean = 0, var = 0, num = 0, den = 0;

@@ -34,7 +34,9 @@
 #include "gpu_util.h"
 #include "gpu/device.h"
 #include "build/compile.h"
-#include "jitk/norm.h"
+#include "jitk/norm_scale_shift.h"
+#include "jitk/per_token_quant_fp8.h"
+#include "jitk/static_quant_fp8.h"
 #include "base/internal.h"
 
 static jitk_runtime *rt_fused; /* programmatic dependent launch */
@@ -344,12 +346,12 @@ static void row_mod(const problem *p, int mod, int64_t r, const uint16_t **sc,
 }
 
 /* The arguments for combo c; out 0 is the run under test, 1 the split. */
-static jitk_norm_args args_of(const problem *p, const combo *c, int out)
+static jitk_norm_scale_shift_args args_of(const problem *p, const combo *c, int out)
 {
-	jitk_norm_args a;
+	jitk_norm_scale_shift_args a;
 	int mod = (int)c->v[A_MOD];
 
-	memset(&a, 0, sizeof(a));
+	jitk_norm_scale_shift_args_init(&a);
 	if (c->v[A_OUTPUTS] == 0)
 		a.y = p->dy[out];
 	if (c->v[A_QUANT] != Q_NONE)
@@ -362,23 +364,31 @@ static jitk_norm_args args_of(const problem *p, const combo *c, int out)
 	if (c->v[A_RESIDUAL]) {
 		a.residual = p->dres;
 		a.residual_out = p->drout[out];
-		a.gate = p->dg;
 	}
-	a.scale = p->dsc;
-	a.shift = p->dsh;
-	if (mod != MOD_SHARED)
-		a.batches = p->B;
-	if (mod == MOD_PER_BATCH)
-		a.rows_per_batch = p->L;
-	if (mod == MOD_INDEXED) {
+	/* the modulation tensors under their class's names (the spec's) */
+	if (mod == MOD_SHARED) {
+		a.scale = p->dsc;
+		a.shift = p->dsh;
+		a.gate = c->v[A_RESIDUAL] ? p->dg : 0;
+	} else if (mod != MOD_INDEXED) {
+		a.scales = p->dsc;
+		a.shifts = p->dsh;
+		a.gates = c->v[A_RESIDUAL] ? p->dg : 0;
+		a.B = p->B;
+		a.L = mod == MOD_PER_BATCH ? p->L : 0;
+	} else {
+		a.scale0 = p->dsc;
+		a.shift0 = p->dsh;
 		a.scale1 = p->dsc1;
 		a.shift1 = p->dsh1;
 		if (c->v[A_RESIDUAL]) {
+			a.gate0 = p->dg;
 			a.gate1 = p->dg1;
 			a.gate_out = p->dgout[out];
 		}
 		a.index = p->dindex;
-		a.rows_per_batch = p->L;
+		a.B = p->B;
+		a.L = p->L;
 	}
 	if (c->v[A_AFFINE] >= 1)
 		a.weight = p->dw;
@@ -470,8 +480,8 @@ static long differ(const problem *p, const combo *c, const outputs *a, const out
 
 static void launch(jitk_runtime *r, const combo *c, const problem *p, int out)
 {
-	jitk_norm_args a = args_of(p, c, out);
-	int rc = jitk_norm_call(NULL, r, c->name, JITK_CALL_STRICT, &a, NULL);
+	jitk_norm_scale_shift_args a = args_of(p, c, out);
+	int rc = jitk_norm_scale_shift_call(NULL, r, c->name, JITK_CALL_STRICT, &a, NULL);
 
 	if (rc)
 		fail_msg("%s rows=%lld B=%lld: %s", c->name, (long long)p->rows, (long long)p->B,
@@ -618,18 +628,16 @@ static void run_group(const combo *group, size_t ngroup, problem *p, int tier)
 			memcpy(&scale, &scales[nscales == 1 ? 3 : s], 4);
 			if (c->v[A_QUANT] == Q_STATIC) {
 				upload(p->dis, &scale, 4);
-				assert_int_equal(jitk_configure_input_scale(rt_fused, p->dis), 0);
+				assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt_fused, p->dis), 0);
 				rcp = device_rcp(jitk_runtime_arch(rt_split), scale);
 			}
 			/* split: the norm's y (in out 1), then the quantizer */
 			poison(p->dq[1], n_of(p), 0xa5);
 			poison(p->ds[1], (size_t)p->rows * 4, 0xa5);
 			if (c->v[A_QUANT] == Q_STATIC)
-				assert_int_equal(jitk_static_quant_fp8(rt_split, p->dq[1], p->dy[1], p->dis,
-								       (int64_t)n_of(p), NULL), 0);
+				assert_int_equal(jitk_static_quant_fp8(rt_split, &(jitk_static_quant_fp8_args){ .q = p->dq[1], .x = p->dy[1], .input_scale = p->dis, .n = (int64_t)n_of(p) }, NULL), 0);
 			else
-				assert_int_equal(jitk_per_token_quant_fp8(rt_split, p->dq[1], p->ds[1], p->dy[1],
-									  p->rows, p->H, NULL), 0);
+				assert_int_equal(jitk_per_token_quant_fp8(rt_split, &(jitk_per_token_quant_fp8_args){ .q = p->dq[1], .s = p->ds[1], .x = p->dy[1], .rows = p->rows, .H = p->H }, NULL), 0);
 			outputs_get(&split, p, 1, O_Q | O_S);
 			qbad = check_quant(p, (int)c->v[A_QUANT], &norm, &split, rcp);
 			run_twice(rt_fused, c, p, 0, &fused);
@@ -962,7 +970,7 @@ static void test_per_token_special_rows(void **state)
 	assert_true(isnan(fused.s[0]) && isnan(fused.s[2]));
 	assert_false(isnan(fused.s[1]) || isnan(fused.s[3]));
 	/* the split quantizer on the fused y: the same bytes */
-	assert_int_equal(jitk_per_token_quant_fp8(rt_split, p.dq[1], p.ds[1], p.dy[0], 4, H, NULL), 0);
+	assert_int_equal(jitk_per_token_quant_fp8(rt_split, &(jitk_per_token_quant_fp8_args){ .q = p.dq[1], .s = p.ds[1], .x = p.dy[0], .rows = 4, .H = H }, NULL), 0);
 	outputs_get(&split, &p, 1, O_Q | O_S);
 	assert_memory_equal(split.q, fused.q, n_of(&p));
 	assert_memory_equal(split.s, fused.s, 16);
@@ -971,13 +979,13 @@ static void test_per_token_special_rows(void **state)
 	memset(p.x, 0, (size_t)H * 2);
 	p.x[3] = 0x8000;
 	upload(p.dx, p.x, (size_t)H * 2);
-	assert_int_equal(jitk_per_token_quant_fp8(rt_split, p.dq[1], p.ds[1], p.dx, 1, H, NULL), 0);
+	assert_int_equal(jitk_per_token_quant_fp8(rt_split, &(jitk_per_token_quant_fp8_args){ .q = p.dq[1], .s = p.ds[1], .x = p.dx, .rows = 1, .H = H }, NULL), 0);
 	outputs_get(&split, &p, 1, O_Q | O_S);
 	assert_true(split.s[0] == 1.0f / 229376.0f);
 	for (i = 0; i < (size_t)H; i++)
 		assert_int_equal(split.q[i], i == 3 ? 0x80 : 0x00);
 	/* an odd hidden size: the scalar path of the quantizer */
-	assert_int_equal(jitk_per_token_quant_fp8(rt_split, p.dq[1], p.ds[1], p.dres, 3, 1001, NULL), 0);
+	assert_int_equal(jitk_per_token_quant_fp8(rt_split, &(jitk_per_token_quant_fp8_args){ .q = p.dq[1], .s = p.ds[1], .x = p.dres, .rows = 3, .H = 1001 }, NULL), 0);
 	outputs_free(&split);
 	outputs_get(&split, &p, 1, O_Q | O_S);
 	for (i = 0; i < 3; i++) {

@@ -648,7 +648,7 @@ static void test_manifest_spares_reads(void **state)
 	jitk_compiler_free(c);
 	/* jitk cache clear removes manifests; prune and verify leave them */
 	{
-		jitk_clear_result r;
+		jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
 
 		assert_int_equal(t_count_files(dir, ".pkg"), 1);
 		assert_int_equal(jitk__cache_clear(&r, cache), 0);

@@ -50,7 +50,7 @@ static void verify_clean(const t_fixture *f, jitk_cache_summary *s)
  * a cache hit in *hits), the cache verifies clean; the time it took. */
 static double next_process(const t_fixture *f, int *hits)
 {
-	jitk_cache_summary s;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 	double t0 = jitk__now_ms();
 	int origin = -1;
 	jitk_compiler *c = compiler(f, 0, NULL);
@@ -124,7 +124,7 @@ static void test_sigkill_trials(void **state)
 		int st, waited;
 
 		if (i % 2) { /* every other trial starts cold: no entry to fall back on */
-			jitk_clear_result removed;
+			jitk_clear_result removed = JITK_CLEAR_RESULT_INIT;
 
 			assert_int_equal(jitk__cache_clear(&removed, f->cache), 0);
 		}
@@ -157,7 +157,7 @@ static void test_sigkill_trials(void **state)
 		int st;
 
 		if (i % 2) {
-			jitk_clear_result removed;
+			jitk_clear_result removed = JITK_CLEAR_RESULT_INIT;
 
 			assert_int_equal(jitk__cache_clear(&removed, f->cache), 0);
 		}
@@ -241,7 +241,7 @@ static void test_readers_writers_clear(void **state)
 	pid_t w[3], cl;
 	jitk_compiler *c;
 	int i, origin, hits = 0;
-	jitk_cache_summary s;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 
 	c = compiler(f, 0, NULL);
 	assert_int_equal(build(c, "sm_90", &origin), 0);
@@ -259,8 +259,8 @@ static void test_readers_writers_clear(void **state)
 	assert_true(cl >= 0);
 	if (cl == 0) {
 		double t0 = jitk__now_ms();
-		jitk_clear_result removed;
-		jitk_prune_result pr;
+		jitk_clear_result removed = JITK_CLEAR_RESULT_INIT;
+		jitk_prune_result pr = JITK_PRUNE_RESULT_INIT;
 
 		while (jitk__now_ms() - t0 < 2000.0) {
 			jitk__cache_clear(&removed, f->cache);

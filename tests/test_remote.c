@@ -507,7 +507,7 @@ static int build_sym(jitk_compiler *c, const fixture *f, int *origin, double *ms
 /* The local cache at dir holds exactly the reference entry, good. */
 static void holds_only_ref(const fixture *f, const char *dir)
 {
-	jitk_cache_summary s;
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 	char *p = t_entry_path(dir, f->key), *data;
 	size_t len;
 
@@ -1753,7 +1753,7 @@ static int cold_start(const fixture *f, const char *dir, const char *url, const 
 	}
 	*secs = (jitk__now_ms() - t0) / 1000;
 	for (i = 0; i < 2; i++) {
-		jitk_cache_summary s;
+		jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 
 		assert_int_equal(jitk__cache_scan(&s, caches[i], 1, NULL, NULL), 0);
 		assert_int_equal(s.entries, (uint64_t)k);
@@ -2034,7 +2034,7 @@ static void test_bundles(void **state)
 	t_reports rep = { 0, "" };
 	t_log log = { 0, "" };
 	jitk_compiler *c;
-	jitk_cache_summary cs;
+	jitk_cache_summary cs = JITK_CACHE_SUMMARY_INIT;
 	size_t n, i, len, len2;
 	char *a, *b;
 

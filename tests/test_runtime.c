@@ -11,7 +11,8 @@
 #include "common.h"
 #include "fake_device.h"
 #include "gpu/runtime.h"
-#include "jitk/norm.h"
+#include "jitk/norm_scale_shift.h"
+#include "jitk/static_quant_fp8.h"
 
 /* Norm family argument order in specs/norm_scale_shift.yaml. */
 enum { P_Y, P_Q, P_ROUT, P_X, P_RES, P_GATE, P_SCALE, P_SHIFT, P_ISCALE, P_ROWS, P_EPS };
@@ -46,9 +47,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-static jitk_norm_args norm_args(int rows, int hidden)
+static jitk_norm_scale_shift_args norm_args(int rows, int hidden)
 {
-	jitk_norm_args a;
+	jitk_norm_scale_shift_args a;
 
 	memset(&a, 0, sizeof(a));
 	a.y = ADDR(1);
@@ -149,7 +150,7 @@ static void test_sm90_falls_back(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs_ref);
-	jitk_norm_args a = norm_args(1024, 3072);
+	jitk_norm_scale_shift_args a = norm_args(1024, 3072);
 	jitk_kernel *k;
 	const char *why = NULL;
 	int fused = -1;
@@ -157,7 +158,7 @@ static void test_sm90_falls_back(void **state)
 	assert_string_equal(jitk_runtime_arch(rt), "sm_90");
 	assert_int_equal(jitk_kernel_get(&k, rt, "fused_norm_scale_shift_fp8[hidden=3072]"), JITK_EARCH);
 	assert_non_null(strstr(jitk_error_last()->message, "needs sm_100 or newer"));
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
 	assert_non_null(why);
 	assert_non_null(strstr(why, "needs sm_100 or newer"));
@@ -165,7 +166,7 @@ static void test_sm90_falls_back(void **state)
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), JITK_EARCH);
 	assert_int_equal(fake.nlaunches, 0);
 
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
+	assert_int_equal(jitk_auto_fused_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
 	assert_int_equal(fused, 0);
 	assert_int_equal(fake.nlaunches, 2);
 	/* the norm, with the spec's geometry for 1024 rows */
@@ -197,11 +198,11 @@ static void test_sm90_spec_allows_fused(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
-	jitk_norm_args a = norm_args(4096, 3072);
+	jitk_norm_scale_shift_args a = norm_args(4096, 3072);
 	int fused = -1;
 
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	assert_int_equal(jitk_auto_scale_residual_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_auto_fused_scale_residual_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
 	assert_int_equal(fused, 1);
 	assert_int_equal(fake.nlaunches, 1);
 	assert_int_equal(fake.launches[0].values[P_Q], a.q);
@@ -223,14 +224,14 @@ static void test_sm100_and_sm120(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 100, f->specs);
-	jitk_norm_args a = norm_args(127, 5120);
+	jitk_norm_scale_shift_args a = norm_args(127, 5120);
 	const char *why = NULL;
 	char want[128];
 	jitk_kernel *k;
 	int fused = -1;
 
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_auto_fused_norm_scale_shift_fp8(&fused, rt, &a, NULL), 0);
 	assert_int_equal(fused, 1);
 	assert_int_equal(fake.nlaunches, 1);
 	assert_int_equal(fake.launches[0].block[0], BLOCK(rt, "fused_norm_scale_shift_fp8[hidden=5120]"));
@@ -247,7 +248,7 @@ static void test_sm100_and_sm120(void **state)
 
 	rt = runtime(f, &fake, 120, f->specs);
 	a = norm_args(1, 1536);
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
 	assert_int_equal(fake.nlaunches, 1);
 	assert_string_equal(jitk_runtime_arch(rt), "sm_120");
@@ -262,14 +263,14 @@ static void test_sm80(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 80, f->specs);
-	jitk_norm_args a = norm_args(64, 3072);
+	jitk_norm_scale_shift_args a = norm_args(64, 3072);
 	const char *why = NULL;
 	int fused = -1;
 
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
 	assert_non_null(strstr(why, "needs sm_89 or newer"));
-	assert_int_equal(jitk_auto_norm_scale_shift_fp8(&fused, rt, &a, NULL), JITK_EARCH);
+	assert_int_equal(jitk_auto_fused_norm_scale_shift_fp8(&fused, rt, &a, NULL), JITK_EARCH);
 	assert_non_null(strstr(jitk_error_last()->message, "static_quant_fp8"));
 	assert_int_equal(fake.nlaunches, 0);
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
@@ -282,7 +283,7 @@ static void test_guards(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 100, f->specs);
-	jitk_norm_args a = norm_args(8, 3072);
+	jitk_norm_scale_shift_args a = norm_args(8, 3072);
 	const char *why = NULL;
 	char want[256];
 	int i;
@@ -293,21 +294,21 @@ static void test_guards(void **state)
 		 "(or its memory was freed since)", (unsigned long long)a.input_scale);
 	assert_string_equal(why, want);
 	fake.scale_value = NAN;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, "finite, positive"));
 	fake.scale_value = 0.0f;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
 	fake.scale_value = -1.0f;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
 	fake.scale_value = INFINITY;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale + 2), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale + 2), JITK_EINVAL);
 	fake.host_ptr = a.input_scale;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, "not device memory"));
 	fake.host_ptr = 0;
 	fake.scale_value = 0.4754464328289032f;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
 	assert_int_equal(fake.nlaunches, 1);
 
@@ -318,7 +319,7 @@ static void test_guards(void **state)
 	assert_string_equal(why, want);
 	assert_int_equal(jitk_fused_norm_scale_shift_fp8(rt, &a, NULL), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, "was not validated with jitk_configure"));
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
 	/* Explicitly forgotten. */
 	assert_int_equal(jitk_unconfigure(rt, a.input_scale), 0);
@@ -326,8 +327,8 @@ static void test_guards(void **state)
 	assert_int_equal(jitk_unconfigure(rt, a.input_scale), JITK_ENOENT);
 	/* The table grows: no fixed cap. */
 	for (i = 0; i < 3000; i++)
-		assert_int_equal(jitk_configure_input_scale(rt, ADDR(10) + 16 * (jitk_devptr)i), 0);
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+		assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, ADDR(10) + 16 * (jitk_devptr)i), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	assert_int_equal(fake.nlaunches, 2);
 
 	/* An unsupported hidden size, a NULL pointer. */
@@ -354,7 +355,7 @@ static void test_guards(void **state)
 	a.rows = 0; /* nothing to do: OK, nothing launched */
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
-	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.x, a.input_scale, 0, NULL), 0);
+	assert_int_equal(jitk_static_quant_fp8(rt, &(jitk_static_quant_fp8_args){ .q = a.q, .x = a.x, .input_scale = a.input_scale, .n = 0 }, NULL), 0);
 	assert_int_equal(fake.nlaunches, 3);
 	/* Rows past 32-bit element offsets: the spec's (capped) grid. */
 	a.rows = 1000000;
@@ -377,11 +378,11 @@ static void test_a_configured_address_is_its_allocation_not_its_bytes(void **sta
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 100, f->specs);
-	jitk_norm_args a = norm_args(8, 3072);
+	jitk_norm_scale_shift_args a = norm_args(8, 3072);
 	const char *why = NULL;
 
 	fake.scale_value = 0.5f;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	fake.scale_value = -3.0f; /* written, or another tensor there: not read again */
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), 0);
 	assert_int_equal(fake.nlaunches, 1);
@@ -389,11 +390,11 @@ static void test_a_configured_address_is_its_allocation_not_its_bytes(void **sta
 	assert_int_equal(jitk_unconfigure(rt, a.input_scale), 0);
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
 	assert_non_null(strstr(why, "was not validated with jitk_configure"));
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, "holds -3"));
 	/* a new driver allocation at the address: refused without a release */
 	fake.scale_value = 0.5f;
-	assert_int_equal(jitk_configure_input_scale(rt, a.input_scale), 0);
+	assert_int_equal(jitk_norm_scale_shift_configure_input_scale(rt, a.input_scale), 0);
 	fake.buffer_epoch++;
 	assert_int_equal(jitk_try_fused_norm_scale_shift_fp8(&why, rt, &a, NULL), JITK_FALLBACK);
 	assert_int_equal(fake.nlaunches, 1);
@@ -993,7 +994,7 @@ static void test_capture(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
-	jitk_norm_args a = norm_args(16, 3072);
+	jitk_norm_scale_shift_args a = norm_args(16, 3072);
 	const char *names[1] = { "fused_norm_scale_shift[hidden=3072]" };
 
 	fake.capturing = 1;
@@ -1139,7 +1140,7 @@ static void test_full_tables_fail_loudly(void **state)
 	char *quant = t_path(specs, "static_quant_fp8.yaml"), *norm = t_path(specs, "norm_scale_shift.yaml");
 	char hidden[1024];
 	size_t used = 0;
-	jitk_norm_args a = norm_args(4, 16384);
+	jitk_norm_scale_shift_args a = norm_args(4, 16384);
 	fake_device fake;
 	jitk_runtime *rt = NULL;
 	jitk_kernel *k;
@@ -1167,8 +1168,8 @@ static void test_full_tables_fail_loudly(void **state)
 	rt = runtime(f, &fake, 90, specs);
 	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0);
 	assert_int_equal(k->nchecks, 9);
-	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.x, a.input_scale, 64, NULL), 0);
-	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.x, a.input_scale, 4096, NULL), JITK_EINVAL);
+	assert_int_equal(jitk_static_quant_fp8(rt, &(jitk_static_quant_fp8_args){ .q = a.q, .x = a.x, .input_scale = a.input_scale, .n = 64 }, NULL), 0);
+	assert_int_equal(jitk_static_quant_fp8(rt, &(jitk_static_quant_fp8_args){ .q = a.q, .x = a.x, .input_scale = a.input_scale, .n = 4096 }, NULL), JITK_EINVAL);
 	assert_non_null(strstr(jitk_error_last()->message, "the ninth"));
 	jitk_runtime_free(rt);
 	t_rmtree(dir);
@@ -1343,7 +1344,7 @@ static void test_stats(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
-	jitk_norm_args a = norm_args(16, 3072);
+	jitk_norm_scale_shift_args a = norm_args(16, 3072);
 	jitk_stats s;
 	int i;
 
@@ -1371,7 +1372,7 @@ static int programmatic_launch(fixture *f, int cc, int option, const char *specs
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
 	jitk_runtime *rt;
 	fake_device fake;
-	jitk_norm_args a = norm_args(64, 3072);
+	jitk_norm_scale_shift_args a = norm_args(64, 3072);
 	int flags;
 
 	if (version < 3) {
@@ -1408,7 +1409,7 @@ static int programmatic_launch(fixture *f, int cc, int option, const char *specs
 		rt = runtime_with(f, &fake, cc, specs, &o);
 	}
 	assert_int_equal(jitk_fused_norm_scale_shift(rt, &a, NULL), 0);
-	assert_int_equal(jitk_static_quant_fp8(rt, a.q, a.y, a.input_scale, 64 * 3072, NULL),
+	assert_int_equal(jitk_static_quant_fp8(rt, &(jitk_static_quant_fp8_args){ .q = a.q, .x = a.y, .input_scale = a.input_scale, .n = 64 * 3072 }, NULL),
 			 cc >= 89 ? 0 : JITK_EARCH);
 	assert_int_equal(fake.nlaunches, cc >= 89 ? 2 : 1);
 	flags = fake.launches[0].programmatic;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tools/install.sh PREFIX BUILD_DIR - what `ninja install` does. Honours
 # DESTDIR. Installs the jitk CLI, libjitk (shared and static), jitk.h and
-# jitk/*.h (version.h, the family wrappers such as norm.h), the specs and
+# jitk/*.h (version.h, and the typed-call headers the build generated from
+# the specs: jitk/norm_scale_shift.h...), the specs and
 # templates under share/jitk (where an installed jitk finds them with no
 # environment set), and jitk.pc.
 set -eu
@@ -19,6 +20,9 @@ ln -sf "libjitk.so.$version" "$root/lib/libjitk.so.0"
 ln -sf "libjitk.so.0" "$root/lib/libjitk.so"
 install -m 644 runtime/include/jitk.h "$root/include/jitk.h"
 install -m 644 runtime/include/jitk/*.h "$root/include/jitk/"
+for h in "$b"/include/jitk/*.h; do
+	[ -f "$h" ] && install -m 644 "$h" "$root/include/jitk/"
+done
 install -m 644 specs/*.yaml "$root/share/jitk/specs/"
 install -m 644 templates/*.cuh "$root/share/jitk/templates/"
 install -m 644 docs/jitk.1 "$root/share/man/man1/jitk.1"

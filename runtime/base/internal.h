@@ -67,6 +67,19 @@ int jitk__null_args(const char *fn, const char *names, size_t n, const void *con
 	jitk__null_args(fn, names, sizeof((const void *[]){ __VA_ARGS__ }) / sizeof(void *), \
 			(const void *[]){ __VA_ARGS__ })
 
+/* Output structs (jitk.h, "Output structs"): a struct the library fills
+ * starts with unsigned version, any from 1 to the current one. The library
+ * fills a full struct of its own, then jitk__out_fill copies what the
+ * caller's version holds: sizes[v] is the size of version v's fields
+ * (from the struct's start to the end of v's last field), so that nothing
+ * past them is written. jitk__out_check: JITK_EINVAL "TYPE version V is
+ * not 1 to N" for another version, nothing written. */
+int jitk__out_check(const char *type, unsigned version, unsigned current);
+void jitk__out_fill(void *out, const void *full, const size_t *sizes);
+/* Where a version ends: past its last field (not sizeof, whose trailing
+ * padding the next version's fields may take). */
+#define JITK_OUT_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
 /* ------------------------------------------------------------- logging */
 
 typedef struct {

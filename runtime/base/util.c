@@ -310,6 +310,27 @@ int jitk__null_args(const char *fn, const char *names, size_t n, const void *con
 	return 0;
 }
 
+int jitk__out_check(const char *type, unsigned version, unsigned current)
+{
+	if (version < 1 || version > current)
+		return jitk__error(JITK_EINVAL, "%s version %u is not 1 to %u (set it with its _INIT macro)",
+				   type, version, current);
+	return 0;
+}
+
+void jitk__out_fill(void *out, const void *full, const size_t *sizes)
+{
+	unsigned version;
+	size_t n;
+
+	memcpy(&version, out, sizeof(version));
+	n = sizes[version];
+	/* the caller's version field stays as it is */
+	if (n > sizeof(version))
+		memcpy((char *)out + sizeof(version), (const char *)full + sizeof(version),
+		       n - sizeof(version));
+}
+
 void jitk__error_clear(void)
 {
 	struct error_slot *s = error_slot_get(0);

@@ -7,36 +7,54 @@
 
 #include "build/compile.h"
 
+/* The size of each version of the output structs (jitk.h, "Output
+ * structs"): from the start to the end of that version's last field. */
+static const size_t summary_sizes[] = { 0, JITK_OUT_END(jitk_cache_summary, foreign) };
+static const size_t clear_sizes[] = { 0, JITK_OUT_END(jitk_clear_result, failed) };
+static const size_t prune_sizes[] = { 0, JITK_OUT_END(jitk_prune_result, failed) };
+
 int jitk_cache_stats(jitk_cache_summary *out, const char *dir, int verify,
 		     jitk_cache_report_fn report, void *ctx)
 {
+	jitk_cache_summary s = JITK_CACHE_SUMMARY_INIT;
 	int rc;
 
-	if ((rc = JITK_NULL_ARGS("jitk_cache_stats", "out dir", out, dir)))
+	if ((rc = JITK_NULL_ARGS("jitk_cache_stats", "out dir", out, dir)) ||
+	    (rc = jitk__out_check("jitk_cache_summary", out->version, JITK_CACHE_SUMMARY_VERSION)))
 		return rc;
-	return jitk__cache_scan(out, dir, verify, report, ctx);
+	rc = jitk__cache_scan(&s, dir, verify, report, ctx);
+	jitk__out_fill(out, &s, summary_sizes);
+	return rc;
 }
 
 int jitk_cache_clear(jitk_clear_result *out, const char *dir)
 {
+	jitk_clear_result r = JITK_CLEAR_RESULT_INIT;
 	int rc;
 
-	if ((rc = JITK_NULL_ARGS("jitk_cache_clear", "out dir", out, dir)))
+	if ((rc = JITK_NULL_ARGS("jitk_cache_clear", "out dir", out, dir)) ||
+	    (rc = jitk__out_check("jitk_clear_result", out->version, JITK_CLEAR_RESULT_VERSION)))
 		return rc;
-	return jitk__cache_clear(out, dir);
+	rc = jitk__cache_clear(&r, dir);
+	jitk__out_fill(out, &r, clear_sizes);
+	return rc;
 }
 
 int jitk_cache_prune(jitk_prune_result *out, const char *dir, const char *max_bytes)
 {
+	jitk_prune_result r = JITK_PRUNE_RESULT_INIT;
 	uint64_t bound = 0;
 	int rc;
 
-	if ((rc = JITK_NULL_ARGS("jitk_cache_prune", "out dir", out, dir)))
+	if ((rc = JITK_NULL_ARGS("jitk_cache_prune", "out dir", out, dir)) ||
+	    (rc = jitk__out_check("jitk_prune_result", out->version, JITK_PRUNE_RESULT_VERSION)))
 		return rc;
 	if (max_bytes && (jitk__parse_size(&bound, max_bytes) || !bound))
 		return jitk__error(JITK_EINVAL, "'%.64s' is not a size (" JITK_SIZE_SYNTAX ")",
 				   max_bytes);
-	return jitk__cache_prune(out, dir, bound, JITK_TEMP_MAX_AGE_S, JITK_PRUNE_VERIFY);
+	rc = jitk__cache_prune(&r, dir, bound, JITK_TEMP_MAX_AGE_S, JITK_PRUNE_VERIFY);
+	jitk__out_fill(out, &r, prune_sizes);
+	return rc;
 }
 
 int jitk_cache_check_writable(const char *dir)

@@ -316,14 +316,22 @@ static void record_name(char *out, size_t n, const record *r)
 	snprintf(out, n, "key %s (%s)", hex, r->target);
 }
 
-static int summary_check(jitk_bundle_summary *out, const char *fn)
+/* The public calls count into a summary of the library's own, then fill
+ * the caller's (NULL allowed) up to its version (jitk.h, "Output
+ * structs"): sizes[v] is version v's size. */
+static const size_t summary_sizes[] = { 0, JITK_OUT_END(jitk_bundle_summary, bad) };
+
+static int summary_check(const jitk_bundle_summary *out)
 {
-	if (out && out->version != JITK_BUNDLE_SUMMARY_VERSION)
-		return jitk__error(JITK_EINVAL, "%s: jitk_bundle_summary version %u is not %d", fn,
-				   out->version, JITK_BUNDLE_SUMMARY_VERSION);
+	return out ? jitk__out_check("jitk_bundle_summary", out->version, JITK_BUNDLE_SUMMARY_VERSION)
+		   : 0;
+}
+
+static int summary_put(jitk_bundle_summary *out, const jitk_bundle_summary *sum, int rc)
+{
 	if (out)
-		memset((char *)out + sizeof(out->version), 0, sizeof(*out) - sizeof(out->version));
-	return 0;
+		jitk__out_fill(out, sum, summary_sizes);
+	return rc;
 }
 
 /* Open file as an administration command does: JITK_ENOENT or JITK_EIO
@@ -340,8 +348,8 @@ static int admin_open(jitk_bundle **b, const char *file)
 	return 0;
 }
 
-int jitk_bundle_verify(jitk_bundle_summary *out, const char *file, jitk_bundle_report_fn report,
-		       void *payload)
+static int bundle_verify(jitk_bundle_summary *out, const char *file, jitk_bundle_report_fn report,
+			 void *payload)
 {
 	jitk_bundle *b;
 	uint8_t pad[JITK_BUNDLE_ALIGN];
@@ -350,7 +358,7 @@ int jitk_bundle_verify(jitk_bundle_summary *out, const char *file, jitk_bundle_r
 
 	if (!file)
 		return jitk__error(JITK_EINVAL, "jitk_bundle_verify: file is NULL");
-	if ((rc = summary_check(out, "jitk_bundle_verify")) || (rc = admin_open(&b, file)))
+	if ((rc = admin_open(&b, file)))
 		return rc;
 	for (i = 0; i < b->count; i++) {
 		const record *r = &b->index[i];
@@ -381,6 +389,17 @@ int jitk_bundle_verify(jitk_bundle_summary *out, const char *file, jitk_bundle_r
 	}
 	jitk__bundle_close(b);
 	return 0;
+}
+
+int jitk_bundle_verify(jitk_bundle_summary *out, const char *file, jitk_bundle_report_fn report,
+		       void *payload)
+{
+	jitk_bundle_summary sum = JITK_BUNDLE_SUMMARY_INIT;
+	int rc;
+
+	if ((rc = summary_check(out)))
+		return rc;
+	return summary_put(out, &sum, bundle_verify(&sum, file, report, payload));
 }
 
 /* ---------------------------------------------------------------- pack */
@@ -591,8 +610,8 @@ static int pack_write(pack_ctx *p, int fd, uint8_t **index_out, uint64_t *index_
 	return 0;
 }
 
-int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
-		    const char *archs, jitk_bundle_report_fn report, void *payload)
+static int cache_pack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
+		      const char *archs, jitk_bundle_report_fn report, void *payload)
 {
 	pack_ctx p;
 	uint8_t head[JITK_BUNDLE_HEADER], *index = NULL;
@@ -603,8 +622,6 @@ int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cach
 
 	if (!file)
 		return jitk__error(JITK_EINVAL, "jitk_cache_pack: file is NULL");
-	if ((rc = summary_check(out, "jitk_cache_pack")))
-		return rc;
 	memset(&p, 0, sizeof(p));
 	p.out = out;
 	p.report = report;
@@ -682,10 +699,21 @@ done:
 	return rc;
 }
 
+int jitk_cache_pack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
+		    const char *archs, jitk_bundle_report_fn report, void *payload)
+{
+	jitk_bundle_summary sum = JITK_BUNDLE_SUMMARY_INIT;
+	int rc;
+
+	if ((rc = summary_check(out)))
+		return rc;
+	return summary_put(out, &sum, cache_pack(&sum, file, cache_dir, archs, report, payload));
+}
+
 /* -------------------------------------------------------------- unpack */
 
-int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
-		      jitk_bundle_report_fn report, void *payload)
+static int cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
+			jitk_bundle_report_fn report, void *payload)
 {
 	jitk_logger quiet = { NULL, NULL, JITK_LOG_ERROR };
 	jitk_bundle *b = NULL;
@@ -699,7 +727,7 @@ int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *ca
 
 	if (!file)
 		return jitk__error(JITK_EINVAL, "jitk_cache_unpack: file is NULL");
-	if ((rc = summary_check(out, "jitk_cache_unpack")) || (rc = admin_open(&b, file)))
+	if ((rc = admin_open(&b, file)))
 		return rc;
 	/* provenance: what a node would refuse is not written into its cache */
 	if ((rc = jitk__trust_new(&trust, NULL, -1, &quiet)))
@@ -763,4 +791,15 @@ done:
 	jitk__trust_free(trust);
 	free(root);
 	return rc;
+}
+
+int jitk_cache_unpack(jitk_bundle_summary *out, const char *file, const char *cache_dir,
+		      jitk_bundle_report_fn report, void *payload)
+{
+	jitk_bundle_summary sum = JITK_BUNDLE_SUMMARY_INIT;
+	int rc;
+
+	if ((rc = summary_check(out)))
+		return rc;
+	return summary_put(out, &sum, cache_unpack(&sum, file, cache_dir, report, payload));
 }

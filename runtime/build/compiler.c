@@ -1348,15 +1348,19 @@ int jitk_precompile(jitk_origin *out_origin, jitk_compiler *c, const char *name,
 	return JITK_OK;
 }
 
+/* The size of each version of jitk_remote_stats (jitk.h, "Output
+ * structs"). */
+static const size_t remote_stats_sizes[] = { 0, JITK_OUT_END(jitk_remote_stats, lease_wait_ms) };
+
 int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler)
 {
 	jitk_remote_stats s = JITK_REMOTE_STATS_INIT;
+	int rc;
 
 	if (!out || !compiler)
 		return JITK_NULL_ARGS("jitk_remote_stats_get", "out compiler", out, compiler);
-	if (out->version != JITK_REMOTE_STATS_VERSION)
-		return jitk__error(JITK_EINVAL, "jitk_remote_stats version %u is not %d", out->version,
-				   JITK_REMOTE_STATS_VERSION);
+	if ((rc = jitk__out_check("jitk_remote_stats", out->version, JITK_REMOTE_STATS_VERSION)))
+		return rc;
 	if (compiler->remote) {
 		jitk_remote_counters *n = jitk__remote_counters(compiler->remote);
 
@@ -1375,6 +1379,6 @@ int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler)
 		s.lease_waits = atomic_load(&l->waits);
 		s.lease_errors = atomic_load(&l->errors);
 	}
-	*out = s;
+	jitk__out_fill(out, &s, remote_stats_sizes);
 	return JITK_OK;
 }

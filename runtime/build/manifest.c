@@ -264,18 +264,24 @@ done:
 
 /* --------------------------------------------------------- precompiling */
 
+/* The size of each version of jitk_precompile_counts (jitk.h, "Output
+ * structs"). */
+static const size_t counts_sizes[] = { 0, JITK_OUT_END(jitk_precompile_counts, gated) };
+
 int jitk_precompile_manifest(jitk_precompile_counts *out, jitk_compiler *c, const char *path,
 			     const char *archs, jitk_precompile_progress_fn progress, void *ctx)
 {
-	jitk_precompile_counts k;
+	jitk_precompile_counts k = JITK_PRECOMPILE_COUNTS_INIT;
 	jitk_manifest_item *items = NULL;
 	size_t n = 0, i;
 	char *first_msg = NULL;
 	int rc, first = JITK_OK;
 
-	memset(&k, 0, sizeof(k));
+	if (out && (rc = jitk__out_check("jitk_precompile_counts", out->version,
+					 JITK_PRECOMPILE_COUNTS_VERSION)))
+		return rc;
 	if (out)
-		*out = k;
+		jitk__out_fill(out, &k, counts_sizes);
 	if ((rc = jitk_manifest_read(&items, &n, c, path, archs)))
 		return rc;
 	for (i = 0; i < n; i++) {
@@ -301,7 +307,7 @@ int jitk_precompile_manifest(jitk_precompile_counts *out, jitk_compiler *c, cons
 	}
 	jitk_free(items);
 	if (out)
-		*out = k;
+		jitk__out_fill(out, &k, counts_sizes);
 	if (first != JITK_OK)
 		jitk__error(first, "%s", first_msg ? first_msg : "out of memory");
 	else

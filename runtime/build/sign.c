@@ -695,16 +695,21 @@ done:
 	return 0;
 }
 
+/* The size of each version of the output structs (jitk.h, "Output
+ * structs"). */
+static const size_t sign_stats_sizes[] = { 0, JITK_OUT_END(jitk_sign_stats, signing) };
+static const size_t sig_summary_sizes[] = { 0, JITK_OUT_END(jitk_sig_summary, broken) };
+
 int jitk_sign_stats_get(jitk_sign_stats *out, const jitk_compiler *compiler)
 {
 	jitk_sign_stats s = JITK_SIGN_STATS_INIT;
 	jitk_trust *t;
+	int rc;
 
 	if (!out || !compiler)
 		return jitk__error(JITK_EINVAL, "jitk_sign_stats_get: NULL argument");
-	if (out->version != JITK_SIGN_STATS_VERSION)
-		return jitk__error(JITK_EINVAL, "jitk_sign_stats version %u is not %d", out->version,
-				   JITK_SIGN_STATS_VERSION);
+	if ((rc = jitk__out_check("jitk_sign_stats", out->version, JITK_SIGN_STATS_VERSION)))
+		return rc;
 	s.signed_entries = atomic_load(&compiler->signed_entries);
 	s.signing = compiler->signer != NULL;
 	if ((t = compiler->trust)) {
@@ -715,7 +720,7 @@ int jitk_sign_stats_get(jitk_sign_stats *out, const jitk_compiler *compiler)
 		s.unverified = atomic_load(&t->unverified);
 		s.verify_ms = (double)atomic_load(&t->verify_ns) / 1e6;
 	}
-	*out = s;
+	jitk__out_fill(out, &s, sign_stats_sizes);
 	return JITK_OK;
 }
 
@@ -774,9 +779,8 @@ int jitk_signatures_check(jitk_sig_summary *out, const char *path, const char *t
 
 	if (!out || !path)
 		return jitk__error(JITK_EINVAL, "jitk_signatures_check: NULL argument");
-	if (out->version != JITK_SIG_SUMMARY_VERSION)
-		return jitk__error(JITK_EINVAL, "jitk_sig_summary version %u is not %d", out->version,
-				   JITK_SIG_SUMMARY_VERSION);
+	if ((rc = jitk__out_check("jitk_sig_summary", out->version, JITK_SIG_SUMMARY_VERSION)))
+		return rc;
 	/* every key given, none required: only checking */
 	if ((rc = jitk__trust_new(&x.t, trusted_keys, 0, NULL)))
 		return rc;
@@ -802,7 +806,7 @@ int jitk_signatures_check(jitk_sig_summary *out, const char *path, const char *t
 	} else if ((rc = jitk__cache_each(path, check_dir_entry, check_dir_bad, &x))) {
 		goto done;
 	}
-	*out = s;
+	jitk__out_fill(out, &s, sig_summary_sizes);
 	rc = JITK_OK;
 done:
 	jitk__bundle_close(b);

@@ -6,20 +6,38 @@
  *  - the compiler (jitk_compiler_*): YAML specs, template instantiation,
  *    NVRTC and the on-disk cubin cache. It needs no GPU and no libcuda.so.1,
  *    so CPU-only machines can precompile caches.
- *  - the runtime (jitk_runtime_*, jitk_kernel_*, and the typed launch
- *    functions): bound to one device through the CUDA Driver API, loaded at
+ *  - the runtime (jitk_runtime_*, jitk_kernel_*, and the generic call
+ *    jitk_call): bound to one device through the CUDA Driver API, loaded at
  *    run time; kernels are requested by name, resolved once (cache layers,
  *    else NVRTC) and launched with cuLaunchKernel.
  *
- * Kernel families with typed entry points have a header of their own
- * (jitk/norm.h); every family is reachable through the generic call
- * (jitk_call), which checks tensors against the spec's argument table.
+ * Every kernel family is reachable through the generic call (jitk_call),
+ * which checks tensors against the spec's argument table; the library
+ * holds no family's code. Typed calls for C users are generated from a
+ * family's spec (jitk header FAMILY: static inline functions over
+ * jitk_call, docs/api.md "Typed calls").
  *
  * Conventions: functions return a status (JITK_OK == 0, errors < 0,
  * JITK_FALLBACK > 0). The out-parameter comes first and is named out; what
  * is returned through **out is owned by the caller unless said otherwise.
  * After a failure, jitk_error_last() tells what happened on this thread.
  * The library never prints; it logs through the callback in the options.
+ *
+ * Output structs: a struct the caller passes for the library to fill
+ * (jitk_precompile_counts, jitk_cache_summary, jitk_clear_result,
+ * jitk_prune_result, jitk_remote_stats, jitk_bundle_summary,
+ * jitk_sign_stats, jitk_sig_summary) starts with unsigned version, as the
+ * options structs do; set it before the call (its _INIT macro does). The
+ * library accepts every version from 1 to its own, fills the fields of the
+ * caller's version and writes no byte past them, so that a program built
+ * against an older header - whose struct is that version's size - keeps
+ * working with a newer library; fields are only ever appended, each with
+ * a new version. Any other version is JITK_EINVAL ("TYPE version V is not
+ * 1 to N"), with nothing written. What the library allocates or owns
+ * (the arrays of jitk_manifest_read and jitk_bench_cases, jitk_error) is
+ * read through its pointer and never versioned: new fields there come
+ * with new functions. jitk_kernel_info, jitk_stats and jitk_call_info are
+ * not versioned yet: their layouts stay as they are until they are.
  */
 #ifndef JITK_H
 #define JITK_H
@@ -320,10 +338,15 @@ JITK_API int jitk_manifest_read(jitk_manifest_item **out, size_t *n,
 
 /* What jitk_precompile_manifest did: images compiled now (or kept in
  * memory), found in the cache or a layer, found in a remote tier, that
- * failed, and instances a gate keeps off their architecture. */
+ * failed, and instances a gate keeps off their architecture. An output
+ * struct (see the top of this file): set version first. */
 typedef struct {
+	unsigned version;
 	size_t compiled, cached, remote, failed, gated;
 } jitk_precompile_counts;
+
+#define JITK_PRECOMPILE_COUNTS_VERSION 1
+#define JITK_PRECOMPILE_COUNTS_INIT { JITK_PRECOMPILE_COUNTS_VERSION, 0, 0, 0, 0, 0 }
 
 /* Called after each item: its index, jitk_precompile's status and the
  * origin (meaningful when the status is JITK_OK). */
@@ -332,7 +355,9 @@ typedef void (*jitk_precompile_progress_fn)(void *ctx, size_t index, size_t n,
 					    jitk_origin origin);
 
 /* jitk_manifest_read, then jitk_precompile of every item, in order, one
- * after the other. out (NULL allowed) gets the counts. JITK_OK when no
+ * after the other. out (NULL allowed) gets the counts (JITK_EINVAL before
+ * anything is read for a version of it that is not 1 to
+ * JITK_PRECOMPILE_COUNTS_VERSION). JITK_OK when no
  * item failed (gated items are not failures); else the status and message
  * of the first failure, after every item was tried. Errors of
  * jitk_manifest_read are returned before anything is compiled. A CLI
@@ -397,10 +422,16 @@ JITK_API int jitk_cache_format(void);
  * (JITK_ENOENT, "no cache at DIR") or whose directories fail the trust
  * checks of lookups (JITK_EIO). The walk never follows a symbolic link
  * and only touches names of jitk's schemes (docs/cache-format.md); other
- * files are foreign: counted, never removed. */
+ * files are foreign: counted, never removed. Their results are output
+ * structs (see the top of this file): set version first (the _INIT
+ * macros); another version is JITK_EINVAL before anything is looked at. */
 typedef struct {
+	unsigned version;
 	uint64_t entries, bytes, bad, temp_files, lock_files, foreign;
 } jitk_cache_summary;
+
+#define JITK_CACHE_SUMMARY_VERSION 1
+#define JITK_CACHE_SUMMARY_INIT { JITK_CACHE_SUMMARY_VERSION, 0, 0, 0, 0, 0, 0 }
 /* report (NULL allowed) gets each bad entry (foreign == 0) and, when
  * verifying, each foreign file (foreign == 1). */
 typedef void (*jitk_cache_report_fn)(void *ctx, const char *path, const char *problem,
@@ -412,8 +443,12 @@ JITK_API int jitk_cache_stats(jitk_cache_summary *out, const char *dir, int veri
 /* Remove every entry, temporary file and bad entry (lock files stay).
  * failed: what could not be removed. */
 typedef struct {
+	unsigned version;
 	uint64_t removed, foreign, failed;
 } jitk_clear_result;
+
+#define JITK_CLEAR_RESULT_VERSION 1
+#define JITK_CLEAR_RESULT_INIT { JITK_CLEAR_RESULT_VERSION, 0, 0, 0 }
 JITK_API int jitk_cache_clear(jitk_clear_result *out, const char *dir);
 
 /* Remove the bad entries verify names, temporary files older than an
@@ -421,13 +456,18 @@ JITK_API int jitk_cache_clear(jitk_clear_result *out, const char *dir);
  * size as jitk_parse_size reads it; NULL: no bound). A max_bytes that is
  * not one is JITK_EINVAL before anything is looked at or removed. */
 typedef struct {
+	unsigned version;
 	uint64_t bad, temp, evicted, evicted_bytes, bytes_left, foreign, failed;
 } jitk_prune_result;
+
+#define JITK_PRUNE_RESULT_VERSION 1
+#define JITK_PRUNE_RESULT_INIT { JITK_PRUNE_RESULT_VERSION, 0, 0, 0, 0, 0, 0, 0 }
 JITK_API int jitk_cache_prune(jitk_prune_result *out, const char *dir, const char *max_bytes);
 
 /* Counters of the remote tier of one compiler (all zero without one).
- * Set version (JITK_REMOTE_STATS_INIT does) before the call: fields up to
- * that version's are filled, so the struct can grow. */
+ * An output struct (see the top of this file): set version
+ * (JITK_REMOTE_STATS_INIT does) before the call; the fields of that
+ * version are filled, so the struct can grow. */
 typedef struct {
 	unsigned version;
 	uint64_t hits;         /* objects fetched, verified and used */
@@ -445,7 +485,8 @@ typedef struct {
 #define JITK_REMOTE_STATS_VERSION 1
 #define JITK_REMOTE_STATS_INIT { JITK_REMOTE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0 }
 
-/* JITK_EINVAL for a NULL argument or an unknown version. Thread-safe. */
+/* JITK_EINVAL for a NULL argument or a version that is not 1 to
+ * JITK_REMOTE_STATS_VERSION. Thread-safe. */
 JITK_API int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler);
 
 /* --------------------------------------------------------------- bundles */
@@ -456,7 +497,10 @@ JITK_API int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *
  * named in JITK_CACHE_PATH (or cache_path) is a read-only layer, like a
  * directory. */
 
-/* What a bundle operation did. Set version (JITK_BUNDLE_SUMMARY_INIT) first. */
+/* What a bundle operation did: an output struct (see the top of this
+ * file). Set version (JITK_BUNDLE_SUMMARY_INIT) first; a version that is
+ * not 1 to JITK_BUNDLE_SUMMARY_VERSION is JITK_EINVAL before anything is
+ * read. */
 typedef struct {
 	unsigned version;
 	uint64_t entries; /* packed, unpacked, or verified good */
@@ -527,8 +571,8 @@ typedef enum {
  * be created. */
 JITK_API int jitk_key_generate(char **out, const char *name, const char *secret_file);
 
-/* The provenance counters of one compiler. Set version first
- * (JITK_SIGN_STATS_INIT). */
+/* The provenance counters of one compiler, an output struct (see the top
+ * of this file). Set version first (JITK_SIGN_STATS_INIT). */
 typedef struct {
 	unsigned version;
 	uint64_t signed_entries; /* entries this compiler compiled and signed */
@@ -545,11 +589,13 @@ typedef struct {
 #define JITK_SIGN_STATS_VERSION 1
 #define JITK_SIGN_STATS_INIT { JITK_SIGN_STATS_VERSION, 0, 0, 0, 0, 0.0, 0, 0, 0 }
 
-/* JITK_EINVAL for a NULL argument or an unknown version. Thread-safe. */
+/* JITK_EINVAL for a NULL argument or a version that is not 1 to
+ * JITK_SIGN_STATS_VERSION. Thread-safe. */
 JITK_API int jitk_sign_stats_get(jitk_sign_stats *out, const jitk_compiler *compiler);
 
-/* What jitk_signatures_check found; set version first. broken: entries
- * that fail the checks of a lookup (jitk cache verify names them). */
+/* What jitk_signatures_check found, an output struct (see the top of
+ * this file): set version first. broken: entries that fail the checks of
+ * a lookup (jitk cache verify names them). */
 typedef struct {
 	unsigned version;
 	uint64_t entries, trusted, untrusted, bad, unsigned_entries, broken;
