@@ -120,13 +120,13 @@ struct jitk_runtime {
 	unsigned manifest_gen;
 };
 
-/* Resolve instance inst. check_capture: consult stream's capture state
- * for the capture policy. */
 /* A call's jitk_call_info (NULL allowed): JITK_EINVAL for a version
  * that is not 1 to JITK_CALL_INFO_VERSION, else its fields cleared
  * (call.c). */
 int jitk__call_info_clear(jitk_call_info *out);
 
+/* Resolve instance inst. check_capture: consult stream's capture state
+ * for the capture policy. */
 int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,
 		  int check_capture, jitk_stream stream);
 /* Why instance inst cannot run here (its slot's reason), or NULL. */
