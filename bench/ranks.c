@@ -27,7 +27,7 @@ int main(int argc, char **argv)
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
 	const char *rank = getenv("RANK");
 	jitk_runtime *rt;
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 	struct stat st;
 	double t0;
 	int waited = 0;

@@ -323,7 +323,7 @@ static void bench_jit(const char *specs, const char *name)
 	jitk_kernel *k;
 	char dir[] = "/tmp/jitk-bench-XXXXXX";
 	double t0, cold, warm, rt_new;
-	jitk_stats st;
+	jitk_stats st = JITK_STATS_INIT;
 	int i;
 
 	if (!mkdtemp(dir)) {
@@ -437,7 +437,7 @@ static void bench_hot(jitk_runtime *rt)
 	set_t a;
 	bench_args typed;
 	jitk_kernel *k;
-	jitk_kernel_info info;
+	jitk_kernel_info info = JITK_KERNEL_INFO_INIT;
 	jitk_op *op;
 	jitk_tensor ty, tx, tscale, tshift;
 	PFN_cuLaunchKernel_v4000 launch = NULL;

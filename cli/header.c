@@ -517,7 +517,7 @@ static void emit_symbol(gen *g, const json *s)
 		name, F, F, name, take);
 	fprintf(o, "static inline int jitk_try_%s(const char **reason, jitk_runtime *rt,\n"
 		   "\t\tconst jitk_%s_args *a, jitk_stream stream)\n"
-		   "{\n\tjitk_call_info info;\n"
+		   "{\n\tjitk_call_info info = JITK_CALL_INFO_INIT;\n"
 		   "\tint rc = jitk__%s_run(&info, rt, \"%s\", JITK_CALL_TRY, a,\n"
 		   "\t\t\"%s\", stream);\n\n"
 		   "\tif (reason)\n\t\t*reason = rc == JITK_FALLBACK ? info.reason : NULL;\n"
@@ -526,7 +526,7 @@ static void emit_symbol(gen *g, const json *s)
 	if (fb && fb->type == JSON_ARRAY && fb->n)
 		fprintf(o, "static inline int jitk_auto_%s(int *used_symbol, jitk_runtime *rt,\n"
 			   "\t\tconst jitk_%s_args *a, jitk_stream stream)\n"
-			   "{\n\tjitk_call_info info;\n"
+			   "{\n\tjitk_call_info info = JITK_CALL_INFO_INIT;\n"
 			   "\tint rc = jitk__%s_run(&info, rt, \"%s\", JITK_CALL_AUTO, a,\n"
 			   "\t\t\"%s\", stream);\n\n"
 			   "\tif (used_symbol)\n\t\t*used_symbol = !rc && !info.fallback;\n"

@@ -73,7 +73,7 @@ static jitk_devptr filled(size_t count, unsigned short bf16)
 
 static void print_stats(jitk_runtime *rt, const char *name)
 {
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 
 	if (jitk_stats_get(&s, rt, name) || (!s.loads && !s.launches))
 		return;

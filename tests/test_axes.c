@@ -604,7 +604,7 @@ static void test_per_token_fallback(void **state)
 {
 	fixture *f = *state;
 	jitk_norm_scale_shift_args a = batch_args();
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	fake_launch *l;
 
 	a.s = ADDR(17);

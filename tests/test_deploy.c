@@ -192,7 +192,7 @@ static void key_hex(char out[2 * JITK_HASH_SIZE + 1], jitk_compiler *c, const ch
 
 static jitk_stats stats_of(jitk_runtime *rt, const char *name)
 {
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 
 	assert_int_equal(jitk_stats_get(&s, rt, name), 0);
 	return s;
@@ -213,7 +213,7 @@ static void test_seal_error_refuses_a_miss(void **state)
 	jitk_tensor out, x, y;
 	jitk_arg args[3];
 	jitk_kernel *k;
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 	const int64_t shape[2] = { 4, 64 };
 	const jitk_dtype i32 = JITK_DTYPE_I32;
 

@@ -193,7 +193,7 @@ static void test_each_image_kind_runs(void **state)
 		char *cache = t_path(tmpdir, targets[i]);
 		jitk_runtime *rt;
 		jitk_kernel *k;
-		jitk_stats st;
+		jitk_stats st = JITK_STATS_INIT;
 		size_t bad;
 		double t0;
 
@@ -221,7 +221,7 @@ static void test_warmup_manifest_then_sealed(void **state)
 	jitk_precompile_counts counts = JITK_PRECOMPILE_COUNTS_INIT;
 	jitk_compiler *c;
 	jitk_runtime *rt;
-	jitk_stats st;
+	jitk_stats st = JITK_STATS_INIT;
 	problem p;
 	size_t bad;
 

@@ -54,7 +54,7 @@ static void test_dlpack_call(void **state)
 	fake_device fake;
 	jitk_runtime *rt;
 	jitk_op *op;
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	jitk_tensor ty;
 	dl2 out, x, y, z;
 	jitk_arg args[4];

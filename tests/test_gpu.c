@@ -719,7 +719,7 @@ static void test_data_only_family(void **state)
 	CUdeviceptr dx, dy, dz, dout;
 	jitk_tensor tout, tx, ty, tz;
 	jitk_arg args[4];
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	size_t i, bad = 0;
 	const char *src;
 

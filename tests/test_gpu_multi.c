@@ -80,7 +80,7 @@ static void test_one_runtime_per_device(void **state)
 		jitk_tensor tout, tx, ty, tz;
 		const int64_t shape[2] = { rows, cols };
 		jitk_arg args[4];
-		jitk_call_info info;
+		jitk_call_info info = JITK_CALL_INFO_INIT;
 
 		o.device = i;
 		if (jitk_runtime_new(&d[i].rt, &o))
@@ -116,7 +116,7 @@ static void test_one_runtime_per_device(void **state)
 		CK(cu->cuMemcpyDtoH(d[i].out, d[i].dout, n * 4));
 	}
 	for (i = 0; i < ndev; i++) {
-		jitk_stats s;
+		jitk_stats s = JITK_STATS_INIT;
 
 		assert_int_equal(jitk_stats_get(&s, d[i].rt, NULL), 0);
 		compiles += s.compiles;
@@ -169,7 +169,7 @@ static void test_dlpack_other_device(void **state)
 	DLTensor t[4];
 	jitk_arg args[4];
 	const char *names[4] = { "out", "x", "y", "z" };
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	jitk_runtime *rt;
 	char *specs;
 	int i;

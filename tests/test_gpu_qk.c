@@ -316,7 +316,7 @@ static void run(jitk_runtime *r, const char *selector, jitk_call_mode mode, prob
 		CUdeviceptr base, unsigned what, int fallback)
 {
 	jitk_arg a[16];
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	size_t n;
 
 	views(p, base);

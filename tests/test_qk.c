@@ -180,7 +180,7 @@ static int call(jitk_runtime *rt, const char *name, jitk_call_mode mode, qk *c, 
 static void refused(jitk_runtime *rt, fake_device *fake, const char *name, qk *c,
 		    const char *message)
 {
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	int rc, before = fake->nlaunches;
 
 	assert_int_equal(call(rt, name, JITK_CALL_STRICT, c, &info), JITK_EINVAL);
@@ -206,7 +206,7 @@ static void test_bad_arguments(void **state)
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	const jitk_dtype f32 = JITK_DTYPE_F32, i64 = JITK_DTYPE_I64, bf16 = JITK_DTYPE_BF16;
 	jitk_tensor bad, save;
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	qk c;
 
 	make(&c, 7, 24, 24, 128, 128, 128, 128, 0, 0);
@@ -444,7 +444,7 @@ static void test_fused_and_split_launches(void **state)
 	fixture *f = *state;
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	const fake_launch *l;
 	float eps = 1e-6f;
 	uint32_t eps_bits;
@@ -546,7 +546,7 @@ static void test_out_of_place_launches(void **state)
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	const int64_t n = 512, row = 72 * 128, hs = (512 + 16) * 128;
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	const fake_launch *l;
 	size_t i;
 	qk c;

@@ -431,7 +431,7 @@ static void test_generic_call_checks(void **state)
 	const int64_t n = 4096, one = 1;
 	jitk_tensor q, x, s, y, sc, sh, bad;
 	jitk_arg args[8];
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	jitk_op *op, *op2;
 
 	assert_int_equal(jitk_tensor_contiguous(&q, ADDR(1), fp8, 1, &n), 0);
@@ -794,7 +794,7 @@ static void test_call_memo(void **state)
 	const int64_t h = 3072, one = 1;
 	jitk_tensor y, q, x, sc, sh, s;
 	jitk_arg args[6];
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	jitk_op *op;
 	char want[200];
 	int i, round, n = 0;
@@ -913,7 +913,7 @@ static void test_data_only_family(void **state)
 	const jitk_dtype i32 = JITK_DTYPE_I32;
 	jitk_tensor out, x, y, z;
 	jitk_arg args[4];
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	char *text;
 	int cc;
 
@@ -1020,7 +1020,7 @@ static void test_capture(void **state)
 	 * shipped specs would compile every kernel) */
 	{
 		char *fam = t_path(t_root(), "tests/families/specs");
-		jitk_stats st;
+		jitk_stats st = JITK_STATS_INIT;
 
 		rt = runtime(f, &fake, 80, fam);
 		assert_int_equal(jitk_preload(rt, NULL, 0), 0);
@@ -1052,7 +1052,7 @@ static void test_driver_rejects(void **state)
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	jitk_kernel *k;
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 
 	assert_int_equal(jitk_kernel_get(&k, rt, "static_quant_fp8"), 0);
 	jitk_runtime_free(rt);
@@ -1258,7 +1258,7 @@ static void test_rejects_counted_per_build(void **state)
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	jitk_kernel *k;
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 	race_arg a;
 	pthread_t th;
 	char *dir, *path = NULL, *bytes;
@@ -1318,7 +1318,7 @@ static void test_threads_one_compile(void **state)
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	pthread_t th[8];
 	race_arg args[8];
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 	int i;
 
 	for (i = 0; i < 8; i++) {
@@ -1345,7 +1345,7 @@ static void test_stats(void **state)
 	fake_device fake;
 	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
 	jitk_norm_scale_shift_args a = norm_args(16, 3072);
-	jitk_stats s;
+	jitk_stats s = JITK_STATS_INIT;
 	int i;
 
 	for (i = 0; i < 5; i++)
@@ -1479,9 +1479,95 @@ static void test_options(void **state)
 	assert_int_equal(fake.closed, 3);
 }
 
+/* The runtime's output structs (jitk.h, "Output structs"), planted with
+ * version 1 at the start of a buffer of sentinel bytes as an older
+ * caller's smaller struct: the call fills version 1's fields and no byte
+ * past them; versions 0 and current + 1 are refused, nothing written. */
+#define SENTINEL 0xa5
+#define END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+static void *planted(unsigned char *b, size_t n, unsigned version)
+{
+	memset(b, SENTINEL, n);
+	memcpy(b, &version, sizeof(version));
+	return b;
+}
+
+static void untouched_from(const unsigned char *b, size_t n, size_t from)
+{
+	size_t i;
+
+	for (i = from; i < n; i++)
+		assert_int_equal(b[i], SENTINEL);
+}
+
+static void test_output_structs_fill_only_their_version(void **state)
+{
+	fixture *f = *state;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, f->specs);
+	jitk_norm_scale_shift_args a = norm_args(8, 3072);
+	union {
+		unsigned char b[512];
+		uint64_t align;
+	} u;
+	jitk_kernel_info *ki;
+	jitk_call_info *ci;
+	jitk_stats *st;
+	jitk_kernel *k;
+	unsigned v;
+
+	a.q = a.residual_out = a.residual = a.gate = a.input_scale = 0; /* what the symbol takes */
+	assert_int_equal(jitk_kernel_get(&k, rt, "fused_norm_scale_shift[hidden=3072]"), 0);
+	ki = planted(u.b, sizeof(u.b), 1);
+	assert_int_equal(jitk_kernel_info_get(ki, k), 0);
+	assert_string_equal(ki->instance, "fused_norm_scale_shift[hidden=3072]");
+	assert_int_equal(strlen(ki->key), 64);
+	untouched_from(u.b, sizeof(u.b), END_OF(jitk_kernel_info, key));
+
+	ci = planted(u.b, sizeof(u.b), 1);
+	assert_int_equal(jitk_call(ci, rt, "fused_norm_scale_shift", JITK_CALL_STRICT, NULL, 0, NULL),
+			 JITK_EINVAL); /* missing arguments: info still filled (cleared) */
+	assert_null(ci->instance);
+	untouched_from(u.b, sizeof(u.b), END_OF(jitk_call_info, instance));
+	ci = planted(u.b, sizeof(u.b), 1);
+	assert_int_equal(jitk_norm_scale_shift_call(ci, rt, "fused_norm_scale_shift", JITK_CALL_TRY, &a,
+						    NULL), 0);
+	assert_string_equal(ci->instance, "fused_norm_scale_shift[hidden=3072]");
+	assert_int_equal(ci->fallback, 0);
+	untouched_from(u.b, sizeof(u.b), END_OF(jitk_call_info, instance));
+
+	st = planted(u.b, sizeof(u.b), 1);
+	assert_int_equal(jitk_stats_get(st, rt, "fused_norm_scale_shift"), 0);
+	assert_int_equal(st->launches, 1);
+	untouched_from(u.b, sizeof(u.b), END_OF(jitk_stats, load_ms));
+
+	for (v = 0; v < 2; v++) {
+		unsigned bad = v ? JITK_KERNEL_INFO_VERSION + 1 : 0;
+
+		assert_int_equal(jitk_kernel_info_get(planted(u.b, sizeof(u.b), bad), k), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "jitk_kernel_info version"));
+		untouched_from(u.b, sizeof(u.b), sizeof(unsigned));
+		bad = v ? JITK_CALL_INFO_VERSION + 1 : 0;
+		assert_int_equal(jitk_norm_scale_shift_call(planted(u.b, sizeof(u.b), bad), rt,
+							    "fused_norm_scale_shift", JITK_CALL_STRICT, &a,
+							    NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "jitk_call_info version"));
+		untouched_from(u.b, sizeof(u.b), sizeof(unsigned));
+		bad = v ? JITK_STATS_VERSION + 1 : 0;
+		assert_int_equal(jitk_stats_get(planted(u.b, sizeof(u.b), bad), rt, NULL), JITK_EINVAL);
+		assert_non_null(strstr(jitk_error_last()->message, "jitk_stats version"));
+		untouched_from(u.b, sizeof(u.b), sizeof(unsigned));
+	}
+	assert_int_equal(fake.nlaunches, 1); /* a refused info launches nothing */
+	jitk_runtime_free(rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_output_structs_fill_only_their_version, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_sm90_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sm90_spec_allows_fused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sm100_and_sm120, setup, teardown),

@@ -1308,7 +1308,7 @@ static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size
 		rt->comp->specs->syms[jitk__spec_symbol_index(rt->comp->specs, fb->symbol)]->fam;
 	jitk_arg out[JITK_MAX_SPEC_ARGS];
 	jitk_tensor flat[JITK_MAX_SPEC_ARGS];
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	size_t n = 0, i, m;
 	jitk_op *op;
 	call sub;
@@ -1403,18 +1403,34 @@ static int run_fallback(call *c, const jitk_arg *args, size_t nargs, jitk_stream
 /* Why this thread's last TRY or AUTO call fell back (jitk_call_info). */
 static _Thread_local char last_reason[320];
 
+/* The size of each version of jitk_call_info (jitk.h, "Output structs"). */
+static const size_t call_info_sizes[] = { 0, JITK_OUT_END(jitk_call_info, instance) };
+
+int jitk__call_info_clear(jitk_call_info *out)
+{
+	const jitk_call_info none = JITK_CALL_INFO_INIT;
+	int rc;
+
+	if (!out)
+		return 0;
+	if ((rc = jitk__out_check("jitk_call_info", out->version, JITK_CALL_INFO_VERSION)))
+		return rc;
+	jitk__out_fill(out, &none, call_info_sizes);
+	return 0;
+}
+
 int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const jitk_arg *args,
 		 size_t nargs, jitk_stream stream)
 {
-	jitk_call_info info = { 0, NULL, NULL };
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	int64_t key[MEMO_KEY];
 	memo_entry *e;
 	size_t nkey;
 	call c;
 	int rc;
 
-	if (out)
-		*out = info;
+	if ((rc = jitk__call_info_clear(out)))
+		return rc;
 	if (!op || (nargs && !args))
 		return jitk__error(JITK_EINVAL, "jitk_op_call: NULL argument");
 	if (nargs > JITK_MAX_SPEC_ARGS)
@@ -1427,7 +1443,7 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 		if (!rc)
 			jitk__error_clear();
 		if (out)
-			*out = info;
+			jitk__out_fill(out, &info, call_info_sizes);
 		return rc;
 	}
 	c.op = op;
@@ -1459,7 +1475,7 @@ int jitk_op_call(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, const ji
 		jitk__error_clear();
 	}
 	if (out)
-		*out = info;
+		jitk__out_fill(out, &info, call_info_sizes);
 	return rc;
 }
 
@@ -1469,8 +1485,8 @@ int jitk_call(jitk_call_info *out, jitk_runtime *rt, const char *selector, jitk_
 	jitk_op *op;
 	int rc;
 
-	if (out)
-		memset(out, 0, sizeof(*out));
+	if ((rc = jitk__call_info_clear(out)))
+		return rc;
 	if ((rc = jitk_op_get(&op, rt, selector)))
 		return rc;
 	return jitk_op_call(out, op, mode, args, nargs, stream);

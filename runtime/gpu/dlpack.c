@@ -66,8 +66,8 @@ int jitk_op_call_dlpack(jitk_call_info *out, jitk_op *op, jitk_call_mode mode, c
 	size_t i;
 	int rc;
 
-	if (out)
-		memset(out, 0, sizeof(*out));
+	if ((rc = jitk__call_info_clear(out)))
+		return rc;
 	if (!op || (nargs && !args))
 		return jitk__error(JITK_EINVAL, "jitk_op_call_dlpack: %s is NULL", op ? "args" : "op");
 	if (nargs > JITK_MAX_SPEC_ARGS)
@@ -97,8 +97,8 @@ int jitk_call_dlpack(jitk_call_info *out, jitk_runtime *rt, const char *selector
 	jitk_op *op;
 	int rc;
 
-	if (out)
-		memset(out, 0, sizeof(*out));
+	if ((rc = jitk__call_info_clear(out)))
+		return rc;
 	if ((rc = jitk_op_get(&op, rt, selector)))
 		return rc;
 	return jitk_op_call_dlpack(out, op, mode, args, nargs, stream);

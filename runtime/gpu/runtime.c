@@ -781,16 +781,27 @@ const char *jitk_kernel_target(const jitk_kernel *k)
 	return k ? k->entry.target : NULL;
 }
 
+/* The size of each version of the output structs (jitk.h, "Output
+ * structs"). */
+static const size_t kernel_info_sizes[] = { 0, JITK_OUT_END(jitk_kernel_info, key) };
+static const size_t stats_sizes[] = { 0, JITK_OUT_END(jitk_stats, load_ms) };
+
 int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k)
 {
+	jitk_kernel_info i = JITK_KERNEL_INFO_INIT;
+	int rc;
+
 	if (!out || !k)
 		return JITK_NULL_ARGS("jitk_kernel_info_get", "out kernel", out, k);
-	out->instance = k->rt->comp->specs->insts[k->inst].name;
-	out->lowered = k->lowered;
-	out->handle = k->fn;
-	out->block = k->block;
-	out->shared_bytes = k->smem;
-	out->key = k->key_hex;
+	if ((rc = jitk__out_check("jitk_kernel_info", out->version, JITK_KERNEL_INFO_VERSION)))
+		return rc;
+	i.instance = k->rt->comp->specs->insts[k->inst].name;
+	i.lowered = k->lowered;
+	i.handle = k->fn;
+	i.block = k->block;
+	i.shared_bytes = k->smem;
+	i.key = k->key_hex;
+	jitk__out_fill(out, &i, kernel_info_sizes);
 	return JITK_OK;
 }
 
@@ -845,23 +856,29 @@ static void add_slot(jitk_stats *o, jitk_slot *s)
 
 int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name)
 {
+	jitk_stats s = JITK_STATS_INIT;
 	spec_selection sel;
 	size_t i;
 	int rc;
 
 	if (!out || !rt)
 		return JITK_NULL_ARGS("jitk_stats_get", "out runtime", out, rt);
-	memset(out, 0, sizeof(*out));
+	if ((rc = jitk__out_check("jitk_stats", out->version, JITK_STATS_VERSION)))
+		return rc;
 	if (!name) {
 		for (i = 0; i < rt->nslots; i++)
-			add_slot(out, &rt->slots[i]);
+			add_slot(&s, &rt->slots[i]);
+		jitk__out_fill(out, &s, stats_sizes);
 		return JITK_OK;
 	}
-	if ((rc = jitk__spec_select(&sel, rt->comp->specs, name)))
+	if ((rc = jitk__spec_select(&sel, rt->comp->specs, name))) {
+		jitk__out_fill(out, &s, stats_sizes); /* zeros, as before */
 		return rc;
+	}
 	for (i = 0; i < sel.sym->ninsts; i++)
 		if (sel.match[i])
-			add_slot(out, &rt->slots[sel.sym->first + i]);
+			add_slot(&s, &rt->slots[sel.sym->first + i]);
 	jitk__spec_selection_free(&sel);
+	jitk__out_fill(out, &s, stats_sizes);
 	return JITK_OK;
 }

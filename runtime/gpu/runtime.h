@@ -164,6 +164,11 @@ void jitk__built_apply(const jitk_built_block *b, unsigned char *dst, const uint
 		       const unsigned char (*tma)[128]);
 void jitk__built_block_free(jitk_built_block *b);
 
+/* A call's jitk_call_info (NULL allowed): JITK_EINVAL for a version
+ * that is not 1 to JITK_CALL_INFO_VERSION, else its fields cleared
+ * (call.c). */
+int jitk__call_info_clear(jitk_call_info *out);
+
 /* Resolve instance inst. check_capture: consult stream's capture state
  * for the capture policy. */
 int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,

@@ -26,7 +26,8 @@
  * Output structs: a struct the caller passes for the library to fill
  * (jitk_precompile_counts, jitk_cache_summary, jitk_clear_result,
  * jitk_prune_result, jitk_remote_stats, jitk_bundle_summary,
- * jitk_sign_stats, jitk_sig_summary) starts with unsigned version, as the
+ * jitk_sign_stats, jitk_sig_summary, jitk_kernel_info, jitk_call_info,
+ * jitk_stats) starts with unsigned version, as the
  * options structs do; set it before the call (its _INIT macro does). The
  * library accepts every version from 1 to its own, fills the fields of the
  * caller's version and writes no byte past them, so that a program built
@@ -36,8 +37,7 @@
  * 1 to N"), with nothing written. What the library allocates or owns
  * (the arrays of jitk_manifest_read and jitk_bench_cases, jitk_error) is
  * read through its pointer and never versioned: new fields there come
- * with new functions. jitk_kernel_info, jitk_stats and jitk_call_info are
- * not versioned yet: their layouts stay as they are until they are.
+ * with new functions.
  */
 #ifndef JITK_H
 #define JITK_H
@@ -740,8 +740,10 @@ JITK_API int jitk_kernel_get(jitk_kernel **out, jitk_runtime *rt, const char *na
  * name of its entry point, the CUkernel (launchable with cuLaunchKernel in
  * any context of the device, for callers that launch it themselves), its
  * block size and dynamic shared memory, and its cache key (64 hex
- * digits). All borrowed from the runtime. */
+ * digits). All borrowed from the runtime. An output struct (see the top
+ * of this file): set version first (JITK_KERNEL_INFO_INIT). */
 typedef struct {
+	unsigned version;
 	const char *instance;
 	const char *lowered;
 	void *handle;
@@ -749,6 +751,9 @@ typedef struct {
 	unsigned shared_bytes;
 	const char *key;
 } jitk_kernel_info;
+
+#define JITK_KERNEL_INFO_VERSION 1
+#define JITK_KERNEL_INFO_INIT { JITK_KERNEL_INFO_VERSION, NULL, NULL, NULL, 0, 0, NULL }
 JITK_API int jitk_kernel_info_get(jitk_kernel_info *out, const jitk_kernel *k);
 /* The target of the image a resolved kernel runs ("sm_90", "sm_100f" on an
  * sm_103 GPU when the cache held that, "compute_90"); borrowed from the
@@ -862,12 +867,19 @@ typedef enum {
 } jitk_call_mode;
 
 /* What a call did. instance is borrowed from the runtime; reason stays
- * valid until the next call on this thread; NULL when not applicable. */
+ * valid until the next call on this thread; NULL when not applicable. An
+ * output struct (see the top of this file): set version first
+ * (JITK_CALL_INFO_INIT); a call given another version returns JITK_EINVAL
+ * and launches nothing. */
 typedef struct {
+	unsigned version;
 	int fallback;         /* the fallback ran (AUTO) or would have to (TRY) */
 	const char *reason;   /* why the instance was ruled out */
 	const char *instance; /* the instance launched (the first step's, after a fallback) */
 } jitk_call_info;
+
+#define JITK_CALL_INFO_VERSION 1
+#define JITK_CALL_INFO_INIT { JITK_CALL_INFO_VERSION, 0, NULL, NULL }
 
 /* An operation: a selector bound to a runtime, resolved by name once.
  * Borrowed from rt (freed with it). */
@@ -942,8 +954,10 @@ JITK_API int jitk_unconfigure(jitk_runtime *rt, jitk_devptr data);
 /* --------------------------------------------------------------- stats */
 
 /* Counters of one kernel (or of all, when name is NULL; a selector sums
- * the instances it selects). */
+ * the instances it selects). An output struct (see the top of this
+ * file): set version first (JITK_STATS_INIT). */
 typedef struct {
+	unsigned version;
 	uint64_t compiles;     /* NVRTC runs */
 	uint64_t cache_hits;   /* cubins found on disk */
 	uint64_t cache_misses; /* lookups that found nothing usable */
@@ -954,6 +968,9 @@ typedef struct {
 	double compile_ms; /* total time inside NVRTC */
 	double load_ms;    /* total time resolving: cache + load */
 } jitk_stats;
+
+#define JITK_STATS_VERSION 1
+#define JITK_STATS_INIT { JITK_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0 }
 
 JITK_API int jitk_stats_get(jitk_stats *out, jitk_runtime *rt, const char *name);
 

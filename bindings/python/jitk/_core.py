@@ -102,6 +102,8 @@ _LOG_FN = _c.CFUNCTYPE(None, _c.c_void_p, _c.c_int, _c.c_char_p)
 # does not set keeps the library's meaning (-1: from the environment).
 _COMPILER_OPTIONS_VERSION = 3
 _RUNTIME_OPTIONS_VERSION = 4
+_CALL_INFO_VERSION = 1  # jitk_call_info, an output struct
+_STATS_VERSION = 1      # jitk_stats
 _SEAL_MODES = {"off": 0, "warn": 1, "error": 2}  # jitk_seal_mode
 
 
@@ -149,14 +151,24 @@ class _Arg(_c.Structure):
 
 
 class _CallInfo(_c.Structure):
-    _fields_ = [("fallback", _c.c_int), ("reason", _c.c_char_p), ("instance", _c.c_char_p)]
+    # an output struct (jitk.h): version first, set by the constructor
+    _fields_ = [("version", _c.c_uint), ("fallback", _c.c_int), ("reason", _c.c_char_p),
+                ("instance", _c.c_char_p)]
+
+    def __init__(self):
+        super().__init__(_CALL_INFO_VERSION)
 
 
 class _Stats(_c.Structure):
-    _fields_ = [(n, _c.c_uint64) for n in ("compiles", "cache_hits", "cache_misses",
+    # an output struct (jitk.h): version first, set by the constructor
+    _fields_ = [("version", _c.c_uint)] + \
+               [(n, _c.c_uint64) for n in ("compiles", "cache_hits", "cache_misses",
                                            "cache_rejects", "loads", "load_failures",
                                            "launches")] + \
                [("compile_ms", _c.c_double), ("load_ms", _c.c_double)]
+
+    def __init__(self):
+        super().__init__(_STATS_VERSION)
 
 
 def _sig(name, restype, *argtypes):
@@ -659,7 +671,7 @@ class Runtime(_Handle):
     def stats(self, name=None):
         s = _Stats()
         _check(_stats_get(_c.byref(s), self._h, _b(name, "name")))
-        return {f: getattr(s, f) for f, _ in _Stats._fields_}
+        return {f: getattr(s, f) for f, _ in _Stats._fields_ if f != "version"}
 
     # -- the generic call
     def _stream(self):

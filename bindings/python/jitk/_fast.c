@@ -235,7 +235,7 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
 	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), i;
 	jitk_arg a[32];
 	jitk_tensor t[32];
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	size_t n = 0;
 	void *stream;
 	int rc;

@@ -364,7 +364,7 @@ PyObject *plan_call(Plan *p, PyObject *const *args, PyObject **outs, Py_ssize_t 
 	jitk_arg a[MAX_ARGS];
 	jitk_tensor t[MAX_ARGS];
 	PyObject *ret = nullptr;
-	jitk_call_info info;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
 	size_t n = 0;
 	jitk_op *op;
 	int d, rc;
