@@ -80,6 +80,16 @@ char *t_read(const char *path, size_t *len)
 	return out;
 }
 
+jitk_arg t_tensor_arg(const char *name, const jitk_tensor *t)
+{
+	jitk_arg a;
+
+	a.name = name;
+	a.type = JITK_ARG_TENSOR;
+	a.v.tensor = t;
+	return a;
+}
+
 char *t_path(const char *dir, const char *name)
 {
 	char *p = jitk__asprintf("%s/%s", dir, name);

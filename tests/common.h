@@ -33,6 +33,8 @@ void t_writef(const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 char *t_read(const char *path, size_t *len);
 char *t_path(const char *dir, const char *name);
+/* A tensor argument named name (jitk_call's). */
+jitk_arg t_tensor_arg(const char *name, const jitk_tensor *t);
 /* Copy the repository's specs/ and templates/ into dir/specs and
  * dir/templates, replacing every occurrence of from by to in the specs
  * (from may be NULL). */

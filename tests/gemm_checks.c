@@ -72,16 +72,6 @@ static void tensor(jitk_tensor *t, jitk_devptr p, jitk_dtype dt, int64_t d0, int
 	assert_int_equal(jitk_tensor_contiguous(t, p, dt, d1 ? 2 : 1, shape), 0);
 }
 
-static jitk_arg targ(const char *name, const jitk_tensor *t)
-{
-	jitk_arg a;
-
-	a.name = name;
-	a.type = JITK_ARG_TENSOR;
-	a.v.tensor = t;
-	return a;
-}
-
 /* gemm_fp8_bias on M x N x K, with a well-formed set of tensors. */
 static void problem(fixture *f, int64_t m, int64_t n, int64_t k)
 {
@@ -98,8 +88,8 @@ static void problem(fixture *f, int64_t m, int64_t n, int64_t k)
 
 static int call(fixture *f)
 {
-	jitk_arg args[6] = { targ("a", &f->a), targ("b", &f->b), targ("a_scale", &f->as),
-			     targ("b_scale", &f->bs), targ("bias", &f->bias), targ("out", &f->out) };
+	jitk_arg args[6] = { t_tensor_arg("a", &f->a), t_tensor_arg("b", &f->b), t_tensor_arg("a_scale", &f->as),
+			     t_tensor_arg("b_scale", &f->bs), t_tensor_arg("bias", &f->bias), t_tensor_arg("out", &f->out) };
 
 	return jitk_call(NULL, f->rt, "gemm_fp8_bias", JITK_CALL_STRICT, args, 6, NULL);
 }

@@ -121,16 +121,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static jitk_arg targ(const char *name, const jitk_tensor *t)
-{
-	jitk_arg a;
-
-	a.name = name;
-	a.type = JITK_ARG_TENSOR;
-	a.v.tensor = t;
-	return a;
-}
-
 static int call(jitk_runtime *rt, int64_t m, jitk_devptr x, jitk_devptr y, jitk_devptr bias)
 {
 	const int64_t shape[2] = { m, 16 }, bshape[1] = { 16 };
@@ -141,9 +131,9 @@ static int call(jitk_runtime *rt, int64_t m, jitk_devptr x, jitk_devptr y, jitk_
 	assert_int_equal(jitk_tensor_contiguous(&tx, x, f32, 2, shape), 0);
 	assert_int_equal(jitk_tensor_contiguous(&ty, y, f32, 2, shape), 0);
 	assert_int_equal(jitk_tensor_contiguous(&tb, bias, f32, 1, bshape), 0);
-	args[0] = targ("x", &tx);
-	args[1] = targ("y", &ty);
-	args[2] = targ("bias", &tb);
+	args[0] = t_tensor_arg("x", &tx);
+	args[1] = t_tensor_arg("y", &ty);
+	args[2] = t_tensor_arg("bias", &tb);
 	return jitk_call(NULL, rt, "bt", JITK_CALL_STRICT, args, bias ? 3 : 2, NULL);
 }
 

@@ -66,16 +66,6 @@ static uint16_t rnd_bf16(void)
 	return (uint16_t)((r & 0x8000u) | ((0x70u + (r >> 8) % 24u) << 7) | (r & 0x7fu));
 }
 
-static jitk_arg targ(const char *name, const jitk_tensor *t)
-{
-	jitk_arg a;
-
-	a.name = name;
-	a.type = JITK_ARG_TENSOR;
-	a.v.tensor = t;
-	return a;
-}
-
 /* cub's maximum is the maximum: for every shape (rows that fit in the
  * held vectors, rows read twice, H not a multiple of the vector, a NaN
  * row, a zero row) the bytes of q and s are per_token_quant_fp8's. */
@@ -111,9 +101,9 @@ static void test_cub_quantizer_same_bytes(void **state)
 		assert_int_equal(jitk_tensor_contiguous(&x, dx, bf16, 2, (int64_t[]){ rows, H }), 0);
 		assert_int_equal(jitk_tensor_contiguous(&tq, dq, fp8, 2, (int64_t[]){ rows, H }), 0);
 		assert_int_equal(jitk_tensor_contiguous(&ts, ds, f32, 1, &rows), 0);
-		args[0] = targ("q", &tq);
-		args[1] = targ("s", &ts);
-		args[2] = targ("x", &x);
+		args[0] = t_tensor_arg("q", &tq);
+		args[1] = t_tensor_arg("s", &ts);
+		args[2] = t_tensor_arg("x", &x);
 		for (k = 0; k < 2; k++) {
 			q[k] = malloc((size_t)n);
 			s[k] = malloc((size_t)rows * 4);
@@ -155,8 +145,8 @@ static int tma_call(const char *sym, CUdeviceptr x, CUdeviceptr y, int64_t rows,
 						transpose ? (int64_t[]){ cols, rows }
 							  : (int64_t[]){ rows, cols }),
 			 0);
-	args[0] = targ("x", &tx);
-	args[1] = targ(transpose ? "yt" : "y", &ty);
+	args[0] = t_tensor_arg("x", &tx);
+	args[1] = t_tensor_arg(transpose ? "yt" : "y", &ty);
 	return jitk_call(NULL, rt, sym, JITK_CALL_STRICT, args, 2, NULL);
 }
 

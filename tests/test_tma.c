@@ -87,16 +87,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static jitk_arg targ(const char *name, const jitk_tensor *t)
-{
-	jitk_arg a;
-
-	a.name = name;
-	a.type = JITK_ARG_TENSOR;
-	a.v.tensor = t;
-	return a;
-}
-
 /* x: a rows x cols view of a matrix with row stride sx (elements). */
 static void matrix(jitk_tensor *t, jitk_devptr p, int64_t rows, int64_t cols, int64_t sx)
 {
@@ -113,10 +103,10 @@ static int call(jitk_runtime *rt, const char *sym, const jitk_tensor *x, const j
 	jitk_arg args[3];
 	size_t n = 0;
 
-	args[n++] = targ("x", x);
-	args[n++] = targ("y", y);
+	args[n++] = t_tensor_arg("x", x);
+	args[n++] = t_tensor_arg("y", y);
 	if (z)
-		args[n++] = targ("z", z);
+		args[n++] = t_tensor_arg("z", z);
 	return jitk_call(NULL, rt, sym, mode, args, n, NULL);
 }
 
@@ -367,9 +357,9 @@ static void test_misuse_and_empty(void **state)
 	assert_int_equal(t_fake_runtime(&rt, &fake, f->specs, f->cache, JITK_CAPTURE_ERROR), 0);
 	matrix(&x, ADDR(1), 64, 32, 32);
 	matrix(&y, ADDR(2), 64, 32, 32);
-	args[0] = targ("x", &x);
-	args[1] = targ("y", &y);
-	args[2] = targ("x_map", &x);
+	args[0] = t_tensor_arg("x", &x);
+	args[1] = t_tensor_arg("y", &y);
+	args[2] = t_tensor_arg("x_map", &x);
 	assert_int_equal(jitk_call(NULL, rt, "tm", JITK_CALL_STRICT, args, 3, NULL), JITK_EINVAL);
 	assert_string_equal(jitk_error_last()->message,
 			    "tm: x_map is the TMA descriptor jitk makes from x: give the tensor only "
