@@ -719,11 +719,12 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	size_t fi = family_index(c, c->specs->insts[b->variant.inst].sym->fam);
 	nvrtc_argv argv;
 	char *pch;
-	int rc;
+	int rc, with_pch = 1;
 
+again:
 	if ((rc = argv_make(&argv, tu, flags)))
 		return rc;
-	if ((pch = pch_option(c, fi))) {
+	if ((pch = with_pch ? pch_option(c, fi) : NULL)) {
 		/* NVRTC's notes on the PCH (made, used, a #line after the
 		 * package includes, one for other options) are not the
 		 * kernel's diagnostics: the log stays what it is without */
@@ -745,6 +746,19 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	}
 	jitk__range_pop();
 	argv_free(&argv);
+	/* NVRTC cannot always map a precompiled header where it was made
+	 * ("catastrophic error: unable to obtain mapped memory", seen with two
+	 * processes compiling CUTLASS at once): the PCH is only a speed-up,
+	 * so such a compile is made once more without it. */
+	if (rc == JITK_ECOMPILE && pch && out.log && strstr(out.log, "catastrophic error")) {
+		const char *cat = strstr(out.log, "catastrophic error");
+
+		jitk__log(&c->log, JITK_LOG_WARN, "%s: NVRTC failed with its precompiled header "
+			  "(%.*s); compiling without it", name, (int)strcspn(cat, "\n"), cat);
+		jitk__compiled_free(&out);
+		with_pch = 0;
+		goto again;
+	}
 	if (!rc)
 		atomic_fetch_add(&c->fam_compiles[fi], 1);
 	jitk__variant_params(&b->variant, params, sizeof(params));
