@@ -23,12 +23,14 @@ enum class GemmElementwise { gelu_tanh_quant_fp8, gate_residual };
 template <class P>
 __global__ void __launch_bounds__(P::threads)
 gemm_epilogue(const bf16 *d, fp8_e4m3 *q, bf16 *g, const float *out_scale, const bf16 *gate,
-	      const bf16 *residual, bf16 *out, long long m, long long n, long long L)
+	      const bf16 *residual, bf16 *out, long long m, long long n, long long L, long long B)
 {
 	constexpr int VEC = 8; // 16 bytes of bf16
 	const long long vecs = m * n / VEC;
 	const long long step = (long long)gridDim.x * P::threads;
 	float rcp = 0.0f;
+
+	(void)B;
 
 	if constexpr (P::op == GemmElementwise::gelu_tanh_quant_fp8)
 		rcp = reciprocal_div_full(*out_scale);

@@ -436,7 +436,8 @@ gemm_fp8(CUTLASS_GRID_CONSTANT typename gemm::gemm_fp8_kernel_t<P>::Params const
 // Arguments, in the spec's order: descriptors of a, b, out (the D store,
 // or gelu_tanh_fp8_out's g store), q (gelu's D store), residual (the C
 // load); then a, b, a_scale, b_scale, bias, out,
-// q, out_scale, gate, residual, m, n, k, L (rows per gate batch). Those an
+// q, out_scale, gate, residual, m, n, k, L (rows per gate batch), B (gate
+// batches). Those an
 // instance does not take arrive as 0.
 template <class P>
 __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ jitk_tensor_map a_map,
@@ -447,7 +448,7 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 				const fp8_e4m3 *b, const float *a_scale, const float *b_scale,
 				const bf16 *bias, bf16 *d, fp8_e4m3 *q, const float *out_scale,
 				const bf16 *gate, const bf16 *residual, long long m, long long n,
-				long long k, long long L)
+				long long k, long long L, long long B)
 {
 	using namespace cute;
 	using T = gemm::gemm_fp8_traits<P>;
@@ -532,7 +533,7 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	if constexpr (T::gelu_out)
 		memcpy((void *)p.epilogue.thread.op_0.op_1.tma_store_aux.get_tma_descriptor(), &out_map,
 		       sizeof(out_map));
-	(void)c_map;
+	(void)c_map, (void)B;
 	memset(out->params, 0, sizeof(out->params));
 	memcpy(out->params, &p, sizeof(p));
 	const dim3 grid = K::get_grid_shape(p), block = K::get_block_shape();
