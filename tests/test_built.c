@@ -278,6 +278,53 @@ static void test_analyze_refuses_what_no_builder_made(void **state)
 	assert_non_null(strstr(why, "5000 bytes"));
 }
 
+/* A size class (size_of): an int parameter whose instance is the one with
+ * the smallest value that holds the call's size, else the largest - how
+ * a GEMM takes one tile for small M and another for large. */
+static void test_size_class_picks_the_instance(void **state)
+{
+	fixture *f = *state;
+	char *specs = t_path(f->dir, "sc_specs"), *p;
+	static const int64_t rows[] = { 1, 100, 512, 513, 4096, 100000 };
+	static const char *const want[] = { "sc[mclass=512]", "sc[mclass=512]", "sc[mclass=512]",
+					     "sc[mclass=4096]", "sc[mclass=4096]", "sc[mclass=4096]" };
+	fake_device fake;
+	jitk_runtime *rt;
+	size_t i;
+
+	assert_int_equal(mkdir(specs, 0755), 0);
+	p = t_path(specs, "sc.yaml");
+	t_writef(p, "family: sc\ntemplate: sc.cuh\nkernel: sck\n"
+		    "params:\n  mclass: { type: int, values: [512, 4096], size_of: m }\n"
+		    "args:\n  x: { type: f32, shape: [m, 16], io: out }\n  m: { type: i64 }\n"
+		    "launch:\n  grid: m\n  block: 32\n"
+		    "symbols:\n  sc: { params: { mclass: [512, 4096] } }\n");
+	free(p);
+	p = t_path(specs, "sc.cuh");
+	t_writef(p, "template <class P> __global__ void sck(float *x, long long m) {}\n");
+	free(p);
+	memset(&fake, 0, sizeof(fake));
+	fake.cc = 90;
+	if (t_fake_runtime(&rt, &fake, specs, f->cache, JITK_CAPTURE_ERROR))
+		fail_msg("%s", jitk_error_last()->message);
+	for (i = 0; i < JITK_ARRAY_SIZE(rows); i++) {
+		const int64_t shape[2] = { rows[i], 16 };
+		const jitk_dtype f32 = JITK_DTYPE_F32;
+		jitk_call_info info = JITK_CALL_INFO_INIT;
+		jitk_tensor x;
+		jitk_arg a;
+
+		assert_int_equal(jitk_tensor_contiguous(&x, ADDR(1), f32, 2, shape), 0);
+		a = t_tensor_arg("x", &x);
+		if (jitk_call(&info, rt, "sc", JITK_CALL_STRICT, &a, 1, NULL))
+			fail_msg("%s", jitk_error_last()->message);
+		assert_non_null(info.instance);
+		assert_string_equal(info.instance, want[i]);
+	}
+	jitk_runtime_free(rt);
+	free(specs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +332,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_empty_problem_runs_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unpatchable_block_is_refused, setup, teardown),
 		cmocka_unit_test(test_analyze_refuses_what_no_builder_made),
+		cmocka_unit_test_setup_teardown(test_size_class_picks_the_instance, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

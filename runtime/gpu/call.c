@@ -363,7 +363,9 @@ static int param_from_shapes(const call *c, size_t p, int64_t *out, const char *
 			continue;
 		t = c->given[i]->v.tensor;
 		for (d = 0; d < a->ndim && d < (size_t)t->ndim; d++)
-			if ((size_t)t->ndim == a->ndim && !strcmp(a->shape[d].text, f->params[p].name)) {
+			if ((size_t)t->ndim == a->ndim &&
+			    !strcmp(a->shape[d].text, f->params[p].size_of ? f->params[p].size_of
+									   : f->params[p].name)) {
 				*out = t->shape[d];
 				*from = a->name;
 				return 1;
@@ -404,6 +406,23 @@ static int pick_instance(call *c, size_t *out)
 					   "e.g. %s; nothing launched)", c->name, f->params[p].name,
 					   set->insts[s->first + first].name);
 		known[p] = 1;
+		if (f->params[p].size_of) {
+			/* a size class: the smallest value among the instances
+			 * that holds the size, else the largest */
+			int64_t best = INT64_MIN, top = INT64_MIN;
+
+			for (i = 0; i < s->ninsts; i++) {
+				int64_t v = set->insts[s->first + i].vals[p];
+
+				if (!selected(c, i))
+					continue;
+				if (v > top)
+					top = v;
+				if (v >= want[p] && (best == INT64_MIN || v < best))
+					best = v;
+			}
+			want[p] = best != INT64_MIN ? best : top;
+		}
 	}
 	for (i = 0; i < s->ninsts; i++) {
 		const spec_instance *in = &set->insts[s->first + i];

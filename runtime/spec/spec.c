@@ -871,6 +871,7 @@ static const field param_fields[] = {
 	{ S("multiple_of", p_param_int), .arg = 1 },
 	{ S("values", p_param_values) },
 	{ S("cpp", p_string), OFF(spec_param, cpp), .arg = 1 /* a C++ type name */ },
+	{ S("size_of", p_string), OFF(spec_param, size_of), .arg = 2 /* a name */ },
 	{ .key = NULL },
 };
 
@@ -885,7 +886,15 @@ static int p_param(sctx *c, const ynode *d, const char *path, void *out, const f
 	p->loc = loc_of(c, c->key);
 	p->min = INT64_MIN;
 	p->max = INT64_MAX;
-	return parse_fields(c, d, path, param_fields, p);
+	if ((rc = parse_fields(c, d, path, param_fields, p)))
+		return rc;
+	if (p->size_of && p->type != PT_INT)
+		return ERR(c, jitk__ymap_get(d, "size_of"), path,
+			   "size_of makes a size class: only an int parameter can be one");
+	if (p->size_of && strchr(p->size_of, ':'))
+		return ERR(c, jitk__ymap_get(d, "size_of"), path,
+			   "size_of names a dimension of a tensor's shape, not '%s'", q(p->size_of));
+	return 0;
 }
 
 static const field param_item = { K(NULL, YN_MAP, "a parameter definition (a mapping)", p_param),

@@ -35,6 +35,9 @@ typedef struct {
 	size_t nallowed;
 	int64_t min, max, multiple_of;
 	char *cpp; /* enum: the C++ enum type, values rendered cpp::value */
+	/* int: a size class of this shape name (size_of: m): a call takes the
+	 * instance with the smallest value >= m, else the largest */
+	char *size_of;
 	spec_loc loc;
 } spec_param;
 
