@@ -20,6 +20,11 @@ export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/$b/libjitk.so
 steps=${1:-"tests multi memcheck racecheck triton sass precompile nvrtc bench plotdata python pyops torch report"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 failed=
+# light_names: every instance of specs/ but the FP8 GEMM's (a minute of
+# NVRTC each: the gemm step compiles and times those)
+light_names() {
+	"$b/jitk" list --specs specs | tail -n +2 | awk '$2 != "gemm_fp8" { print $1 }'
+}
 # ran RC NAME: print "NAME rc=RC" and remember NAME when RC is not 0.
 ran() {
 	echo "$2 rc=$1"
@@ -125,8 +130,7 @@ fi
 if has sass; then
 	rc=0
 	# shellcheck disable=SC2046
-	"$b/jitk" precompile $("$b/jitk" list --specs specs | tail -n +2 | awk '$2 != "gemm_fp8" { print $1 }') \
-		--specs specs --cache "$tmp/pc" --arch sm_90,sm_100 >"$tmp/pc.log" 2>&1 || rc=1
+	"$b/jitk" precompile $(light_names) --specs specs --cache "$tmp/pc" --arch sm_90,sm_100 >"$tmp/pc.log" 2>&1 || rc=1
 	python3 bench/extract_cubins.py "$tmp/pc" "$tmp/cubins" >/dev/null || rc=1
 	for f in "$tmp"/cubins/*.sm_90.cubin; do
 		cuobjdump -sass "$f" >"$tmp/sass.txt" || rc=1
@@ -140,9 +144,7 @@ if has sass; then
 fi
 if has precompile; then
 	rc=0
-	# every instance but the FP8 GEMM's (a minute of NVRTC each: the gemm
-	# step compiles and times those)
-	pcnames=$("$b/jitk" list --specs specs | tail -n +2 | awk '$2 != "gemm_fp8" { print $1 }')
+	pcnames=$(light_names)
 	# JITK_PRECOMPILE_JOBS: the worker counts to time (tests/cli_bench_script.sh
 	# runs the step once, with 2, on the CPU)
 	for j in ${JITK_PRECOMPILE_JOBS:-16 2 1}; do

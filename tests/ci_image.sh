@@ -13,9 +13,8 @@ if grep -q '^san = -fsanitize' config.ninja 2>/dev/null; then
 fi
 w=$(mktemp -d "${TMPDIR:-/tmp}/jitk-ci-XXXXXX")
 trap 'chmod -R u+w "$w"; rm -rf "$w"' EXIT
-# every instance but the FP8 GEMM's (a minute and 3 GB of NVRTC each, sm_90
-# only: tests/gemm.sh precompiles one)
-"$b/jitk" list --specs "$specs" | tail -n +2 | awk '$2 != "gemm_fp8" { print $1 }' >"$w/names"
+. "$(dirname "$0")/shlib"
+light_names "$b/jitk" "$specs" >"$w/names"
 n=$(wc -l <"$w/names")
 # shellcheck disable=SC2046
 "$b/jitk" precompile $(cat "$w/names") --specs "$specs" --cache "$w/built" --arch sm_90,sm_100 -j 2 >"$w/pre.txt"

@@ -118,8 +118,7 @@ n=$((n + 1))
 
 # Bundles: pack every kernel for sm_90, use it as the only layer with
 # compiling disabled, unpack it, verify it, damage it.
-# every instance but the FP8 GEMM's (a minute of NVRTC each; tests/gemm.sh has one)
-names=$("$jitk" list --specs specs | tail -n +2 | awk '$2 != "gemm_fp8" { print $1 }')
+names=$(light_names "$jitk" specs)
 # shellcheck disable=SC2086
 all=$("$jitk" precompile $names --specs specs --arch sm_90 --cache "$w/all" | sed -n 's/.*: \([0-9]*\) compiled, 0 cached.*/\1/p')
 "$jitk" precompile static_quant_fp8 --specs specs --arch sm_100 --cache "$w/all" >/dev/null 2>&1 ||

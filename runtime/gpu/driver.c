@@ -332,13 +332,10 @@ static int op_read(void *impl, void *dst, uint64_t src, size_t n)
 {
 	cuda_device *d = impl;
 	CUcontext cur = NULL;
-	int r, pushed = 0;
+	int r, pushed;
 
-	if (!d->cu->cuCtxGetCurrent(&cur) && !cur) {
-		if ((r = JITK_CU_TRY(d, cuCtxPushCurrent, d->primary)))
-			return r;
-		pushed = 1;
-	}
+	if ((r = primary_current(d, &pushed)))
+		return r;
 	r = JITK_CU_TRY(d, cuMemcpyDtoH, dst, (CUdeviceptr)src, n);
 	if (pushed)
 		d->cu->cuCtxPopCurrent(&cur);
