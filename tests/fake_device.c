@@ -224,7 +224,9 @@ int t_fake_runtime_with(jitk_runtime **out, fake_device *fake, const char *specs
 	co.specs = specs;
 	co.cache_dir = cache ? cache : "";
 	co.cache_path = "";
-	co.no_compile = 0;
+	/* the environment's switches never reach a test; a caller's own
+	 * no_compile does (gemm_checks: only what gemm.sh precompiled) */
+	co.no_compile = o_in->compiler && o_in->compiler->no_compile > 0;
 	co.force_compile = 0;
 	if (!co.log) { /* the caller's logger, else silenced and counted */
 		co.log = t_log_fn;

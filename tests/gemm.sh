@@ -19,9 +19,17 @@ if ! "$jitk" explain gemm_fp8_bias --arch sm_90a --specs specs >"$w/explain.txt"
 	cat "$w/explain.txt"
 	exit 1
 fi
-grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias>$" "$w/explain.txt"
-grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias> " "$w/explain.txt"
-grep -q "b_map .*box \[192, 128\], swizzle 128" "$w/explain.txt"
+grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_65536>$" "$w/explain.txt"
+grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias_mclass_65536> " "$w/explain.txt"
+# the size class: M > 512 takes 128 x 192 tiles, M <= 512 128 x 128 over a
+# 1 x 2 cluster (A's box is half a tile: each CTA multicasts its half)
+sed -n '/^gemm_fp8_bias\[mclass=65536\]/,/^$/p' "$w/explain.txt" >"$w/big.txt"
+sed -n '/^gemm_fp8_bias\[mclass=512\]/,/^$/p' "$w/explain.txt" >"$w/small.txt"
+grep -q "b_map .*box \[192, 128\], swizzle 128" "$w/big.txt"
+grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/big.txt"
+grep -q "tile_n=128 .*cluster_n=2 " "$w/small.txt"
+grep -q "a_map .*box \[64, 128\], swizzle 128" "$w/small.txt"
+grep -q "b_map .*box \[128, 128\], swizzle 128" "$w/small.txt"
 if "$jitk" explain gemm_fp8 --arch sm_100a --specs specs >"$w/gate.txt" 2>&1; then
 	echo "gemm_fp8 runs on sm_100a?"
 	exit 1
@@ -29,7 +37,7 @@ fi
 grep -q "sm_100 (tcgen05) is not written yet" "$w/gate.txt"
 echo "gemm: explain in $(($(date +%s) - t0)) s"
 start=$(date +%s)
-"$jitk" precompile gemm_fp8_bias --arch sm_90 --specs specs --cache "$w/c" -j 1 >"$w/pre.txt" 2>&1 ||
+"$jitk" precompile 'gemm_fp8_bias[mclass=65536]' --arch sm_90 --specs specs --cache "$w/c" -j 1 >"$w/pre.txt" 2>&1 ||
 	{ cat "$w/pre.txt"; exit 1; }
 grep -q ": 1 compiled, 0 cached, 0 remote, 0 failed, 0 gated$" "$w/pre.txt"
 echo "gemm: precompiled gemm_fp8_bias for sm_90a in $(($(date +%s) - start)) s"

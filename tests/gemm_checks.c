@@ -86,12 +86,17 @@ static void problem(fixture *f, int64_t m, int64_t n, int64_t k)
 	tensor(&f->out, ADDR(6), bf16, m, n);
 }
 
-static int call(fixture *f)
+static int call_as(fixture *f, const char *selector)
 {
 	jitk_arg args[6] = { t_tensor_arg("a", &f->a), t_tensor_arg("b", &f->b), t_tensor_arg("a_scale", &f->as),
 			     t_tensor_arg("b_scale", &f->bs), t_tensor_arg("bias", &f->bias), t_tensor_arg("out", &f->out) };
 
-	return jitk_call(NULL, f->rt, "gemm_fp8_bias", JITK_CALL_STRICT, args, 6, NULL);
+	return jitk_call(NULL, f->rt, selector, JITK_CALL_STRICT, args, 6, NULL);
+}
+
+static int call(fixture *f)
+{
+	return call_as(f, "gemm_fp8_bias");
 }
 
 static void refused(fixture *f, const char *word)
@@ -121,9 +126,10 @@ static void test_good_call_launches_the_built_block(void **state)
 	assert_int_equal(f->fake.launches[0].smem, 200000);
 	memcpy(&a, f->fake.launches[0].built + 256, 8);
 	assert_int_equal(a, ADDR(1));
-	/* M = 0: nothing launched, nothing built */
+	/* M = 0: nothing launched, nothing built (M = 0 is in the small
+	 * class, which gemm.sh did not precompile: the instance named) */
 	problem(f, 0, 3072, 3072);
-	assert_int_equal(call(f), 0);
+	assert_int_equal(call_as(f, "gemm_fp8_bias[mclass=65536]"), 0);
 	assert_int_equal(f->fake.nlaunches, 1);
 	assert_int_equal(f->fake.builder_runs, 1);
 }
@@ -132,27 +138,40 @@ static void test_bad_input_is_refused_before_launch(void **state)
 {
 	fixture *f = *state;
 
-	problem(f, 512, 3072, 3064);
+	problem(f, 4096, 3072, 3064);
 	refused(f, "of 16");
-	problem(f, 512, 3000, 3072);
+	problem(f, 4096, 3000, 3072);
 	refused(f, "of 16");
 	/* B not K-major: its transpose's strides */
-	problem(f, 512, 3072, 3072);
+	problem(f, 4096, 3072, 3072);
 	f->b.strides[0] = 1;
 	f->b.strides[1] = 3072;
 	refused(f, "b");
 	/* a in bf16 */
-	problem(f, 512, 3072, 3072);
+	problem(f, 4096, 3072, 3072);
 	f->a.dtype = (jitk_dtype)JITK_DTYPE_BF16;
 	refused(f, "a");
 	/* K of a and b differ */
-	problem(f, 512, 3072, 3072);
+	problem(f, 4096, 3072, 3072);
 	tensor(&f->b, ADDR(2), (jitk_dtype){ 10, 8, 1 }, 3072, 1024);
 	refused(f, "b: expected shape");
 	/* an address TMA cannot take */
-	problem(f, 512, 3072, 3072);
+	problem(f, 4096, 3072, 3072);
 	f->a.data += 8;
 	refused(f, "a");
+}
+
+/* The size class: M = 512 takes the mclass=512 instance (128 x 128 tiles),
+ * which gemm.sh did not precompile: the call says which it needed. */
+static void test_small_m_takes_its_own_instance(void **state)
+{
+	fixture *f = *state;
+
+	problem(f, 512, 3072, 3072);
+	assert_int_not_equal(call(f), 0);
+	if (!strstr(jitk_error_last()->message, "mclass=512"))
+		fail_msg("'%s' does not name the mclass=512 instance", jitk_error_last()->message);
+	assert_int_equal(f->fake.nlaunches, 0);
 }
 
 int main(void)
@@ -160,6 +179,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_good_call_launches_the_built_block, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_is_refused_before_launch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_m_takes_its_own_instance, setup, teardown),
 	};
 
 	cache = getenv("JITK_TEST_GEMM_CACHE");
