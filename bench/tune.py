@@ -12,9 +12,19 @@ with JITK_SPECS naming the variant's directory, and the lines it names
 are printed under the variant's label. The winner goes into specs/ by
 hand, with the table in docs/performance.md.
 
+tune.py gemm [BUILD] [--write FILE] - the FP8 GEMM's tile configurations
+per size class: every variant's instances are precompiled at once into one
+cache (an instance a variant leaves as shipped is one key, compiled once),
+then each is timed by `jitk bench --family gemm_fp8 --symbol gemm_fp8`
+(the block's eight shapes, L2 flushed); the winner of each class is the
+variant with the least total time over that class's shapes. --write FILE
+writes specs/gemm_fp8.yaml with the winners' entries appended to its
+tuning list (what goes into specs/ once reviewed).
+
 Sets:
   q_only  the norm family's outputs-q instances (jitk bench --family axes)
   qk      QK-RMSNorm + RoPE in place (jitk bench --family qk)
+  gemm    gemm_fp8's tiles and clusters, per M class (jitk bench --family gemm_fp8)
 """
 import os
 import re
@@ -58,6 +68,30 @@ SETS = {
              [("  grid: tokens", "  grid: min(tokens, sm_count * blocks_per_sm)")]),
         ],
     },
+    # Cooperative, no fast accumulation (the contract's promotion): the
+    # accumulator and its promotion copy must fit 255 registers, which
+    # rules out 64 x 256 or 128 x 128 per consumer warp group.
+    "gemm": {
+        "spec": "gemm_fp8.yaml",
+        "check": "gemm_fp8",
+        "precompile": ["gemm_fp8[mclass=512]", "gemm_fp8[mclass=65536]"],
+        "bench": ["jitk", "bench", "--family", "gemm_fp8", "--symbol", "gemm_fp8", "--reps", "50"],
+        "lines": r"^gemm_fp8 ",
+        "classes": {"512": lambda m: m <= 512, "65536": lambda m: m > 512},
+        "variants": [
+            ("shipped", None, []),
+        ] + [
+            (f"M<={c}: {tm}x{tn} c{cm}x{cn}" if c == "512" else f"M>512: {tm}x{tn} c{cm}x{cn}",
+             f"  - when: {{ mclass: [{c}] }}\n    tile_m: {tm}\n    tile_n: {tn}\n"
+             f"    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
+            for c, tm, tn, cm, cn in [
+                ("512", 128, 192, 1, 1), ("512", 128, 128, 2, 1), ("512", 128, 128, 1, 1),
+                ("512", 128, 64, 1, 2), ("512", 128, 64, 1, 1), ("512", 128, 96, 1, 2),
+                ("65536", 128, 192, 2, 1), ("65536", 128, 192, 1, 2), ("65536", 128, 128, 2, 1),
+                ("65536", 128, 128, 1, 2), ("65536", 256, 64, 1, 1),
+            ]
+        ],
+    },
 }
 
 
@@ -87,17 +121,20 @@ def variant_dir(base, spec, entry, repl):
 
 def check(build):
     """Every variant's spec set loads and compiles its changed spec's first
-    instance for sm_90 (no GPU needed): the rewrites still match the
-    shipped specs."""
+    instance for sm_90 (no GPU needed; the gemm set's are explained, not
+    compiled): the rewrites still match the shipped specs."""
     base = tempfile.mkdtemp(prefix="jitk-tune-")
     bad = 0
     try:
         for name, s in SETS.items():
             for label, entry, repl in s["variants"]:
                 d = variant_dir(base, s["spec"], entry, repl)
-                p = subprocess.run([os.path.join(build, "jitk"), "precompile", s["check"],
-                                    "--specs", d, "--arch", "sm_90", "--cache",
-                                    os.path.join(d, "cache"), "-j", "1"],
+                # a CUTLASS instance takes a minute of NVRTC: explain checks
+                # what the spec decides (tuning, boxes, gates) without it
+                cmd = (["explain", s["check"], "--arch", "sm_90a"] if "classes" in s else
+                       ["precompile", s["check"], "--arch", "sm_90", "--cache",
+                        os.path.join(d, "cache"), "-j", "1"])
+                p = subprocess.run([os.path.join(build, "jitk"), *cmd, "--specs", d],
                                    capture_output=True, text=True, timeout=300)
                 if p.returncode:
                     bad += 1
@@ -108,13 +145,100 @@ def check(build):
     return 1 if bad else 0
 
 
+def variant_class(entry):
+    m = re.search(r"mclass: \[(\d+)\]", entry or "")
+    return m.group(1) if m else None
+
+
+def tune_classes(s, build, write):
+    """The gemm set: precompile every variant at once into one cache, time
+    each, pick the winner per class, optionally write the spec."""
+    base = tempfile.mkdtemp(prefix="jitk-tune-")
+    cache = os.path.join(base, "cache")
+    jitk = os.path.join(build, "jitk")
+    failed = 0
+    try:
+        dirs = [(label, entry, variant_dir(base, s["spec"], entry, repl))
+                for label, entry, repl in s["variants"]]
+        jobs = max(1, (os.cpu_count() or 2))
+        procs = []
+        for label, entry, d in dirs:
+            procs.append((label, subprocess.Popen(
+                [jitk, "precompile", *s["precompile"], "--specs", d, "--arch", "sm_90",
+                 "--cache", cache, "-j", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True)))
+            while sum(p.poll() is None for _, p in procs) >= jobs:
+                procs[[p.poll() is None for _, p in procs].index(True)][1].wait()
+        bad = set()
+        for label, p in procs:
+            out = p.communicate()[0]
+            print(f"# precompile {label}: rc={p.returncode} {out.strip().splitlines()[-1] if out.strip() else ''}",
+                  flush=True)
+            if p.returncode:
+                bad.add(label)
+        totals = {}
+        for label, entry, d in dirs:
+            print(f"## {label}", flush=True)
+            if label in bad:
+                failed += 1
+                print("FAILED: did not compile", flush=True)
+                continue
+            env = dict(os.environ, JITK_CACHE_DIR=cache, JITK_SPECS=d)
+            p = subprocess.run([os.path.join(build, s["bench"][0])] + s["bench"][1:],
+                               capture_output=True, text=True, timeout=400, env=env)
+            if p.returncode:
+                failed += 1
+                print("FAILED:", (p.stderr or p.stdout).strip()[-400:], flush=True)
+                continue
+            for line in p.stdout.splitlines():
+                if not re.search(s["lines"], line):
+                    continue
+                print(line, flush=True)
+                m = re.search(r"\ba\[(\d+),", line)
+                us = float(line.split()[-5 if line.rstrip().endswith("%") else -4])
+                for cls, holds in s["classes"].items():
+                    if m and holds(int(m.group(1))):
+                        totals.setdefault(cls, {}).setdefault(label, []).append(us)
+        winners = {}
+        for cls, by in totals.items():
+            full = {k: sum(v) for k, v in by.items() if len(v) == max(map(len, by.values()))}
+            # a variant that tunes another class runs this class as shipped
+            cands = {k: v for k, v in full.items()
+                     if k == "shipped" or variant_class(dict((l, e) for l, e, _ in dirs)[k]) == cls}
+            best = min(cands, key=cands.get)
+            winners[cls] = best
+            print(f"# class mclass={cls}: winner {best} ({cands[best]:.1f} us over its shapes; "
+                  f"shipped {cands.get('shipped', float('nan')):.1f})", flush=True)
+        if write:
+            src = open(os.path.join(ROOT, "specs", s["spec"])).read()
+            add = "".join(e for l, e, _ in dirs if l in winners.values() and e)
+            if add:
+                m = re.search(r"^tuning:\n(?:(?:[ #].*)?\n)*", src, flags=re.M)
+                src = src[:m.end()] + "  # bench/tune.py gemm's winners\n" + add + src[m.end():]
+            open(write, "w").write(src)
+            print(f"# wrote {write}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 1 if failed else 0
+
+
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--check":
         sys.exit(check(sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build")))
     if len(sys.argv) < 2 or sys.argv[1] not in SETS:
         raise SystemExit(__doc__)
     s = SETS[sys.argv[1]]
-    build = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build")
+    args = sys.argv[2:]
+    write = None
+    if "--write" in args:
+        i = args.index("--write")
+        if i + 1 >= len(args):
+            raise SystemExit("tune.py: --write needs a file")
+        write = args[i + 1]
+        del args[i:i + 2]
+    build = args[0] if args else os.path.join(ROOT, "build")
+    if "classes" in s:
+        sys.exit(tune_classes(s, build, write))
     base = tempfile.mkdtemp(prefix="jitk-tune-")
     failed = 0
     try:

@@ -51,12 +51,14 @@ static const char usage[] =
 	"  FAMILY  any other family of the specs: the cases its spec's bench key\n"
 	"        declares (tensors' shapes), each symbol through the generic call:\n"
 	"        us, GB/s, % of the copy bandwidth, TFLOPS where it counts flops\n"
+	"        and the share of the dense tensor-core peak where it names one\n"
 	"\n"
 	"--rows LIST (norm, axes): up to 16 row counts, comma-separated (default\n"
 	"  128,1024,4096,16384; axes: even, default 4096,16384)\n"
 	"--hidden LIST (norm, axes): up to 8 hidden sizes (default 1536,3072,5120;\n"
 	"  axes 3072)\n"
 	"--reps N: 5 to 100000 (default 200; axes and FAMILY 100)\n"
+	"--symbol NAME (FAMILY): only the cases of that symbol\n"
 	"--heads HQ,HK (qk): query and key heads of 128 (default 24,24)\n"
 	"--skip-jit, --fused-only (norm): leave out the JIT latencies, the split path\n"
 	"--programmatic (norm): launch with programmatic dependent launch (sm_90+;\n"
@@ -645,7 +647,7 @@ static const struct {
 /* Every option, whether it takes a value, and the families it applies to
  * (any other family refuses it). */
 enum { OPT_FAMILY, OPT_SPECS, OPT_REPS, OPT_ROWS, OPT_HIDDEN, OPT_HEADS, OPT_SKIP_JIT,
-       OPT_FUSED_ONLY, OPT_PROGRAMMATIC };
+       OPT_FUSED_ONLY, OPT_PROGRAMMATIC, OPT_SYMBOL };
 static const struct {
 	const char *name;
 	int takes_value, families;
@@ -659,6 +661,7 @@ static const struct {
 	[OPT_SKIP_JIT] = { "--skip-jit", 0, FAM_NORM },
 	[OPT_FUSED_ONLY] = { "--fused-only", 0, FAM_NORM },
 	[OPT_PROGRAMMATIC] = { "--programmatic", 0, FAM_NORM },
+	[OPT_SYMBOL] = { "--symbol", 1, FAM_SPEC },
 };
 
 static int parse_family(const char *s)
@@ -707,6 +710,9 @@ int jitk_cli_bench(int argc, char **argv)
 			break;
 		case OPT_SPECS:
 			bo.specs = v;
+			break;
+		case OPT_SYMBOL:
+			bo.symbol = v;
 			break;
 		case OPT_REPS:
 			bo.reps = (int)jitk_cli_number("--reps", v, 5, 100000);

@@ -50,6 +50,7 @@ typedef struct {
 	int heads[2], nheads;
 	int reps;
 	int skip_jit, fused_only, programmatic;
+	const char *symbol; /* FAMILY: only the cases of this symbol (NULL: all) */
 } bench_options;
 
 /* The families: each prints its tables and returns the exit status (1

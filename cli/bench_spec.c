@@ -93,6 +93,31 @@ static void shape_text(char *out, size_t n, const jitk_bench_tensor *t)
 		snprintf(out + k, n - k, "]");
 }
 
+/* The tensor cores' dense peak in TFLOPS for a case's peak kind on this
+ * GPU: SMs x the clock the device reports x dense FLOPs per SM per clock
+ * (Hopper: 4096 bf16, 8192 fp8; Blackwell sm_100: twice that); 0 where
+ * not known. NVIDIA's data sheets quote Hopper at a lower clock (the H200
+ * SXM's 1979 fp8 TFLOPS are 132 SMs x 1830 MHz x 8192). */
+static double dense_peak_tflops(const char *kind)
+{
+	int dev = 0, sms = 0, khz = 0, major = 0;
+	double per_clock;
+
+	if (!kind || cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
+	    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev))
+		return 0;
+	if (major == 9)
+		per_clock = 4096;
+	else if (major == 10)
+		per_clock = 8192;
+	else
+		return 0;
+	if (!strcmp(kind, "fp8_dense"))
+		per_clock *= 2;
+	return (double)sms * khz * 1e3 * per_clock / 1e12;
+}
+
 int bench_spec(const bench_options *o, const char *family)
 {
 	jitk_runtime *rt;
@@ -116,13 +141,29 @@ int bench_spec(const bench_options *o, const char *family)
 		jitk_runtime_free(rt);
 		return 1;
 	}
+	for (i = 0; o->symbol && i < ncases && strcmp(cases[i].symbol, o->symbol); i++)
+		;
+	if (o->symbol && i == ncases) {
+		fprintf(stderr, "jitk bench: family %s has no benchmark case of symbol '%s' (its first: %s)\n",
+			family, o->symbol, cases[0].symbol);
+		jitk_free(cases);
+		jitk_runtime_free(rt);
+		return 1;
+	}
 	CK(cudaStreamCreate(&stream));
 	bench_flush_init();
 	copy_gbs = bench_copy_bandwidth(3, 10, 0) / 1e9;
 	printf("family %s on %s: device copy %.0f GB/s (read + written), median of %d runs, "
-	       "L2 flushed before each\n\n", family, jitk_runtime_arch(rt), copy_gbs, reps);
-	printf("%-28s %-44s %10s %9s %8s %9s\n", "symbol", "tensors", "us", "GB/s", "of copy",
-	       "TFLOPS");
+	       "L2 flushed before each\n", family, jitk_runtime_arch(rt), copy_gbs, reps);
+	for (i = 0; i < ncases; i++)
+		if (cases[i].flops && dense_peak_tflops(cases[i].peak) > 0) {
+			printf("peak: %s %.0f TFLOPS (the SMs x the clock the device reports x dense "
+			       "FLOPs per SM per clock)\n", cases[i].peak, dense_peak_tflops(cases[i].peak));
+			break;
+		}
+	printf("\n");
+	printf("%-28s %-44s %10s %9s %8s %9s %8s\n", "symbol", "tensors", "us", "GB/s", "of copy",
+	       "TFLOPS", "of peak");
 	for (i = 0; i < ncases; i++) {
 		const jitk_bench_case *c = &cases[i];
 		jitk_tensor *t = bench_xcalloc(c->ntensors ? c->ntensors : 1, sizeof(*t));
@@ -131,7 +172,15 @@ int bench_spec(const bench_options *o, const char *family)
 			       c->ntensors, stream, 0 };
 		char shapes[256] = "", one[96];
 		double us;
-		int got = jitk_op_get(&j.op, rt, c->symbol);
+		int got;
+
+		if (o->symbol && strcmp(o->symbol, c->symbol)) {
+			free(t);
+			free(mem);
+			free(j.args);
+			continue;
+		}
+		got = jitk_op_get(&j.op, rt, c->symbol);
 
 		for (k = 0; k < c->ntensors; k++) {
 			size_t len = strlen(shapes);
@@ -173,8 +222,13 @@ int bench_spec(const bench_options *o, const char *family)
 
 			printf("%-28s %-44s %10.2f %9.0f %7.0f%%", c->symbol, shapes, us, gbs,
 			       100.0 * gbs / copy_gbs);
-			if (c->flops)
-				printf(" %9.1f", (double)c->flops / us / 1e6);
+			if (c->flops) {
+				double tf = (double)c->flops / us / 1e6, peak = dense_peak_tflops(c->peak);
+
+				printf(" %9.1f", tf);
+				if (peak > 0)
+					printf(" %7.0f%%", 100.0 * tf / peak);
+			}
 			printf("\n");
 		}
 		fflush(stdout);

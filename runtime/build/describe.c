@@ -763,6 +763,7 @@ int jitk_bench_cases(jitk_bench_case **out, size_t *n, const jitk_compiler *c, c
 		cases[i].tensors = t;
 		cases[i].ntensors = b->ntensors;
 		cases[i].flops = b->flops;
+		cases[i].peak = b->peak;
 		for (j = 0; j < b->ntensors; j++, t++) {
 			const spec_arg *a = &f->args[b->tensors[j].arg];
 			int64_t elems = 1;

@@ -819,6 +819,7 @@ typedef struct {
 	const jitk_bench_tensor *tensors;
 	int64_t flops; /* 0: not counted */
 	int64_t bytes; /* what one call moves: the spec's, else the tensors' sizes */
+	const char *peak; /* NULL, or what flops count against: "fp8_dense", "bf16_dense" */
 } jitk_bench_case;
 
 /* The cases of family (*n of them, 0 when its spec has none) in one block

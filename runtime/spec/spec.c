@@ -2124,6 +2124,18 @@ static int p_positive(sctx *c, const ynode *v, const char *path, void *out, cons
 	return rc;
 }
 
+/* What a case's flops are counted against: the tensor cores' dense peak
+ * for one input type (jitk bench prints the case's share of it). */
+static int p_bench_peak(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
+{
+	char **s = AT(out, fd->off, char *);
+	int rc = get_string(c, v, path, s);
+
+	if (!rc && strcmp(*s, "fp8_dense") && strcmp(*s, "bf16_dense"))
+		return ERR(c, v, path, "peak is fp8_dense or bf16_dense, not '%s'", q(*s));
+	return rc;
+}
+
 static const field bench_fields[] = {
 	{ S("symbol", p_string), .flags = F_REQ | F_SUB, OFF(spec_bench, symbol) },
 	{ K("tensors", YN_MAP, "a mapping of tensor argument: shape", p_list),
@@ -2131,6 +2143,7 @@ static const field bench_fields[] = {
 	  LIST(spec_bench, tensors, ntensors, &bench_tensor_item) },
 	{ S("flops", p_positive), .flags = F_SUB, OFF(spec_bench, flops) },
 	{ S("bytes", p_positive), .flags = F_SUB, OFF(spec_bench, bytes) },
+	{ S("peak", p_bench_peak), .flags = F_SUB, OFF(spec_bench, peak) },
 	{ .key = NULL },
 };
 

@@ -197,6 +197,7 @@ typedef struct {
 	size_t ntensors;
 	int64_t flops; /* 0: not counted */
 	int64_t bytes; /* 0: the tensors' sizes */
+	char *peak;    /* NULL, "fp8_dense" or "bf16_dense" */
 	spec_loc loc;
 } spec_bench;
 
