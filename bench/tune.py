@@ -104,6 +104,7 @@ def variant_dir(base, spec, entry, repl):
             continue
         src = open(os.path.join(ROOT, "specs", name)).read()
         src = src.replace("template: ../templates/", f"template: {ROOT}/templates/")
+        src = src.replace("path: ../templates/", f"path: {ROOT}/templates/")  # packages.yaml
         if name == spec:
             if entry:
                 # the tuning list ends where the next top-level key begins
