@@ -12,11 +12,12 @@ with JITK_SPECS naming the variant's directory, and the lines it names
 are printed under the variant's label. The winner goes into specs/ by
 hand, with the table in docs/performance.md.
 
-tune.py gemm [BUILD] [--write FILE] - the FP8 GEMM's tile configurations
-per size class: every variant's instances are precompiled at once into one
-cache (an instance a variant leaves as shipped is one key, compiled once),
-then each is timed by `jitk bench --family gemm_fp8 --symbol gemm_fp8`
-(the block's eight shapes, L2 flushed); the winner of each class is the
+tune.py gemm [BUILD] [--write FILE] [--only REGEX] - the FP8 GEMM's tile
+configurations and the scheduler's swizzle and raster order per size
+class (--only: the variants whose label matches, beside the shipped one):
+every variant's instances are precompiled at once into one cache (an instance a variant leaves as shipped is one key, compiled once),
+then each is timed by `jitk bench --family gemm_fp8` (the block's eight
+shapes and the MLP's bias and GELU cases, L2 flushed); the winner of each class is the
 variant with the least total time over that class's shapes. --write FILE
 writes specs/gemm_fp8.yaml with the winners' entries appended to its
 tuning list (what goes into specs/ once reviewed).
@@ -74,9 +75,13 @@ SETS = {
     "gemm": {
         "spec": "gemm_fp8.yaml",
         "check": "gemm_fp8",
-        "precompile": ["gemm_fp8[mclass=512]", "gemm_fp8[mclass=65536]"],
-        "bench": ["jitk", "bench", "--family", "gemm_fp8", "--symbol", "gemm_fp8", "--reps", "50"],
-        "lines": r"^gemm_fp8 ",
+        "precompile": ["gemm_fp8[mclass=512]", "gemm_fp8[mclass=65536]",
+                       "gemm_fp8_bias[mclass=65536]", "gemm_fp8_gelu_tanh_fp8[mclass=65536]"],
+        "bench": ["jitk", "bench", "--family", "gemm_fp8", "--reps", "50"],
+        "lines": r"^gemm_fp8",
+        # the winner: the least total over the plain GEMM's shapes (the
+        # MLP's bias and GELU lines are printed beside them)
+        "total": r"^gemm_fp8 ",
         "classes": {"512": lambda m: m <= 512, "65536": lambda m: m > 512},
         "variants": [
             ("shipped", None, []),
@@ -87,8 +92,30 @@ SETS = {
             for c, tm, tn, cm, cn in [
                 ("512", 128, 192, 1, 1), ("512", 128, 128, 2, 1), ("512", 128, 128, 1, 1),
                 ("512", 128, 64, 1, 2), ("512", 128, 64, 1, 1), ("512", 128, 96, 1, 2),
+                ("512", 128, 128, 1, 2),
                 ("65536", 128, 192, 2, 1), ("65536", 128, 192, 1, 2), ("65536", 128, 128, 2, 1),
-                ("65536", 128, 128, 1, 2), ("65536", 256, 64, 1, 1),
+                ("65536", 128, 128, 1, 2), ("65536", 256, 64, 1, 1), ("65536", 128, 160, 1, 1),
+                ("65536", 128, 160, 2, 1),
+            ]
+        ] + [
+            # ping-pong: each consumer warp group takes a 64-row tile of
+            # its own, and its epilogue overlaps the other's mainloop
+            (f"{'M<=512' if c == '512' else 'M>512'}: ping-pong 64x{tn} c{cm}x{cn}",
+             f"  - when: {{ mclass: [{c}] }}\n    schedule: 1\n    tile_m: 64\n    tile_n: {tn}\n"
+             f"    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
+            for c, tn, cm, cn in [
+                ("512", 96, 1, 1), ("512", 128, 1, 1), ("512", 192, 1, 1), ("512", 128, 1, 2),
+                ("512", 192, 1, 2), ("65536", 128, 1, 1), ("65536", 192, 1, 1),
+                ("65536", 128, 2, 1), ("65536", 192, 2, 1), ("65536", 224, 1, 1),
+            ]
+        ] + [
+            # the persistent scheduler's walk over the tiles: which
+            # operand's tiles stay in L2 while the other streams
+            (f"{'M<=512' if c == '512' else 'M>512'}: swizzle {sw} raster {ra}",
+             f"  - when: {{ mclass: [{c}] }}\n    swizzle: {sw}\n    raster: {ra}\n", [])
+            for c, sw, ra in [
+                ("65536", 2, 0), ("65536", 4, 0), ("65536", 8, 0), ("65536", 1, 1),
+                ("65536", 1, 2), ("65536", 4, 1), ("65536", 4, 2), ("512", 2, 0), ("512", 1, 2),
             ]
         ],
     },
@@ -195,6 +222,8 @@ def tune_classes(s, build, write):
                 if not re.search(s["lines"], line):
                     continue
                 print(line, flush=True)
+                if not re.search(s.get("total", s["lines"]), line):
+                    continue
                 m = re.search(r"\ba\[(\d+),", line)
                 us = float(line.split()[-5 if line.rstrip().endswith("%") else -4])
                 for cls, holds in s["classes"].items():
@@ -237,6 +266,13 @@ def main():
             raise SystemExit("tune.py: --write needs a file")
         write = args[i + 1]
         del args[i:i + 2]
+    if "--only" in args:
+        i = args.index("--only")
+        if i + 1 >= len(args):
+            raise SystemExit("tune.py: --only needs a regular expression")
+        only = re.compile(args[i + 1])
+        del args[i:i + 2]
+        s = dict(s, variants=[v for v in s["variants"] if v[0] == "shipped" or only.search(v[0])])
     build = args[0] if args else os.path.join(ROOT, "build")
     if "classes" in s:
         sys.exit(tune_classes(s, build, write))

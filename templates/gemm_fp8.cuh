@@ -34,6 +34,10 @@
 //   scheduler                  GemmScheduler: persistent (data parallel) or
 //                              stream_k (split/stream-K, deterministic
 //                              reduction; for few tiles and long K)
+//   swizzle                    the persistent scheduler's tile swizzle
+//                              (1, 2, 4 or 8 tiles walked together)
+//   raster                     its raster order: 0 heuristic, 1 along M,
+//                              2 along N (which operand stays in L2)
 //   fast_accum                 true: WGMMA accumulates across the whole K
 //                              (faster, fewer bits); false: accumulators
 //                              promoted to fp32 registers every 4 WGMMAs
@@ -338,7 +342,15 @@ template <class P> struct gemm_fp8_traits {
 	using TileScheduler = cute::conditional_t<int(P::scheduler) == int(GemmScheduler::stream_k),
 						  cutlass::gemm::StreamKScheduler,
 						  cutlass::gemm::PersistentScheduler>;
-	using EpilogueTileType = cutlass::epilogue::collective::EpilogueTileAuto;
+	// The epilogue tile is the spec's (epi_m x epi_n), which its out, q and
+	// residual descriptors box: what EpilogueTileAuto picks for the
+	// cooperative kernel (128 x 32), and 64 x 32 for ping-pong (where Auto
+	// would take 64 columns for an fp8 D; one tile width keeps one set of
+	// boxes and swizzles for every epilogue).
+	static_assert(P::epi_m == (cooperative ? cute::min(128, int(P::tile_m)) : 64) &&
+			      P::epi_n == 32 && P::tile_n % 32 == 0,
+		      "the epilogue tile is 128 (cooperative) or 64 (ping-pong) rows of 32 columns");
+	using EpilogueTileType = cute::Shape<cute::Int<P::epi_m>, cute::Int<P::epi_n>>;
 
 	using ElementA = e4m3_t;
 	using ElementB = e4m3_t;
@@ -515,15 +527,23 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 		x.epilogue.thread = dn;
 		x.epilogue.ptr_D = reinterpret_cast<bf16_t *>(d);
 	}
+	x.scheduler.max_swizzle_size = int(P::swizzle);
+	using Raster = typename K::TileScheduler::RasterOrderOptions;
+	x.scheduler.raster_order = P::raster == 1 ? Raster::AlongM
+				   : P::raster == 2 ? Raster::AlongN : Raster::Heuristic;
 	cutlass::KernelHardwareInfo hw{0, out->sm_count, 0};
 	auto shape = x.problem_shape;
 	typename K::TileSchedulerParams sched = K::TileScheduler::to_underlying_arguments(
 		shape, typename K::TileShape{}, typename K::ClusterShape{}, hw, x.scheduler, nullptr,
 		K::CollectiveEpilogue::get_store_pipe_increment(typename K::TileShape{}));
-	typename K::Params p{x.mode, shape,
-			     K::CollectiveMainloop::to_underlying_arguments(shape, x.mainloop, nullptr),
-			     K::CollectiveEpilogue::to_underlying_arguments(shape, x.epilogue, nullptr),
-			     hw, sched, nullptr};
+	// member by member: the ping-pong kernel's Params has no workspace
+	typename K::Params p{};
+	p.mode = x.mode;
+	p.problem_shape = shape;
+	p.mainloop = K::CollectiveMainloop::to_underlying_arguments(shape, x.mainloop, nullptr);
+	p.epilogue = K::CollectiveEpilogue::to_underlying_arguments(shape, x.epilogue, nullptr);
+	p.hw_info = hw;
+	p.scheduler = sched;
 	memcpy((void *)p.mainloop.tma_load_a.get_tma_descriptor(), &a_map, sizeof(a_map));
 	memcpy((void *)p.mainloop.tma_load_b.get_tma_descriptor(), &b_map, sizeof(b_map));
 	memcpy((void *)p.epilogue.tma_store_d.get_tma_descriptor(), T::gelu ? &q_map : &out_map,
