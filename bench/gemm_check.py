@@ -149,6 +149,36 @@ def check_shape(m, n, k, seed, accuracy, cublas=True):
             fail(f"{tag} gate_residual B={batches} in place: differs from out-of-place")
 
 
+def check_gelu_every_value():
+    """Every value of v through the fused GELU: with A = 0, d = bias, and a
+    bias holding every bf16 bit pattern puts all 65536 values of v (but
+    -0, which d rounds to +0, and the NaNs, which it makes one) through
+    both instances (small and large M class); fused == split, g and q."""
+    n, k = 65536, 128
+    bits = torch.arange(n, dtype=torch.int32)
+    bias = torch.where(bits >= 32768, bits - 65536, bits).to(torch.int16).view(torch.bfloat16).cuda()
+    one = torch.ones(1, device="cuda")
+    b = torch.zeros((n, k), device="cuda").to(E4M3)
+    for m in (128, 1024):
+        a = torch.zeros((m, k), device="cuda").to(E4M3)
+        d = ops.gemm_fp8_bias(a, b, one, one, bias)
+        covered = int(torch.unique(d.view(torch.int16)[0]).numel())
+        for s in OUT_SCALES:
+            os_ = torch.tensor([s], device="cuda")
+            for sym in ("gemm_fp8_gelu_tanh_fp8_out", "gelu_tanh_quant_fp8_out"):
+                jitk.configure(sym, "out_scale", os_)
+            g = poisoned((m, n), torch.bfloat16)
+            q = poisoned((m, n), E4M3)
+            ops.gemm_fp8_gelu_tanh_fp8_out.out(a, b, one, one, bias, os_, out=g, q=q)
+            q_s, g_s = ops.gelu_tanh_quant_fp8_out(d, os_)
+            torch.cuda.synchronize()
+            if not (same_bytes(g, g_s) and same_bytes(q, q_s)):
+                diff = int((g.view(torch.int16) != g_s.view(torch.int16)).sum())
+                fail(f"every v, M={m}, out_scale={s}: fused != split ({diff} of g differ)")
+            jitk.unconfigure(os_)
+        print(f"every bf16 v through the fused GELU, M={m}: {covered} distinct values of d, fused == split")
+
+
 def check_bad_input():
     x = Inputs(64, 3072, 3072, 7)
     cases = [
@@ -296,6 +326,7 @@ def main():
         for i, (m, n, k) in enumerate(shapes):
             check_shape(m, n, k, 1000 + i, accuracy, cublas=not args.quick)
         print(f"\nchecked {len(shapes)} shapes in {time.time() - t0:.1f} s")
+        check_gelu_every_value()
         print("\n| shape | epilogue | jitk rel L2 | jitk max bf16 ulp | _scaled_mm rel L2 | _scaled_mm max ulp "
               "| values differing from _scaled_mm (of the rows checked) |")
         print("|---|---|---|---|---|---|---|")

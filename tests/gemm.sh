@@ -21,15 +21,15 @@ if ! "$jitk" explain gemm_fp8_bias --arch sm_90a --specs specs >"$w/explain.txt"
 fi
 grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_65536>$" "$w/explain.txt"
 grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias_mclass_65536> " "$w/explain.txt"
-# the size class: M > 512 takes 128 x 192 tiles, M <= 512 128 x 128 over a
+# the size class: M > 512 takes 128 x 192 tiles, M <= 512 128 x 96 over a
 # 1 x 2 cluster (A's box is half a tile: each CTA multicasts its half)
 sed -n '/^gemm_fp8_bias\[mclass=65536\]/,/^$/p' "$w/explain.txt" >"$w/big.txt"
 sed -n '/^gemm_fp8_bias\[mclass=512\]/,/^$/p' "$w/explain.txt" >"$w/small.txt"
 grep -q "b_map .*box \[192, 128\], swizzle 128" "$w/big.txt"
 grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/big.txt"
-grep -q "tile_n=128 .*cluster_n=2 " "$w/small.txt"
+grep -q "tile_n=96 .*cluster_n=2 " "$w/small.txt"
 grep -q "a_map .*box \[64, 128\], swizzle 128" "$w/small.txt"
-grep -q "b_map .*box \[128, 128\], swizzle 128" "$w/small.txt"
+grep -q "b_map .*box \[96, 128\], swizzle 128" "$w/small.txt"
 if "$jitk" explain gemm_fp8 --arch sm_100a --specs specs >"$w/gate.txt" 2>&1; then
 	echo "gemm_fp8 runs on sm_100a?"
 	exit 1
