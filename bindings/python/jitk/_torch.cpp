@@ -43,6 +43,7 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/library.h>
@@ -395,9 +396,12 @@ template <class T> const std::vector<int64_t> *select_instance(const Leaves<T> &
 	return nullptr;
 }
 
+/* an output's sizes or strides: no allocation up to JITK_MAX_DIMS */
+template <class T> using Dims = c10::SmallVector<T, JITK_MAX_DIMS>;
+
 template <class T>
 void output_shape(const Output &o, const Leaves<T> &in, const std::vector<int64_t> *params,
-		  std::vector<T> &shape, std::vector<T> &strides)
+		  Dims<T> &shape, Dims<T> &strides)
 {
 	shape.clear();
 	strides.clear();
@@ -521,8 +525,8 @@ jitk_op *handle_of(Op &op, int d)
 	TORCH_CHECK(false, "jitk::", op.name, ": ", status, ": ", msg);
 }
 
-at::Tensor allocate(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
-		    at::ScalarType dt, int d)
+at::Tensor allocate(const Dims<int64_t> &shape, const Dims<int64_t> &strides, at::ScalarType dt,
+		    int d)
 {
 	at::Device dev(at::kCUDA, (c10::DeviceIndex)d);
 	auto &ctx = at::globalContext();
@@ -555,110 +559,118 @@ int call_device(const Op &op, const c10::IValue *stack, bool functional)
 	return -1;
 }
 
-struct CudaKernel final : public c10::OperatorKernel {
-	std::shared_ptr<Op> op;
-	bool functional;
+/* The CUDA kernel of either variant: the call on the stack's arguments. */
+void cuda_call(Op &o, bool functional, torch::jit::Stack *stack)
+{
+	size_t n = functional ? (size_t)o.nf : (size_t)o.no;
+	const c10::IValue *in = stack->data() + (stack->size() - n);
+	int d = call_device(o, in, functional);
+	jitk_op *h = handle_of(o, d);
+	jitk_arg a[MAX_ARGS];
+	jitk_tensor t[MAX_ARGS];
+	at::Tensor made[MAX_ARGS]; /* what the functional variant returns, by argument */
+	size_t na = 0;
+	const std::vector<int64_t> *params = nullptr;
+	Leaves<int64_t> leaves{ o, in, functional };
+	Dims<int64_t> shape, strides;
 
-	CudaKernel(std::shared_ptr<Op> o, bool f) : op(std::move(o)), functional(f) {}
-
-	void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack)
-	{
-		Op &o = *op;
-		size_t n = functional ? (size_t)o.nf : (size_t)o.no;
-		const c10::IValue *in = stack->data() + (stack->size() - n);
-		int d = call_device(o, in, functional);
-		jitk_op *h = handle_of(o, d);
-		jitk_arg a[MAX_ARGS];
-		jitk_tensor t[MAX_ARGS];
-		at::Tensor made[MAX_ARGS]; /* what the functional variant returns, by argument */
-		size_t na = 0;
-		const std::vector<int64_t> *params = nullptr;
-		Leaves<int64_t> leaves{ o, in, functional };
-		std::vector<int64_t> shape, strides;
-
-		if (functional) {
-			params = select_instance(leaves);
-			for (const Output &out : o.outputs) {
-				const Arg &arg = o.args[(size_t)out.arg];
-				output_shape(out, leaves, params, shape, strides);
-				made[out.arg] = allocate(shape, strides, arg.dtype, d);
-			}
-		}
-		for (size_t i = 0; i < o.args.size(); i++) {
-			const Arg &arg = o.args[i];
-			int pos = functional ? arg.fpos : arg.opos;
-
-			if (arg.kind != 't') {
-				scalar_arg(o, arg, in[pos], &a[na]);
-			} else {
-				const at::Tensor *tp;
-				if (pos < 0) {
-					tp = &made[i];
-				} else if (in[pos].isNone()) {
-					continue; /* an optional tensor not given */
-				} else if (functional && arg.io == 'x') {
-					made[i] = in[pos].toTensor().clone();
-					tp = &made[i];
-				} else {
-					tp = &in[pos].toTensor();
-				}
-				tensor_arg(o, arg, *tp, d, &t[na]);
-				if (arg.configured && nwatched.load(std::memory_order_relaxed))
-					check_watched(o, *tp, t[na].data, d);
-				a[na].type = JITK_ARG_TENSOR;
-				a[na].v.tensor = &t[na];
-			}
-			a[na].name = arg.name.c_str();
-			na++;
-		}
-		jitk_call_info info = JITK_CALL_INFO_INIT;
-		void *stream = c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)d).stream();
-		int rc = lib.op_call(&info, h, JITK_CALL_AUTO, a, na, stream);
-		if (rc < 0)
-			fail(o, rc);
-		torch::jit::drop(*stack, n);
-		if (functional)
-			for (int r : o.returns)
-				stack->emplace_back(std::move(made[r]));
-	}
-};
-
-struct MetaKernel final : public c10::OperatorKernel {
-	std::shared_ptr<Op> op;
-	bool functional;
-
-	MetaKernel(std::shared_ptr<Op> o, bool f) : op(std::move(o)), functional(f) {}
-
-	void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack)
-	{
-		Op &o = *op;
-		size_t n = functional ? (size_t)o.nf : (size_t)o.no;
-		const c10::IValue *in = stack->data() + (stack->size() - n);
-
-		if (!functional) {
-			torch::jit::drop(*stack, n);
-			return;
-		}
-		Leaves<c10::SymInt> leaves{ o, in, true };
-		const std::vector<int64_t> *params = select_instance(leaves);
-		std::vector<at::Tensor> made(o.args.size());
-		std::vector<c10::SymInt> shape, strides;
-
+	if (functional) {
+		params = select_instance(leaves);
 		for (const Output &out : o.outputs) {
-			auto opts = at::TensorOptions().dtype(o.args[(size_t)out.arg].dtype).device(at::kMeta);
+			const Arg &arg = o.args[(size_t)out.arg];
 			output_shape(out, leaves, params, shape, strides);
-			made[(size_t)out.arg] = strides.empty()
-				? at::empty_symint(shape, opts)
-				: at::empty_strided_symint(shape, strides, opts);
+			made[out.arg] = allocate(shape, strides, arg.dtype, d);
 		}
-		for (size_t i = 0; i < o.args.size(); i++)
-			if (o.args[i].kind == 't' && o.args[i].io == 'x')
-				made[i] = in[o.args[i].fpos].toTensor().clone();
-		torch::jit::drop(*stack, n);
+	}
+	for (size_t i = 0; i < o.args.size(); i++) {
+		const Arg &arg = o.args[i];
+		int pos = functional ? arg.fpos : arg.opos;
+
+		if (arg.kind != 't') {
+			scalar_arg(o, arg, in[pos], &a[na]);
+		} else {
+			const at::Tensor *tp;
+			if (pos < 0) {
+				tp = &made[i];
+			} else if (in[pos].isNone()) {
+				continue; /* an optional tensor not given */
+			} else if (functional && arg.io == 'x') {
+				made[i] = in[pos].toTensor().clone();
+				tp = &made[i];
+			} else {
+				tp = &in[pos].toTensor();
+			}
+			tensor_arg(o, arg, *tp, d, &t[na]);
+			if (arg.configured && nwatched.load(std::memory_order_relaxed))
+				check_watched(o, *tp, t[na].data, d);
+			a[na].type = JITK_ARG_TENSOR;
+			a[na].v.tensor = &t[na];
+		}
+		a[na].name = arg.name.c_str();
+		na++;
+	}
+	jitk_call_info info = JITK_CALL_INFO_INIT;
+	void *stream = c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)d).stream();
+	int rc = lib.op_call(&info, h, JITK_CALL_AUTO, a, na, stream);
+	if (rc < 0)
+		fail(o, rc);
+	torch::jit::drop(*stack, n);
+	if (functional)
 		for (int r : o.returns)
-			stack->emplace_back(std::move(made[(size_t)r]));
+			stack->emplace_back(std::move(made[r]));
+}
+
+/* The Meta kernel: the functional variant's outputs from the same shape
+ * programs on symbolic sizes; .out has nothing to make. */
+void meta_call(Op &o, bool functional, torch::jit::Stack *stack)
+{
+	size_t n = functional ? (size_t)o.nf : (size_t)o.no;
+	const c10::IValue *in = stack->data() + (stack->size() - n);
+
+	if (!functional) {
+		torch::jit::drop(*stack, n);
+		return;
+	}
+	Leaves<c10::SymInt> leaves{ o, in, true };
+	const std::vector<int64_t> *params = select_instance(leaves);
+	std::vector<at::Tensor> made(o.args.size());
+	Dims<c10::SymInt> shape, strides;
+
+	for (const Output &out : o.outputs) {
+		auto opts = at::TensorOptions().dtype(o.args[(size_t)out.arg].dtype).device(at::kMeta);
+		output_shape(out, leaves, params, shape, strides);
+		made[(size_t)out.arg] = strides.empty()
+			? at::empty_symint(shape, opts)
+			: at::empty_strided_symint(shape, strides, opts);
+	}
+	for (size_t i = 0; i < o.args.size(); i++)
+		if (o.args[i].kind == 't' && o.args[i].io == 'x')
+			made[i] = in[o.args[i].fpos].toTensor().clone();
+	torch::jit::drop(*stack, n);
+	for (int r : o.returns)
+		stack->emplace_back(std::move(made[(size_t)r]));
+}
+
+/* One boxed kernel: an op's variant on CUDA or Meta. */
+struct Kernel final : public c10::OperatorKernel {
+	std::shared_ptr<Op> op;
+	bool functional, meta;
+
+	Kernel(std::shared_ptr<Op> o, bool f, bool m) : op(std::move(o)), functional(f), meta(m) {}
+
+	void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack)
+	{
+		if (meta)
+			meta_call(*op, functional, stack);
+		else
+			cuda_call(*op, functional, stack);
 	}
 };
+
+torch::CppFunction kernel(const std::shared_ptr<Op> &op, bool functional, bool meta)
+{
+	return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Kernel>(op, functional, meta));
+}
 
 /* ------------------------------------------------------------ registration */
 
@@ -770,16 +782,12 @@ void register_ops(py::list tables, py::object resolve_of)
 		std::string out = op->name + ".out";
 		if (op->functional) {
 			def->def(t["schema"].cast<std::string>().c_str());
-			cuda->impl(op->name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-							     std::make_unique<CudaKernel>(op, true)));
-			meta->impl(op->name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-							     std::make_unique<MetaKernel>(op, true)));
+			cuda->impl(op->name.c_str(), kernel(op, true, false));
+			meta->impl(op->name.c_str(), kernel(op, true, true));
 		}
 		def->def(t["out_schema"].cast<std::string>().c_str());
-		cuda->impl(out.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-						std::make_unique<CudaKernel>(op, false)));
-		meta->impl(out.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-						std::make_unique<MetaKernel>(op, false)));
+		cuda->impl(out.c_str(), kernel(op, false, false));
+		meta->impl(out.c_str(), kernel(op, false, true));
 		registered->push_back(op);
 	}
 	libraries->push_back(std::move(def));
