@@ -201,39 +201,22 @@ int64_t concrete(const c10::SymInt &v)
 	return v.guard_int(__FILE__, __LINE__);
 }
 
-int64_t c_div(int64_t a, int64_t b, const Op &op)
+/* C's a / b (toward zero, as the library's expressions) or a % b */
+int64_t c_divmod(int64_t a, int64_t b, bool mod, const Op &op)
 {
 	TORCH_CHECK_VALUE(b != 0, "jitk::", op.name, ": a shape divides by zero");
-	return a / b; /* C's: toward zero, as the library's expressions */
+	return mod ? a % b : a / b;
 }
 
-int64_t c_mod(int64_t a, int64_t b, const Op &op)
-{
-	TORCH_CHECK_VALUE(b != 0, "jitk::", op.name, ": a shape divides by zero");
-	return a % b;
-}
-
-template <class T> T t_div(const T &a, const T &b, const Op &op)
+template <class T> T t_divmod(const T &a, const T &b, bool mod, const Op &op)
 {
 	if constexpr (std::is_same_v<T, int64_t>) {
-		return c_div(a, b, op);
+		return c_divmod(a, b, mod, op);
 	} else {
 		auto x = a.maybe_as_int(), y = b.maybe_as_int();
 		if (x && y)
-			return T(c_div(*x, *y, op));
-		return a / b; /* sizes: both >= 0, where floor and C's agree */
-	}
-}
-
-template <class T> T t_mod(const T &a, const T &b, const Op &op)
-{
-	if constexpr (std::is_same_v<T, int64_t>) {
-		return c_mod(a, b, op);
-	} else {
-		auto x = a.maybe_as_int(), y = b.maybe_as_int();
-		if (x && y)
-			return T(c_mod(*x, *y, op));
-		return a % b;
+			return T(c_divmod(*x, *y, mod, op));
+		return mod ? a % b : a / b; /* sizes: both >= 0, where floor and C's agree */
 	}
 }
 
@@ -265,26 +248,16 @@ template <class T> struct Leaves {
 		return stack[functional ? a.fpos : a.opos];
 	}
 
-	T dim(int arg, int d) const
+	/* an input's size (or stride) d */
+	T extent(int arg, int d, bool stride) const
 	{
 		const at::Tensor &t = value(arg).toTensor();
 		TORCH_CHECK_VALUE(d < t.dim(), "jitk::", op.name, ": ", op.args[(size_t)arg].name,
-				  " has ", t.dim(), " dimensions, and its shape needs ", d + 1);
+				  " has ", t.dim(), " dimensions, and a shape needs ", d + 1);
 		if constexpr (std::is_same_v<T, int64_t>)
-			return t.size(d);
+			return stride ? t.stride(d) : t.size(d);
 		else
-			return t.sym_size(d);
-	}
-
-	T stride(int arg, int d) const
-	{
-		const at::Tensor &t = value(arg).toTensor();
-		TORCH_CHECK_VALUE(d < t.dim(), "jitk::", op.name, ": ", op.args[(size_t)arg].name,
-				  " has ", t.dim(), " dimensions, and its strides need ", d + 1);
-		if constexpr (std::is_same_v<T, int64_t>)
-			return t.stride(d);
-		else
-			return t.sym_stride(d);
+			return stride ? t.sym_stride(d) : t.sym_size(d);
 	}
 
 	T scalar(int arg) const
@@ -306,8 +279,8 @@ T evaluate(const Program &p, const Leaves<T> &in, const std::vector<int64_t> *pa
 			TORCH_CHECK(n < MAX_STACK, "jitk::", in.op.name, ": a shape program is too deep");
 			switch (c) {
 			case P_CONST: s[n++] = T(p[i]); i += 1; break;
-			case P_DIM: s[n++] = in.dim((int)p[i], (int)p[i + 1]); i += 2; break;
-			case P_STRIDE: s[n++] = in.stride((int)p[i], (int)p[i + 1]); i += 2; break;
+			case P_DIM: s[n++] = in.extent((int)p[i], (int)p[i + 1], false); i += 2; break;
+			case P_STRIDE: s[n++] = in.extent((int)p[i], (int)p[i + 1], true); i += 2; break;
 			case P_SCALAR: s[n++] = in.scalar((int)p[i]); i += 1; break;
 			case P_PARAM:
 				TORCH_CHECK(params && (size_t)p[i] < params->size(), "jitk::", in.op.name,
@@ -330,8 +303,8 @@ T evaluate(const Program &p, const Leaves<T> &in, const std::vector<int64_t> *pa
 		case P_ADD: s[n++] = a + b; break;
 		case P_SUB: s[n++] = a - b; break;
 		case P_MUL: s[n++] = a * b; break;
-		case P_DIV: s[n++] = t_div(a, b, in.op); break;
-		case P_MOD: s[n++] = t_mod(a, b, in.op); break;
+		case P_DIV: s[n++] = t_divmod(a, b, false, in.op); break;
+		case P_MOD: s[n++] = t_divmod(a, b, true, in.op); break;
 		case P_MIN: s[n++] = t_min(a, b); break;
 		case P_MAX: s[n++] = t_max(a, b); break;
 		case P_CDIV: {
@@ -377,7 +350,7 @@ template <class T> const std::vector<int64_t> *select_instance(const Leaves<T> &
 		for (const Check &c : inst.checks) {
 			if (in.value(c.arg).isNone())
 				continue;
-			if (!(in.dim(c.arg, c.dim) == evaluate(c.expect, in, &inst.params))) {
+			if (!(in.extent(c.arg, c.dim, false) == evaluate(c.expect, in, &inst.params))) {
 				ok = false;
 				break;
 			}
