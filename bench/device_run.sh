@@ -3,7 +3,7 @@
 # the repository root, with build/ (and build/devlibs: the shared libraries
 # the machine lacks) carried along. Logs go to $OUT (or /tmp/jitk-out).
 # STEPS: any of tests multi axes qk famsan deploy fambench famtorch pkgs pkgops gemm memcheck memcheck_full racecheck triton sass precompile nvrtc bench plotdata
-# sweep python pyops hot tune profile autotune block torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
+# sweep python pyops dispatch hot tune profile autotune block torch report (default all but sweep and memcheck_full). report writes $OUT/performance.md (docs/performance.md
 # with this run's tables, bench/report.py) and, where matplotlib is, $OUT/img/bandwidth-h200.png;
 # fetch the logs into bench/results/DATE and run bench/report.py there to update docs/.
 # Every step runs even when an earlier one failed; the script exits 1 at the end, naming the
@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
 export LD_LIBRARY_PATH="$PWD/$b/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/$b/libjitk.so.$version"
-steps=${1:-"tests multi memcheck racecheck triton sass precompile nvrtc bench plotdata python pyops torch report"}
+steps=${1:-"tests multi memcheck racecheck triton sass precompile nvrtc bench plotdata python pyops dispatch torch report"}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 failed=
 # light_names: every instance of specs/ but the FP8 GEMM's (a minute of
@@ -201,19 +201,17 @@ if has python; then
 	ran $? "python binding (torch)"
 	grep -E "^Ran|^OK|FAILED|Error" "$OUT/python.log"
 fi
-# build_fast LOG: the package's compiled call plan, for this machine's
-# python, in the source tree (PYTHONPATH then finds the package there).
-build_fast() {
-	inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-	suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
-		-o "bindings/python/jitk/_fast$suf" >"$1" 2>&1
-	ran $? "python _fast build"
-	# the eager op call through libtorch, against this machine's PyTorch
-	python3 bindings/python/_build/backend.py torch-ext >>"$1" 2>&1
-	rc=$?
-	ran $rc "python _torch build"
-	[ $rc != 0 ] || export JITK_EXPECT_TORCH_PLAN=1
+# build_package LOG: the package's C++ extension (jitk._torch, against this
+# machine's PyTorch) and the ops' front end (jitk/ops/<family>.py, .pyi), in
+# the source tree (PYTHONPATH then finds the package there); once a call.
+build_package() {
+	if [ -z "${jitk_package_built:-}" ]; then
+		python3 bindings/python/_build/backend.py torch-ext >"$1" 2>&1
+		ran $? "python _torch build"
+		python3 bindings/python/_build/backend.py frontend >>"$1" 2>&1
+		ran $? "python front end"
+		jitk_package_built=1
+	fi
 	export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
 }
 if has pkgs; then
@@ -248,12 +246,8 @@ if has pkgs; then
 	nproc
 fi
 if has pkgops; then
-	inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-	suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
-		-o "bindings/python/jitk/_fast$suf" >"$OUT/pkgops.log" 2>&1
-	PYTHONPATH="$PWD/bindings/python" python3 -m unittest -v \
-		tests.python.test_ops.HeaderPackageOpsTests >>"$OUT/pkgops.log" 2>&1
+	build_package "$OUT/pkgops_build.log"
+	python3 -m unittest -v tests.python.test_ops.HeaderPackageOpsTests >"$OUT/pkgops.log" 2>&1
 	ran $? "python header-package ops"
 	grep -E "^test|^Ran|^OK|FAILED|Error" "$OUT/pkgops.log" | tail -12
 fi
@@ -261,11 +255,7 @@ if has gemm; then
 	# the FP8 GEMM family (issue 24): its instances compiled on every core
 	# into the cache the ops use, then checks and times against cuBLAS, then
 	# the sanitizers on one shape
-	inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-	suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-	cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c \
-		-o "bindings/python/jitk/_fast$suf" >"$OUT/gemm_build.log" 2>&1
-	export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+	build_package "$OUT/gemm_build.log"
 	export JITK_CACHE_DIR=${JITK_CACHE_DIR:-$PWD/.dev/gemm-cache}
 	start=$(date +%s.%N)
 	"$b/jitk" precompile gemm_fp8 gemm_fp8_bias gemm_fp8_gelu_tanh_fp8 gemm_fp8_gelu_tanh_fp8_out \
@@ -287,33 +277,28 @@ if has gemm; then
 	done
 fi
 if has pyops; then
-	# the package from the source tree, then the ops, DLPack and
-	# host-overhead tests
-	build_fast "$OUT/pyops.log"
-	JITK_SPECS=specs:tests/families/specs python3 -m unittest -v tests/python/test_ops.py >>"$OUT/pyops.log" 2>&1
+	# the package from the source tree, then the ops and DLPack tests
+	build_package "$OUT/pyops_build.log"
+	JITK_SPECS=specs:tests/families/specs:tests/python/specs python3 -m unittest -v \
+		tests/python/test_ops.py >"$OUT/pyops.log" 2>&1
 	ran $? "python ops"
 	JITK_SPECS=specs:tests/families/specs python3 -m unittest -v tests/python/test_dlpack_gpu.py >>"$OUT/pyops.log" 2>&1
 	ran $? "python dlpack"
 	grep -E "^Ran|^OK|FAILED|Error|opcheck" "$OUT/pyops.log" | tail -12
-	# the eager path through the C plan too (no jitk._torch)
-	JITK_TORCH_PLAN=0 JITK_SPECS=specs:tests/families/specs python3 -m unittest -v \
-		tests.python.test_ops.OpsTests.test_eager_outputs_streams_and_capture \
-		tests.python.test_ops.OpsTests.test_eager_errors \
-		tests.python.test_ops.OpsTests.test_eager_modes_and_misuse \
-		tests.python.test_ops.OpsTests.test_eager_path_equals_dispatcher_and_out \
-		>>"$OUT/pyops.log" 2>&1
-	ran $? "python ops (C plan)"
-	python3 bench/py_overhead.py >"$OUT/py_overhead.log" 2>&1
-	ran $? "python overhead"
-	for i in 2 3; do # the spread between processes
+fi
+if has dispatch; then
+	# issue 26's target: torch.ops.jitk.fused_norm_scale_shift_fp8 through the
+	# dispatcher against torch.add's host time on the same tensors, functional
+	# and .out, three processes (the spread between them), then in turns
+	build_package "$OUT/dispatch_build.log"
+	for i in 1 2 3; do
 		python3 bench/py_overhead.py >"$OUT/py_overhead_$i.log" 2>&1
-		ran $? "python overhead ($i)"
-		sed -n '3,6p;10p' "$OUT/py_overhead_$i.log"
+		ran $? "dispatch host time ($i)"
+		sed -n '1,13p' "$OUT/py_overhead_$i.log"
 	done
-	JITK_TORCH_PLAN=0 python3 bench/py_overhead.py >"$OUT/py_overhead_c.log" 2>&1
-	ran $? "python overhead (C plan)"
-	tail -24 "$OUT/py_overhead.log"
-	head -12 "$OUT/py_overhead_c.log"
+	python3 bench/py_overhead.py --interleaved >"$OUT/py_overhead_turns.log" 2>&1
+	ran $? "dispatch host time (in turns)"
+	cat "$OUT/py_overhead_turns.log"
 fi
 if has hot; then
 	# the C hot path: a typed launch and jitk_op_call against a raw cuLaunchKernel
@@ -346,7 +331,7 @@ fi
 # every configuration in one process
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.dev/inductor}
 if has autotune; then
-	[ -n "${PYTHONPATH:-}" ] || build_fast "$OUT/autotune_build.log"
+	build_package "$OUT/autotune_build.log"
 	mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
 	start=$(date +%s)
 	timeout ${JITK_AUTOTUNE_S:-540} python3 examples/qwen_image_block.py --only B \
@@ -357,7 +342,7 @@ fi
 if has block; then
 	# the Qwen-Image block (examples/qwen_image_block.py): byte identity, then
 	# the configurations from an empty cache and from the one it filled
-	[ -n "${PYTHONPATH:-}" ] || build_fast "$OUT/block_build.log"
+	build_package "$OUT/block_build.log"
 	python3 examples/qwen_image_block.py --check >"$OUT/block.log" 2>&1
 	ran $? "block check"
 	rm -rf "$tmp/bc"

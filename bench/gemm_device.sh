@@ -10,9 +10,10 @@ b=${JITK_BUILD:-build}
 export LD_LIBRARY_PATH="$PWD/$b/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PYTHONUNBUFFERED=1 \
 	JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/$b/libjitk.so.0.2.0" PYTHONPATH="$PWD/bindings/python"
 export JITK_CACHE_DIR=${JITK_CACHE_DIR:-$PWD/.dev/gemm-cache}
-inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-suf=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-cc -O2 -shared -fPIC -I"$inc" -Iruntime/include bindings/python/jitk/_fast.c -o "bindings/python/jitk/_fast$suf"
+# the package's C++ extension (the ops) and its front end, in the source tree
+python3 bindings/python/_build/backend.py torch-ext >"$OUT/package_build.log" 2>&1 &&
+	python3 bindings/python/_build/backend.py frontend >>"$OUT/package_build.log" 2>&1
+echo "package build rc=$?"
 t0=$(date +%s)
 "$b/jitk" precompile gemm_fp8_bias gemm_fp8_gelu_tanh_fp8 gemm_fp8_gate_residual gemm_fp8 gemm_fp8_gelu_tanh_fp8_out \
 	gelu_tanh_quant_fp8 gelu_tanh_quant_fp8_out gate_residual --arch sm_90 -j 8 >"$OUT/precompile.log" 2>&1

@@ -28,15 +28,19 @@ py=$tmp/venv/bin/python
 "$py" -m pip wheel -q --no-index --no-deps -w "$tmp/wheel" "$root/bindings/python" >"$tmp/pip.log" 2>&1 ||
 	{ tail -30 "$tmp/pip.log"; fail "pip wheel ./bindings/python"; }
 ls "$tmp"/wheel/jitk-*.whl >/dev/null 2>&1 || fail "pip wheel made no jitk wheel"
-# what the wheel holds: the library, the C plan; jitk._torch only where the
-# build's Python imports PyTorch (here the venv's, which has none)
+# what the wheel holds: the library, the ops' front end (a module and a stub
+# per family); jitk._torch only where the build's Python imports PyTorch
+# (here the venv's, which has none)
 names=$("$py" -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' \
 	"$tmp"/wheel/jitk-*.whl) || fail "the wheel does not open as a zip file"
 for want in jitk/lib/libjitk.so.0 jitk/specs/norm_scale_shift.yaml jitk/templates/common.cuh \
 	jitk/include/jitk.h; do
 	echo "$names" | grep -qx "$want" || fail "the wheel lacks $want"
 done
-echo "$names" | grep -q '^jitk/_fast\..*\.so$' || fail "the wheel lacks jitk/_fast (the C plan)"
+for want in jitk/ops/__init__.py jitk/ops/out.py jitk/ops/norm_scale_shift.py \
+	jitk/ops/norm_scale_shift.pyi jitk/ops/qk_norm_rope.pyi; do
+	echo "$names" | grep -qx "$want" || fail "the wheel lacks $want (the ops' front end)"
+done
 # what libjitk needs beyond the C library and NVRTC is in the wheel (jitk/lib/,
 # loaded first by jitk._core); libcurl and hiredis are not needed to load it
 for want in jitk/lib/libyaml-0.so.2 jitk/lib/libcrypto.so.3; do

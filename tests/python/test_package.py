@@ -1,8 +1,7 @@
 """CPU tests of the package's own parts (no GPU, no PyTorch needed): the
-shape expression evaluator, the op schemas and kernels generated from the
-describe JSON, DLPack capsule parsing with capsules made here, the
-compiled call plan against a recording stand-in for jitk_op_call, and
-`python -m jitk`. Run by tests/python.sh (source tree) and
+shape expression evaluator, the op schemas, the extension's tables and the
+front end generated from the describe JSON, DLPack capsule parsing with
+capsules made here, and `python -m jitk`. Run by tests/python.sh (source tree) and
 tests/pip_install.sh (installed, JITK_TEST_INSTALLED=1)."""
 import ctypes
 import importlib.util
@@ -17,7 +16,7 @@ INSTALLED = bool(os.environ.get("JITK_TEST_INSTALLED"))
 if not INSTALLED:
     sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 import jitk  # noqa: E402
-from jitk import _core, _dlpack, _ops, _shapes  # noqa: E402
+from jitk import _core, _dlpack, _frontend, _ops, _schema, _shapes  # noqa: E402
 
 SPECS = os.path.join(ROOT, "specs")
 FAMILIES = os.path.join(ROOT, "tests", "families", "specs")
@@ -80,9 +79,13 @@ class OpSpecTests(unittest.TestCase):
         self.assertEqual(o["fused_norm_scale_shift_fp8"].fallback,
                          ["fused_norm_scale_shift", "static_quant_fp8"])
         self.assertIsNone(o["static_quant_fp8"].no_functional)
-        self.assertEqual(o["static_quant_fp8"].allocs, [("q", ["_sh_x[0]"], None, "fp8_e4m3")])
-        self.assertEqual(o["fused_norm_scale_shift_fp8"].allocs[1],
-                         ("q", ["_sh_x[0]", "_sh_x[1]"], None, "fp8_e4m3"))
+        # q's shape: x's dimension (a DIM leaf: argument x, dimension 0)
+        ix = o["static_quant_fp8"]._index["x"]
+        self.assertEqual(o["static_quant_fp8"].programs["q"], ([[1, ix, 0]], None))
+        n = o["fused_norm_scale_shift_fp8"]
+        ix = n._index["x"]
+        self.assertEqual(n.programs["q"], ([[1, ix, 0], [1, ix, 1]], None))
+        self.assertFalse(n.select)  # hidden is x's dimension: no instance to select
 
     def test_data_only_family(self):
         # a family added as YAML only: ops with no Python change; an inout
@@ -94,42 +97,44 @@ class OpSpecTests(unittest.TestCase):
         self.assertEqual(o["tadd_acc"].schema(), "(Tensor acc, Tensor z, int sx=0) -> Tensor")
         self.assertEqual(o["tadd_acc"].out_schema(), "(Tensor(a!) acc, Tensor z, int sx=0) -> ()")
         self.assertEqual(o["tadd_acc"].mutated, ["acc"])
-        src = o["tadd_acc"].source()
-        self.assertIn("acc = acc.clone()", src)
-        compile(src, "<test>", "exec")
+        t = o["tadd_acc"].table()
+        # acc: an inout, first on both stacks; the functional variant
+        # returns its copy
+        self.assertEqual(t["args"][0], ("acc", "t", "x", False, False, 0, 0, "i32"))
+        self.assertEqual((t["nf"], t["no"], t["outputs"], t["returns"]), (3, 3, [], [0]))
 
-    def test_generated_kernels_run_with_stand_ins(self):
-        # the functional kernel's allocation and call order, with stand-ins
-        # for torch.empty, the plan and the stream
+    def test_the_extension_table(self):
+        # where each C argument sits on the two variants' stacks, and the
+        # programs that give the outputs' shapes (the C++ kernels read them)
         spec = opspecs(SPECS)["fused_norm_scale_shift_fp8"]
-        calls = []
+        t = spec.table()
+        self.assertEqual(t["schema"], "fused_norm_scale_shift_fp8" + spec.schema())
+        self.assertEqual(t["out_schema"], "fused_norm_scale_shift_fp8.out" + spec.out_schema())
+        args = {a[0]: a for a in t["args"]}
+        self.assertEqual([a[0] for a in t["args"]], [a["name"] for a in spec.call_args])
+        self.assertEqual(args["x"][5:], (0, 0, "bf16"))
+        self.assertEqual(args["eps"][1:], ("f", "i", False, False, 4, 4, ""))
+        self.assertEqual(args["y"][5:7], (-1, 5))  # allocated; the first keyword of .out
+        self.assertEqual(args["q"][5:7], (-1, 6))
+        self.assertTrue(args["input_scale"][4])    # configured: watched
+        self.assertEqual((t["nf"], t["no"]), (5, 7))
+        self.assertEqual([t["args"][r][0] for r in t["returns"]], ["y", "q"])
+        dims = {spec._index["x"]: (7, 3072)}
+        shapes = [[_schema.run_program(p, dims=dims) for p in shape] for _, shape, _ in t["outputs"]]
+        self.assertEqual(shapes, [[7, 3072], [7, 3072]])
 
-        class Dev:
-            index = 3
-            type = "cuda"
-
-        class T:
-            def __init__(self, shape):
-                self.shape, self.device = shape, Dev()
-
-        def empty(shape, dtype, device):
-            calls.append(("empty", shape, dtype, device.index))
-            return T(shape)
-
-        def plan(stream, *values):
-            calls.append(("call", stream, len(values), values[-1]))
-            return 0
-        env = dict(_shapes.HELPERS, _empty=empty, _empty_strided=None, _plans={3: plan},
-                   _plan=None, _stream=lambda d: 1000 + d, _fail=None, _touch=lambda d: None,
-                   _compiling=lambda: False, _plain=())
-        for k in _ops.TORCH_DTYPES:
-            env["_dt_" + k] = k
-        exec(compile(spec.source(), "<test>", "exec"), env)
-        x = T((7, 3072))
-        y, q = env["_fn"](x, T((3072,)), T((3072,)), T((1,)))
-        self.assertEqual(calls, [("empty", (7, 3072), "bf16", 3), ("empty", (7, 3072), "fp8_e4m3", 3),
-                                 ("call", 1003, 7, 9.99999997e-07)])
-        self.assertEqual((y.shape, q.shape), ((7, 3072), (7, 3072)))
+    def test_programs_compute_the_expressions(self):
+        # every operator of the spec's expressions, against _shapes' own
+        # evaluation (the C++ evaluator follows the same opcodes)
+        cases = ["rows", "cdiv(n, 4)", "-7 / 2", "-7 % 2", "min(a, b) * 2 + 1", "max(a, b)",
+                 "a == 3 && !b", "a < 3 || b >= 1", "cdiv(-7, 2)", "n * (a + 2 * b)", "1 - -1",
+                 "a != b", "a <= b", "a > b", "n - a"]
+        env = {"rows": 5, "n": 9, "a": 3, "b": 4}
+        leaf = {"rows": [1, 0, 0], "n": [1, 0, 1], "a": [3, 1], "b": [4, 0]}
+        for text in cases:
+            p = _schema._compile(_shapes.parse(text), lambda n: list(leaf[n]))
+            got = _schema.run_program(p, dims=[[5, 9]], scalars={1: 3}, params=[4])
+            self.assertEqual(got, _shapes.evaluate(_shapes.parse(text), env), text)
 
     def test_no_functional_variant_when_shapes_are_unknown(self):
         sym = {"name": "s", "instances": [{"name": "s"}], "params": [], "fallback": [],
@@ -145,11 +150,12 @@ class OpSpecTests(unittest.TestCase):
         sym["args"][0]["strides"] = ["sy", "1"]
         spec = _ops.OpSpec(sym)
         self.assertIsNone(spec.no_functional)
-        self.assertEqual(spec.allocs, [("y", ["_sh_x[0]", "(2 * _sh_x[0])"],
-                                        ["((2 * _sh_x[0]))", "1"], "bf16")])
-        self.assertEqual(spec.shape_lines, ["    _sh_x = x.shape"])
+        ix = spec._index["x"]
+        shape, strides = spec.programs["y"]
+        self.assertEqual(shape, [[1, ix, 0], [0, 2, 1, ix, 0, 12]])  # m, 2 * m
+        self.assertEqual(strides, [[], [0, 1]])  # sy: contiguous; 1
 
-    def test_torch_plan_only_with_its_torch(self):
+    def test_torch_extension_only_with_its_torch(self):
         # jitk._torch is used only with the PyTorch it was built for
         import types
         other = types.SimpleNamespace(__version__="0.0.0+other")
@@ -161,73 +167,72 @@ class OpSpecTests(unittest.TestCase):
                 self.assertIn(f"built for torch {f.read().strip()}, this is torch 0.0.0+other",
                               why)
         else:
-            self.assertIn("jitk._torch is not built", why)
-        os.environ["JITK_TORCH_PLAN"] = "0"
-        try:
-            self.assertEqual(_ops.torch_module(other), (None, "JITK_TORCH_PLAN=0"))
-        finally:
-            del os.environ["JITK_TORCH_PLAN"]
+            self.assertIn("jitk._torch (the ops' C++ extension) is not built", why)
+        self.assertIn("backend.py torch-ext", why)
 
-    def test_torch_plan_kernels_with_stand_ins(self):
-        # the eager variants through jitk._torch's plan: each output's slot
-        # holds its shape (each input's shape read once), the plan's
-        # outputs are returned; NOT_PLAIN (an int) or compiling takes the
-        # dispatcher's op
+
+class FrontendTests(unittest.TestCase):
+    """The front end written at wheel build: a module per family whose
+    functions have the schemas' signatures and call the ops, a .pyi, and
+    SCHEMAS recording what each function was written for."""
+
+    def test_every_family_generates_a_module_and_a_stub(self):
+        import ast
+        import inspect
+        import types
+        d = describe(SPECS)
+        with tempfile.TemporaryDirectory() as out:
+            families = _frontend.write(d, out)
+            self.assertIn("norm_scale_shift", families)
+            self.assertEqual(sorted(os.listdir(out)),
+                             sorted(f + e for f in families for e in (".py", ".pyi")))
+            for f in families:
+                with open(os.path.join(out, f + ".pyi")) as fh:
+                    ast.parse(fh.read())
+            calls = []
+
+            class Overload:
+                def __init__(self, name):
+                    self.name = name
+
+                def __call__(self, *args, **kw):
+                    calls.append((self.name, args, kw))
+            ns = types.SimpleNamespace(ops=types.SimpleNamespace(jitk=types.SimpleNamespace(
+                fused_norm_scale_shift_fp8=types.SimpleNamespace(
+                    default=Overload("default"), out=Overload("out")))))
+            with open(os.path.join(out, "norm_scale_shift.py")) as fh:
+                src = fh.read()
+            env = {}
+            saved = sys.modules.get("torch")
+            sys.modules["torch"] = ns  # what the module imports, stood in
+            try:
+                exec(compile(src, "norm_scale_shift.py", "exec"), env)  # noqa: S102
+            finally:
+                if saved is None:
+                    del sys.modules["torch"]
+                else:
+                    sys.modules["torch"] = saved
         spec = opspecs(SPECS)["fused_norm_scale_shift_fp8"]
-        calls, reads = [], []
+        self.assertEqual(env["SCHEMAS"]["fused_norm_scale_shift_fp8"],
+                         (spec.schema(), spec.out_schema()))
+        f = env["fused_norm_scale_shift_fp8"]
+        self.assertEqual(str(inspect.signature(f)),
+                         "(x, scale, shift, input_scale, eps=9.99999997e-07)")
+        f(1, 2, 3, 4)
+        env["out"].fused_norm_scale_shift_fp8(1, 2, 3, 4, y=5, q=6)
+        self.assertEqual(calls, [("default", (1, 2, 3, 4, 9.99999997e-07), {}),
+                                 ("out", (1, 2, 3, 4, 9.99999997e-07), {"y": 5, "q": 6})])
+        self.assertIn("x: bf16 [rows, hidden]", f.__doc__)
+        self.assertIn("input_scale: f32 [1], configured", f.__doc__)
 
-        class T:
-            def __init__(self, shape):
-                self._shape = shape
-
-            @property
-            def shape(self):
-                reads.append(self._shape)
-                return self._shape
-        answer = []
-
-        def tp(*values):
-            calls.append(values)
-            return answer[0]
-        compiling = [False]
-        env = dict(_shapes.HELPERS, _tp=tp, _tpo=tp, _compiling=lambda: compiling[0],
-                   _op=lambda **kw: ("op", sorted(kw)), _op_out=lambda **kw: ("op_out", sorted(kw)))
-        src = spec.source(torch_plan=True)
-        exec(compile(src, "<test>", "exec"), env)
-        x, sc, sh, s = T((7, 3072)), T((3072,)), T((3072,)), T((1,))
-        answer[:] = [("Y", "Q")]
-        self.assertEqual(env["_eager"](x, sc, sh, s), ("Y", "Q"))
-        names = [a["name"] for a in spec.call_args]
-        got = dict(zip(names, calls[-1]))
-        ix = names.index("x")  # shaped like x: its index (its shape read by the plan)
-        self.assertEqual((got["y"], got["q"], got["x"], got["eps"]),
-                         (ix, ix, x, 9.99999997e-07))
-        self.assertEqual(reads, [])
-        # an output shaped otherwise: its shape, each input's shape read once
-        qk = opspecs(SPECS)["qk_norm_rope_out"]
-        env2 = dict(env)
-        exec(compile(qk.source(torch_plan=True), "<test>", "exec"), env2)
-        q, k = T((2, 24, 128)), T((2, 20, 128))
-        env2["_eager"](q, k, k, T((128,)), T((128,)), T((64, 128)))
-        got = dict(zip([a["name"] for a in qk.call_args], calls[-1]))
-        self.assertEqual(got["k_out"], ((2, 20, 128), (20 * 128, 128, 1)))
-        self.assertEqual(reads, [(2, 24, 128), (2, 20, 128)])
-        answer[:] = [_ops.NOT_PLAIN]
-        self.assertEqual(env["_eager"](x, sc, sh, s)[0], "op")
-        self.assertEqual(env["_eager_out"](x, sc, sh, s, y=1, q=2)[0], "op_out")
-        answer[:] = [None]
-        self.assertIsNone(env["_eager_out"](x, sc, sh, s, y=1, q=2))
-        self.assertEqual(dict(zip(names, calls[-1]))["q"], 2)
-        n = len(calls)
-        compiling[0] = True
-        self.assertEqual(env["_eager"](x, sc, sh, s)[0], "op")
-        self.assertEqual(env["_eager_out"](x, sc, sh, s, y=1, q=2)[0], "op_out")
-        self.assertEqual(len(calls), n)  # never the plan while compiling
-        # a family with an inout and no allocated output: the copy goes in
-        # and comes back
-        acc = opspecs(FAMILIES)["tadd_acc"].source(torch_plan=True)
-        self.assertIn("acc = acc.clone()", acc)
-        compile(acc, "<test>", "exec")
+    def test_stale_files_go(self):
+        with tempfile.TemporaryDirectory() as out:
+            for n in ("gone.py", "gone.pyi", "__init__.py", "out.py"):
+                open(os.path.join(out, n), "w").close()
+            _frontend.write(describe(SPECS, "static_quant_fp8"), out)
+            self.assertEqual(sorted(os.listdir(out)), ["__init__.py", "out.py",
+                                                       "static_quant_fp8.py",
+                                                       "static_quant_fp8.pyi"])
 
 
 def capsule(obj, name):
@@ -291,14 +296,6 @@ class DLPackTests(unittest.TestCase):
         self.assertEqual(_dlpack.export(Old(), None, "x"), "cap")
         self.assertEqual(seen, [("new", 1234, (1, 0)), ("old", 1)])
         self.assertIsNone(_dlpack.framework_stream(New(), 0))
-
-
-def fast():
-    try:
-        from jitk import _fast
-        return _fast
-    except ImportError:
-        return None
 
 
 class Producer:
@@ -450,202 +447,6 @@ class ConfiguredTests(unittest.TestCase):
         rt.close()
         self.assertIsNone(alive())     # and at close
 
-    def watched(self, plan_of):
-        """A plan watching argument x (index 1): a write since configure
-        calls stale with its address before the call; an unwatched or
-        unconfigured address is left to the library."""
-        bf16 = FakeDtype()
-        versions, seen = {0x2000: 5, 0x3000: None}, []
-
-        def stale(p):
-            seen.append(p)
-            versions.pop(p)
-        plan = plan_of(("y", "x", "w", "n", "eps"), "ttolf", ((bf16, 4, 16),),
-                       ((1,), versions, stale))
-        y = FakeTensor(0x1000, (4, 6), (6, 1), bf16)
-        x = FakeTensor(0x2000, (4, 6), (6, 1), bf16)
-        x._version = 5
-        self.assertEqual(plan(55, y, x, None, 5, 0.5), 0)
-        self.assertEqual(seen, [])
-        x._version = 6  # written in place
-        self.assertEqual(plan(55, y, x, None, 5, 0.5), 0)
-        self.assertEqual(seen, [0x2000])
-        versions[0x2000] = 6
-        del x._version  # no version counter: not the tensor configured
-        self.assertEqual(plan(55, y, x, None, 5, 0.5), 0)
-        self.assertEqual(seen, [0x2000, 0x2000])
-        # None: a tensor configure saw without a counter (an inference tensor)
-        x3 = FakeTensor(0x3000, (4, 6), (6, 1), bf16)
-        self.assertEqual(plan(55, y, x3, None, 5, 0.5), 0)
-        self.assertEqual(seen, [0x2000, 0x2000])
-        return plan
-
-    @unittest.skipIf(fast() is None, "jitk._fast is not built (the installed package has it)")
-    def test_the_c_plan_undoes_a_validation_written_since(self):
-        def cb(info, op, mode, args, n, stream):
-            return 0
-        fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_core._CallInfo), ctypes.c_void_p,
-                              ctypes.c_int, ctypes.POINTER(_core._Arg), ctypes.c_size_t,
-                              ctypes.c_void_p)(cb)
-
-        def plan_of(names, kinds, dtypes, watch):
-            return fast().Plan(0x1234, ctypes.cast(fn, ctypes.c_void_p).value, 2, 0, names,
-                               kinds, dtypes, (FakeTensor, FakeParameter), jitk.ArgumentError,
-                               jitk.ArgumentTypeError, False, watch)
-        self.watched(plan_of)
-        with self.assertRaises(ValueError):  # a scalar is no configured tensor
-            plan_of(("x", "n"), "tl", (), ((1,), {}, print))
-        with self.assertRaises(TypeError):
-            plan_of(("x",), "t", (), ((0,), [], print))
-
-    def test_the_ctypes_plan_undoes_a_validation_written_since(self):
-        op_call = _core._op_call
-        _core._op_call = lambda info, op, mode, arr, n, stream: 0
-        try:
-            self.watched(lambda names, kinds, dtypes, watch: _ops._PyPlan(
-                0x1234, 2, 0, names, kinds, dtypes, (FakeTensor, FakeParameter), False, watch))
-        finally:
-            _core._op_call = op_call
-
-
-class FakeTensor:
-    """Quacks like a torch.Tensor for the plan (it reads get_device,
-    dtype, data_ptr, shape and stride)."""
-
-    def __init__(self, ptr, shape, strides, dtype, device=0):
-        self.p, self.shape, self.s, self.dtype, self.d = ptr, shape, strides, dtype, device
-
-    def get_device(self):
-        return self.d
-
-    def data_ptr(self):
-        return self.p
-
-    def stride(self):
-        return self.s
-
-    def dim(self):
-        return len(self.shape)
-
-
-class FakeDtype:
-    pass
-
-
-class FakeParameter(FakeTensor):
-    """Like torch.Tensor's own attributes: shape and dtype are descriptors of
-    the class (the plan looks them up once per class, then calls them with
-    the tensor), the methods are the class's."""
-
-    def __init__(self, ptr, shape, strides, dtype, device=0):
-        self.p, self._shape, self.s, self._dtype, self.d = ptr, shape, strides, dtype, device
-
-    shape = property(lambda self: self._shape)
-    dtype = property(lambda self: self._dtype)
-
-
-@unittest.skipIf(fast() is None, "jitk._fast is not built (the installed package has it)")
-class PlanTests(unittest.TestCase):
-    """The compiled plan, against a stand-in for jitk_op_call that records
-    what it was given."""
-
-    def setUp(self):
-        self.seen = []
-        fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_core._CallInfo), ctypes.c_void_p,
-                              ctypes.c_int, ctypes.POINTER(_core._Arg), ctypes.c_size_t,
-                              ctypes.c_void_p)
-        self.cb = fn(self.record)
-        self.bf16, self.f32 = FakeDtype(), FakeDtype()
-        self.plan = fast().Plan(0x1234, ctypes.cast(self.cb, ctypes.c_void_p).value, 2, 0,
-                                ("y", "x", "w", "n", "eps"), "ttolf",
-                                ((self.bf16, 4, 16), (self.f32, 2, 32)), (FakeTensor, FakeParameter),
-                                jitk.ArgumentError, jitk.ArgumentTypeError)
-
-    def record(self, info, op, mode, args, n, stream):
-        rec = []
-        for i in range(n):
-            a = args[i]
-            if a.type == 5:
-                t = a.v.tensor.contents
-                rec.append((a.name.decode(), t.data, t.dtype.code, t.dtype.bits,
-                            list(t.shape[:t.ndim]), list(t.strides[:t.ndim])))
-            else:
-                rec.append((a.name.decode(), a.type, a.v.i64 if a.type == 3 else a.v.f32))
-        self.seen.append((op, mode, stream, rec))
-        info[0].fallback = 1 if stream == 7 else 0
-        return -3 if stream == 9 else 0
-
-    def test_reads_tensors_and_scalars(self):
-        y = FakeTensor(0x1000, (4, 6), (6, 1), self.bf16)
-        x = FakeTensor(0x2000, (4, 6), (8, 1), self.bf16)
-        self.assertEqual(self.plan(55, y, x, None, 5, 0.5), 0)
-        self.assertEqual(self.seen[-1], (0x1234, 2, 55, [
-            ("y", 0x1000, 4, 16, [4, 6], [6, 1]), ("x", 0x2000, 4, 16, [4, 6], [8, 1]),
-            ("n", 3, 5), ("eps", 4, 0.5)]))
-        w = FakeTensor(0x3000, (3,), (1,), self.f32)
-        self.assertEqual(self.plan(7, y, x, w, 5, 2), 2)  # ran through the fallback
-        self.assertEqual(self.seen[-1][3][2], ("w", 0x3000, 2, 32, [3], [1]))
-        self.assertEqual(self.plan(9, y, x, None, 5, 0.5), -3)  # the library's status
-        self.assertEqual(self.plan(55, y, object(), None, 5, 0.5), -100)  # not a plain tensor
-        # the second plain type, whose shape and dtype are the class's descriptors
-        p = FakeParameter(0x4000, (4, 6), (6, 1), self.bf16)
-        self.assertEqual(self.plan(55, p, x, None, 5, 0.5), 0)
-        self.assertEqual(self.seen[-1][3][0], ("y", 0x4000, 4, 16, [4, 6], [6, 1]))
-        with self.assertRaises(ValueError) as e:
-            self.plan(55, FakeParameter(0x4000, (4, 6), (6, 1), self.bf16, device=2), x, None, 5, 0.5)
-        self.assertIn("y is on cuda:2, not cuda:0", str(e.exception))
-
-    def test_subclasses_in_a_kernels_plan(self):
-        # an eager plan leaves a subclass to the dispatcher; a kernel's plan
-        # (under the dispatcher) reads it with the base class's attributes
-        class Sub(FakeTensor):
-            def data_ptr(self):  # a subclass's override is not what is read
-                return 0xBAD
-        x = FakeTensor(0x2000, (4, 6), (8, 1), self.bf16)
-        sub = Sub(0x5000, (4, 6), (6, 1), self.bf16)
-        self.assertEqual(self.plan(55, sub, x, None, 5, 0.5), -100)
-        kplan = fast().Plan(0x1234, ctypes.cast(self.cb, ctypes.c_void_p).value, 2, 0,
-                            ("y", "x", "w", "n", "eps"), "ttolf",
-                            ((self.bf16, 4, 16), (self.f32, 2, 32)), (FakeTensor, FakeParameter),
-                            jitk.ArgumentError, jitk.ArgumentTypeError, True)
-        self.assertEqual(kplan(55, sub, x, None, 5, 0.5), 0)
-        self.assertEqual(self.seen[-1][3][0], ("y", 0x5000, 4, 16, [4, 6], [6, 1]))
-        self.assertEqual(kplan(55, object(), x, None, 5, 0.5), -100)  # not a tensor at all
-        # the ctypes plan the same way
-        kinds = ((self.bf16, 4, 16),)
-        d = _ops._PyPlan(0x1234, 2, 0, ("x",), "t", kinds, (FakeTensor, FakeParameter),
-                         True)._tensor(sub, "x")
-        self.assertEqual((d.ndim, list(d.shape[:2]), list(d.strides[:2])), (2, [4, 6], [6, 1]))
-        self.assertRaises(_ops._NotPlain, _ops._PyPlan(0x1234, 2, 0, ("x",), "t", kinds,
-                                                       (FakeTensor, FakeParameter))._tensor,
-                          sub, "x")
-
-    def test_refuses_before_the_call(self):
-        y = FakeTensor(0x1000, (4, 6), (6, 1), self.bf16)
-        x = FakeTensor(0x2000, (4, 6), (8, 1), self.bf16)
-        cases = [
-            ((y, FakeTensor(1, (4,), (1,), FakeDtype()), None, 5, 0.5), TypeError, "x: dtype"),
-            ((y, FakeTensor(1, (4,), (1,), self.bf16, device=1), None, 5, 0.5), ValueError,
-             "x is on cuda:1, not cuda:0"),
-            ((y, FakeTensor(1, (4,), (1,), self.bf16, device=-1), None, 5, 0.5), ValueError,
-             "x is on the CPU, not cuda:0"),
-            ((y, FakeTensor(1, (1,) * 7, (1,) * 7, self.bf16), None, 5, 0.5), ValueError,
-             "x has more than 6 dimensions"),
-            ((y, x, None, True, 0.5), TypeError, "n must be an int, not bool"),
-            ((y, x, None, 2 ** 63, 0.5), ValueError, "n is out of range for i64"),
-            ((y, x, None, 1, 1e39), ValueError, "eps 1e+39 does not fit in a 32-bit float"),
-            ((y, x, None, 1, "a"), TypeError, "eps must be a float, not str"),
-            ((None, x, None, 1, 1.0), TypeError, "y must be a torch.Tensor, not None"),
-        ]
-        for args, kind, msg in cases:
-            with self.assertRaises(kind) as e:
-                self.plan(55, *args)
-            self.assertIsInstance(e.exception, jitk.Error)
-            self.assertIn(msg, str(e.exception))
-        self.assertEqual(self.seen, [])
-        with self.assertRaises(TypeError):
-            self.plan(55, y, x)
-
 
 class CommandTests(unittest.TestCase):
     """python -m jitk, run from a directory outside the source tree."""
@@ -731,7 +532,6 @@ class CommandTests(unittest.TestCase):
         self.assertEqual(jitk.library_path, os.path.join(pkg, "lib", "libjitk.so.0"))
         for d in ("specs", "templates", "include"):
             self.assertTrue(os.path.isdir(os.path.join(pkg, d)), d)
-        self.assertIsNotNone(fast())
         env = {k: v for k, v in os.environ.items() if not k.startswith("JITK_")}
         with tempfile.TemporaryDirectory() as d:
             r = subprocess.run([sys.executable, "-m", "jitk", "explain",

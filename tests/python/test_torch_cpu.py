@@ -1,17 +1,18 @@
-"""The generated PyTorch ops on the CPU (skipped without PyTorch): the
-test family (tests/families, YAML only) becomes torch.ops.jitk.tadd3 /
-.out ... with no Python change; a CPU reference kernel registered here
-stands in for the CUDA one, so that the schemas, the fake kernels, the
-mutation annotations and the eager path are checked by
-torch.library.opcheck and torch.compile(fullgraph=True) without a GPU.
-Shapes on the Meta device come from the spec's shape expressions."""
+"""The PyTorch ops on the CPU (skipped without PyTorch or without the
+package's extension, jitk._torch): the test families (tests/families and
+tests/python/specs, YAML only) become torch.ops.jitk.tadd3 / .out ... with
+no Python change; a CPU reference kernel registered here stands in for the
+CUDA one, so that the schemas, the extension's Meta kernels, the mutation
+annotations and the front end are checked by torch.library.opcheck and
+torch.compile(fullgraph=True) without a GPU. Shapes on the Meta device
+come from the spec's shape expressions."""
 import os
 import sys
 import unittest
 
 ROOT = os.environ.get("JITK_TEST_ROOT", os.getcwd())
-os.environ["JITK_SPECS"] = os.path.join(ROOT, "specs") + ":" + os.path.join(ROOT, "tests",
-                                                                            "families", "specs")
+os.environ["JITK_SPECS"] = ":".join(os.path.join(ROOT, *d) for d in (
+    ("specs",), ("tests", "families", "specs"), ("tests", "python", "specs")))
 if not os.environ.get("JITK_TEST_INSTALLED"):
     sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 try:
@@ -21,7 +22,11 @@ except ImportError:
 import jitk  # noqa: E402
 
 
-@unittest.skipIf(torch is None, "needs PyTorch")
+HAVE_OPS = torch is not None and jitk.ops_error is None
+WHY = "needs PyTorch and jitk._torch" if torch is None else f"no ops: {jitk.ops_error}"
+
+
+@unittest.skipUnless(HAVE_OPS, WHY)
 class TorchCpuTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -100,10 +105,6 @@ class TorchCpuTests(unittest.TestCase):
         self.assertTrue(torch.equal(cf(x, y, z), f(x, y, z)))
 
 
-def torch_plan():
-    return torch is not None and (jitk._ops.eager_plan or "").startswith("libtorch")
-
-
 @unittest.skipIf(torch is None, "needs PyTorch")
 class TorchDeviceAndConfiguredTests(unittest.TestCase):
     def test_torch_devices(self):
@@ -136,10 +137,10 @@ class TorchDeviceAndConfiguredTests(unittest.TestCase):
 
     def test_a_write_since_configure_undoes_it(self):
         # issue 22 #16 on real version counters (Runtime.call's check; the
-        # plans': test_package.py, and on the GPU test_torch.py, test_ops.py)
+        # ops': jitk/_torch.cpp, on the GPU test_torch.py, test_ops.py)
         from jitk import _core
         rt = jitk.Runtime.__new__(jitk.Runtime)
-        rt._h = None
+        rt._h, rt.device = None, 0
         s = torch.tensor([0.5])
         with torch.inference_mode():
             frozen = torch.tensor([0.5])
@@ -169,56 +170,57 @@ class TorchDeviceAndConfiguredTests(unittest.TestCase):
             rt._h = None
 
 
-@unittest.skipUnless(torch_plan(), "needs jitk._torch (built where PyTorch imports)")
-class TorchPlanCpuTests(unittest.TestCase):
-    """jitk._torch's plan, where no GPU runs it: what goes back to the
-    dispatcher, and what it refuses (the calls themselves: test_ops.py on
-    the GPU)."""
+@unittest.skipUnless(HAVE_OPS, WHY)
+class ExtensionTests(unittest.TestCase):
+    """jitk._torch's kernels where no GPU runs them: the Meta kernel's
+    shapes (symbolic ones too), the instance a shape program selects, and
+    what the CUDA kernel refuses before it asks for a device."""
 
-    def plan(self):
-        return jitk.ops.tadd3.__globals__["_tp"]
+    def test_functional_shapes_from_the_selected_instance(self):
+        # issue 26: y: [rows, hidden] from x: [rows, 2 * hidden], hidden in
+        # {256, 512}: the instance whose input shapes match decides it
+        spec = jitk._ops.specs_registered["tglu"]
+        self.assertTrue(spec.select)
+        for cols, want in ((512, 256), (1024, 512)):
+            x = torch.empty(3, cols, dtype=torch.int32, device="meta")
+            self.assertEqual(torch.ops.jitk.tglu(x).shape, (3, want))
+        with self.assertRaisesRegex(ValueError, r"jitk::tglu: no instance takes these shapes "
+                                    r"\(x \[3, 700\]\)"):
+            torch.ops.jitk.tglu(torch.empty(3, 700, dtype=torch.int32, device="meta"))
+        # the same on fake tensors with symbolic sizes (torch.compile's)
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+        with FakeTensorMode(shape_env=ShapeEnv()) as mode:
+            x = mode.from_tensor(torch.empty(7, 1024, dtype=torch.int32))
+            self.assertEqual(tuple(torch.ops.jitk.tglu(x).shape), (7, 512))
 
-    def test_non_cuda_and_non_plain_go_to_the_dispatcher(self):
+    def test_the_front_end_is_the_op(self):
+        # generated functions where the front end was written (the shipped
+        # families), the op itself for a family added as data
+        self.assertIs(jitk.ops.tadd3, torch.ops.jitk.tadd3.default)
+        self.assertIs(jitk.ops.out.tadd3, torch.ops.jitk.tadd3.out)
+        if "norm_scale_shift" in jitk.ops.FAMILIES:
+            f = jitk.ops.fused_norm_scale_shift_fp8
+            self.assertEqual(f.__module__, "jitk.ops.norm_scale_shift")
+            import inspect
+            self.assertEqual(str(inspect.signature(f)),
+                             "(x, scale, shift, input_scale, eps=9.99999997e-07)")
+            self.assertIn("Schema: jitk::fused_norm_scale_shift_fp8(", f.__doc__)
+
+    def test_cuda_kernel_refuses_before_the_device(self):
+        # the CUDA kernel runs only for CUDA tensors; a CPU tensor among
+        # them is named (the library is not reached: no GPU here)
         x = torch.zeros(4, 256, dtype=torch.int32)
+        with self.assertRaises(NotImplementedError):  # no CPU kernel for tadd2
+            torch.ops.jitk.tadd2(x, x)
 
-        class Sub(torch.Tensor):
-            pass
-        p = self.plan()
-        names = [a["name"] for a in jitk._ops.specs_registered["tadd3"].call_args]
-        for first in (x, x.as_subclass(Sub), torch.empty(4, 256, dtype=torch.int32,
-                                                         device="meta")):
-            vals = {"x": first, "y": x, "z": x, "out": x}
-            self.assertEqual(p(*[vals[n] for n in names]), jitk._ops.NOT_PLAIN)
-        with self.assertRaises(TypeError):
-            p(x)
-        with self.assertRaises(jitk.ArgumentTypeError):
-            p(*[None] * len(names))  # no tensor gives the device
-        # the subclass through jitk.ops: the dispatcher's CPU kernel
-        s = (x + 1).as_subclass(Sub)
-        self.assertTrue(torch.equal(jitk.ops.tadd3(s, x, x), x + 1))
-
-    def test_bad_tables_are_refused(self):
+    def test_watch_table(self):
         from jitk import _torch
-        ok = (0, 2, ("x",), "t", (), (None,), (torch.Tensor, torch.nn.Parameter), int, int,
-              jitk.ArgumentError, jitk.ArgumentTypeError)
-        _torch.Plan(*ok)
-        for i, bad in ((3, "tt"), (5, ()), (6, (torch.Tensor,)), (7, None),
-                       (5, (torch.float16,))):
-            args = list(ok)
-            args[i] = bad
-            with self.assertRaises((ValueError, TypeError), msg=(i, bad)):
-                _torch.Plan(*args)
-        # an output dtype that is not a kernel argument type
-        args = list(ok)
-        args[4], args[5] = ((torch.int32, 0, 32),), (torch.float16,)
-        with self.assertRaisesRegex(ValueError, "x: its output dtype"):
-            _torch.Plan(*args)
-        # the configured tensors to watch: tensor arguments, with a registry
-        _torch.Plan(*ok, ((0,), lambda d: ({}, print)))
-        _torch.Plan(*ok, None)
-        for bad in (((1,), print), ((0,), None), ([0], print), "x"):
-            with self.assertRaises((ValueError, TypeError), msg=bad):
-                _torch.Plan(*ok, bad)
+        _torch.watch(3, 0x5000, 7)
+        _torch.watch(3, 0x5000, 8)  # configured again: the newer version
+        self.assertIn((3, 0x5000, 8), _torch.watched())
+        _torch.unwatch(3, 0x5000)
+        self.assertNotIn(0x5000, [w[1] for w in _torch.watched()])
 
 
 if __name__ == "__main__":

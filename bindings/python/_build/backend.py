@@ -5,19 +5,22 @@ package's pyproject.toml) into a temporary directory, so that the user's
 config.ninja and build/ are never touched; run `sh configure
 --without-tests` and `ninja build/libjitk.so` there (configure finds the
 CUDA toolkit, installs missing Debian packages when it can, and fails with
-one line when it cannot); compile jitk/_fast.c against jitk.h, and
-jitk/_torch.cpp against libtorch where PyTorch imports (torch_extension);
-write the wheel with jitk/lib/libjitk.so.0, jitk/specs, jitk/templates and
-jitk/include inside.
+one line when it cannot); write the ops' front end, jitk/ops/<family>.py
+and .pyi, from the specs through that library (frontend); compile the
+C++ extension jitk/_torch.cpp against libtorch where PyTorch imports
+(torch_extension); write the wheel with jitk/lib/libjitk.so.0,
+jitk/specs, jitk/templates and jitk/include inside.
 
 Environment: JITK_CONFIGURE_ARGS (more ./configure options, e.g.
---cuda=DIR), CC (the C compiler for _fast.c; default cc), CXX (the C++
-compiler for _torch.cpp; default c++), JITK_TORCH_EXT=0 (no _torch.cpp; the values
-of the library's switches: any case of 1/true/yes/on, 0/false/no/off;
-anything else is warned about and taken as 0).
+--cuda=DIR), CXX (the C++ compiler for _torch.cpp; default c++),
+JITK_TORCH_EXT=0 (no _torch.cpp; the values of the library's switches: any
+case of 1/true/yes/on, 0/false/no/off; anything else is warned about and
+taken as 0).
 
-`python3 bindings/python/_build/backend.py torch-ext` builds jitk/_torch
-in the source tree (PYTHONPATH=bindings/python then uses it).
+In a source tree (after ninja; PYTHONPATH=bindings/python then uses them):
+
+    python3 bindings/python/_build/backend.py torch-ext   # jitk/_torch*.so
+    python3 bindings/python/_build/backend.py frontend    # jitk/ops/<family>.py, .pyi
 """
 import base64
 import hashlib
@@ -104,15 +107,30 @@ def _build_library(tmp):
     return src
 
 
-def _build_extension(src, out):
-    cc = os.environ.get("CC", "cc")
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    target = os.path.join(out, "_fast" + suffix)
-    _run(shlex.split(cc) + ["-shared", "-fPIC", "-O2", "-std=c11", "-Wall",
-                            "-I" + sysconfig.get_paths()["include"],
-                            "-I" + os.path.join(src, "runtime", "include"),
-                            os.path.join(HERE, "jitk", "_fast.c"), "-o", target], src)
-    return target
+_DESCRIBE = """
+import json, sys, types
+pkg = types.ModuleType("jitk")  # jitk._core and jitk._frontend without the
+pkg.__path__ = [sys.argv[1]]    # package's __init__ (no PyTorch, no ops)
+sys.modules["jitk"] = pkg
+from jitk import _core, _frontend
+with _core.Compiler(specs=sys.argv[2], cache_dir="") as c:
+    print(" ".join(_frontend.write(c.describe(), sys.argv[3])))
+"""
+
+
+def frontend(lib, specs, out):
+    """Write the ops' front end (jitk/ops/<family>.py and .pyi) for the
+    specs in specs, through the library lib, into out (a copy of
+    jitk/ops); returns the families."""
+    env = dict(os.environ, JITK_LIBRARY=lib)
+    env.pop("JITK_SPECS", None)
+    r = subprocess.run([sys.executable, "-c", _DESCRIBE, os.path.join(HERE, NAME), specs, out],
+                       env=env, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"jitk build: the ops' front end: {r.stderr.strip()}")
+    families = r.stdout.split()
+    print(f"jitk build: jitk/ops: {len(families)} families", flush=True)
+    return families
 
 
 _TORCH_QUERY = """
@@ -126,7 +144,7 @@ print(json.dumps(dict(version=torch.__version__, abi=int(torch._C._GLIBCXX_USE_C
 
 
 def torch_extension(include, out, cuda=None):
-    """Compile jitk/_torch.cpp (the eager op call through libtorch) against
+    """Compile jitk/_torch.cpp (the ops' C++ extension) against
     the PyTorch that this Python imports, into out, with _torch.version
     (the PyTorch it was built for: the package uses the module only with
     that one). Returns the files written; none, saying why, when PyTorch
@@ -143,8 +161,9 @@ def torch_extension(include, out, cuda=None):
         return []
     r = subprocess.run([sys.executable, "-c", _TORCH_QUERY], capture_output=True, text=True)
     if r.returncode:
-        print("jitk build: PyTorch does not import here: no jitk._torch (the ops use "
-              "jitk._fast)", flush=True)
+        print("jitk build: PyTorch does not import here: no jitk._torch (no ops; "
+              "pip install --no-build-isolation where PyTorch is installed builds it)",
+              flush=True)
         return []
     t = json.loads(r.stdout.strip().splitlines()[-1])
     cuda = cuda or t["cuda"] or "/usr/local/cuda"
@@ -152,6 +171,7 @@ def torch_extension(include, out, cuda=None):
     target = os.path.join(out, "_torch" + suffix)
     cxx = os.environ.get("CXX", "c++")
     cmd = shlex.split(cxx) + ["-shared", "-fPIC", "-O2", "-std=" + t.get("std", "c++17"), "-Wall",
+                              "-fvisibility=hidden",
                               f"-D_GLIBCXX_USE_CXX11_ABI={t['abi']}",
                               f'-DJITK_TORCH_VERSION="{t["version"]}"',
                               "-I" + sysconfig.get_paths()["include"], "-I" + include,
@@ -159,7 +179,7 @@ def torch_extension(include, out, cuda=None):
     cmd += ["-I" + d for d in t["include"]]
     cmd += [os.path.join(HERE, "jitk", "_torch.cpp"), "-o", target]
     cmd += ["-L" + d for d in t["lib"]]
-    cmd += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python"]
+    cmd += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda"]
     _run(cmd, out)
     stamp = os.path.join(out, "_torch.version")
     with open(stamp, "w") as f:
@@ -205,13 +225,16 @@ def _vendored(lib):
     return sorted(out)
 
 
-def _files(src, exts):
+def _files(src, exts, ops):
     """(path in the wheel, file on disk) of everything the wheel holds."""
     pkg = os.path.join(HERE, NAME)
     out = []
     for n in sorted(os.listdir(pkg)):
         if n.endswith(".py"):
             out.append((f"{NAME}/{n}", os.path.join(pkg, n)))
+    for n in sorted(os.listdir(ops)):
+        if n.endswith((".py", ".pyi")):
+            out.append((f"{NAME}/ops/{n}", os.path.join(ops, n)))
     for ext in exts:
         out.append((f"{NAME}/{os.path.basename(ext)}", ext))
     lib = os.path.realpath(os.path.join(src, "build", "libjitk.so"))
@@ -237,18 +260,23 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     tmp = tempfile.mkdtemp(prefix="jitk-wheel-")
     try:
         src = _build_library(tmp)
-        exts = [_build_extension(src, tmp)]
+        ops = os.path.join(tmp, "ops")
+        shutil.copytree(os.path.join(HERE, NAME, "ops"), ops,
+                        ignore=lambda d, names: [n for n in names
+                                                 if n not in ("__init__.py", "out.py")])
+        frontend(os.path.join(src, "build", "libjitk.so"), os.path.join(src, "specs"), ops)
+        exts = []
         try:
             exts += torch_extension(os.path.join(src, "runtime", "include"), tmp,
                                     _cuda_of(src))
-        except Exception as e:  # noqa: BLE001 - the package works without it (jitk._fast)
+        except Exception as e:  # noqa: BLE001 - the package works without it (no ops)
             print(f"jitk build: no jitk._torch: {e}", flush=True)
         name = f"{NAME}-{_version()}-{_tag()}.whl"
         path = os.path.join(wheel_directory, name)
         info = _dist_info()
         record = []
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-            for arc, disk in _files(src, exts):
+            for arc, disk in _files(src, exts, ops):
                 with open(disk, "rb") as f:
                     data = f.read()
                 zi = zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0))
@@ -273,7 +301,20 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["torch-ext"]:
-    if not torch_extension(os.path.join(ROOT, "runtime", "include"), os.path.join(HERE, NAME),
-                           _cuda_of(ROOT)):
-        sys.exit(1)
+def main(argv):
+    if argv == ["torch-ext"]:
+        return 0 if torch_extension(os.path.join(ROOT, "runtime", "include"),
+                                    os.path.join(HERE, NAME), _cuda_of(ROOT)) else 1
+    if argv == ["frontend"]:
+        lib = os.path.join(ROOT, "build", "libjitk.so")
+        if not os.path.exists(lib):
+            print(f"jitk build: no {lib}: run ninja first", file=sys.stderr)
+            return 1
+        frontend(lib, os.path.join(ROOT, "specs"), os.path.join(HERE, NAME, "ops"))
+        return 0
+    print("usage: backend.py torch-ext | frontend", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

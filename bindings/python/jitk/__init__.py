@@ -4,7 +4,7 @@ with PyTorch installed, every symbol as torch.ops.jitk.<symbol>.
 
     import torch, jitk
     y, q = torch.ops.jitk.fused_norm_scale_shift_fp8(x, scale, shift, s)   # any code
-    y, q = jitk.ops.fused_norm_scale_shift_fp8(x, scale, shift, s)         # eager, fastest
+    y, q = jitk.ops.fused_norm_scale_shift_fp8(x, scale, shift, s)         # the same op
     torch.ops.jitk.static_quant_fp8.out(x.view(-1), s, q=q.view(-1))      # into given tensors
 
     rt = jitk.Runtime()                      # the generic call, any framework
@@ -22,20 +22,28 @@ __all__ = ["Error", "ArgumentError", "ArgumentTypeError", "Compiler", "Runtime",
 
 
 def _register_torch_ops():
-    """torch.ops.jitk.<symbol> for every symbol, when PyTorch is installed.
-    A spec that does not load leaves the ops out (jitk.ops_error says why);
-    import jitk still works, for the CLI and the generic call."""
+    """torch.ops.jitk.<symbol> for every symbol, and jitk.ops, when PyTorch
+    and the package's C++ extension (jitk._torch) are there. Without them,
+    or when a spec does not load, there are no ops (jitk.ops is None and
+    jitk.ops_error says why); import jitk still works, for the CLI and the
+    generic call."""
     global ops_error
     try:
         import torch  # noqa: F401
     except ImportError as e:
-        _ops.eager_plan_note = f"PyTorch does not import here ({e}): no ops"
+        ops_error = Error(-3, f"PyTorch does not import here ({e}): no ops")
         return None
     try:
         _ops.register()
     except Error as e:
         ops_error = e
-    return _ops.ops
+        if "jitk._torch" in e.message:  # PyTorch, but not the extension: say so now
+            import warnings
+            warnings.warn(f"jitk: no torch.ops.jitk: {e.message}", RuntimeWarning, stacklevel=3)
+        return None
+    from . import ops as front
+    front._bind(_ops.specs_registered)
+    return front
 
 
 ops_error = None

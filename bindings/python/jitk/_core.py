@@ -1,5 +1,8 @@
-"""jitk for Python: list, explain and precompile kernels, and launch them on
-PyTorch tensors, through plain ctypes (no build step).
+"""jitk for Python through ctypes (no build step): list, explain and
+precompile kernels (Compiler), and the generic call of any symbol on any
+DLPack tensor (Runtime.call). The PyTorch ops are the C++ extension's
+(jitk/_torch.cpp, jitk/_ops.py); this module never reads a torch.Tensor
+itself: a torch.Tensor goes through DLPack like any other framework's.
 
     import torch, jitk
     rt = jitk.Runtime()                      # device 0, default specs and cache
@@ -16,8 +19,8 @@ jitk.ArgumentTypeError (also a TypeError), status EINVAL, before anything
 reaches the library: a string with a NUL character, a number that does not
 fit its C type, a wrong type.
 
-Tensors of other frameworks (CuPy, JAX: any object with __dlpack__) are
-passed through DLPack (jitk_op_call_dlpack), on that framework's stream.
+Tensors (PyTorch, CuPy, JAX: any object with __dlpack__) are passed
+through DLPack (jitk_op_call_dlpack), on that framework's stream.
 
 libjitk is found through $JITK_LIBRARY, else inside the installed
 package (jitk/lib/libjitk.so.0, with specs/ and templates/ beside it), else
@@ -500,13 +503,6 @@ _MODES = {"strict": 0, "try": 1, "auto": 2}
 _ARG_I32, _ARG_I64, _ARG_F32, _ARG_TENSOR, _ARG_DLPACK = 2, 3, 4, 5, 6
 
 
-def _dtype_codes(torch):
-    """torch dtypes as DLPack (code, bits)."""
-    return {torch.bfloat16: (4, 16), torch.float32: (2, 32), torch.float16: (2, 16),
-            torch.float8_e4m3fn: (10, 8), torch.int32: (0, 32), torch.int64: (0, 64),
-            torch.uint8: (1, 8), torch.int8: (0, 8)}
-
-
 def _make_args(kinds, args, tensor):
     """The C argument array of a call: each value checked against its kind
     in the spec (kinds: name -> 'tensor', 'i32', 'i64' or 'f32'); tensor(v,
@@ -549,6 +545,19 @@ def _version_of(t):
         return t._version
     except (AttributeError, RuntimeError):
         return None
+
+
+def _exportable(v):
+    """v as DLPack exports it: a torch.Tensor that requires grad detached
+    (the same memory and version counter; PyTorch refuses to export it)."""
+    if _is_torch_tensor(v) and v.requires_grad:
+        return v.detach()
+    return v
+
+
+# what else watches configured tensors: jitk._torch once the ops are
+# registered (watch(device, data, version), unwatch(device, data))
+watcher = None
 
 
 def _is_torch_tensor(v):
@@ -692,25 +701,6 @@ class Runtime(_Handle):
             self._ops[selector] = op
         return op
 
-    def _tensor(self, t, what):
-        torch = _torch()
-        if not isinstance(t, torch.Tensor):
-            raise ArgumentTypeError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
-        if t.device.type != "cuda" or t.device.index != self.device:
-            raise ArgumentError(f"{what} is on {t.device}, not cuda:{self.device}")
-        code = _dtype_codes(torch).get(t.dtype)
-        if code is None:
-            raise ArgumentTypeError(f"{what}: dtype {t.dtype} is not a kernel argument type")
-        if t.dim() > _MAX_DIMS:
-            raise ArgumentError(f"{what} has {t.dim()} dimensions, more than {_MAX_DIMS}")
-        d = _Tensor()
-        d.data = t.data_ptr()
-        d.dtype.code, d.dtype.bits, d.dtype.lanes = code[0], code[1], 1
-        d.ndim = t.dim()
-        for i, (n, st) in enumerate(zip(t.shape, t.stride())):
-            d.shape[i], d.strides[i] = n, st
-        return d
-
     def call(self, selector, mode="strict", stream=None, **args):
         """Call any symbol: tensors and scalars by the spec's names. The
         instance is picked from the shapes; every dtype, shape, stride,
@@ -730,18 +720,12 @@ class Runtime(_Handle):
             raise ArgumentError(f"mode must be 'strict', 'try' or 'auto', not {mode!r}")
         op = self._op(selector)
         kinds = self._kinds[selector]
+        for name in self._configured_args.get(selector, ()):
+            if _is_torch_tensor(args.get(name)):
+                self._check_configured(args[name])
         tensors = [v for n, v in args.items() if kinds.get(n) == "tensor" and v is not None]
         info = _CallInfo()
-        if all(_is_torch_tensor(t) for t in tensors):
-            for name in self._configured_args.get(selector, ()):
-                if args.get(name) is not None:
-                    self._check_configured(args[name])
-            arr, n, keep = _make_args(kinds, args, self._tensor)
-            if stream is None and keep:
-                stream = self._stream()
-            rc = _check(_op_call(_c.byref(info), op, _MODES[mode], arr, n, _P(stream)))
-        else:
-            rc = self._call_dlpack(op, kinds, info, mode, args, tensors, stream)
+        rc = self._call_dlpack(op, kinds, info, mode, args, tensors, stream)
         reason = info.reason.decode() if info.reason else None
         inst = info.instance.decode() if info.instance else None
         return (rc == 1 or bool(info.fallback)), reason, inst
@@ -763,7 +747,7 @@ class Runtime(_Handle):
                 raise ArgumentTypeError(f"{name} must be a tensor with __dlpack__, not "
                                         f"{type(v).__name__}")
             try:
-                cap = _dlpack.export(v, stream, name)
+                cap = _dlpack.export(_exportable(v), stream, name)
                 capsules.append(cap)
                 addr, read_only = _dlpack.view(cap, name)
             except ValueError as e:
@@ -808,30 +792,31 @@ class Runtime(_Handle):
         moves) undoes the validation at the next call (the fused kernel's
         guard refuses it: its fallback in AUTO); configure it again after
         writing."""
-        if not _is_torch_tensor(t) and hasattr(t, "__dlpack__"):
-            from . import _dlpack
-            self._dlpack_device(t, arg)
-            try:
-                cap = _dlpack.export(t, None, arg)
-                addr, _ = _dlpack.view(cap, arg)
-            except ValueError as e:
-                raise ArgumentError(str(e)) from None
-            dl = _dlpack.DLTensor.from_address(addr)
-            d = _Tensor()
-            d.data = (dl.data or 0) + dl.byte_offset
-            d.dtype.code, d.dtype.bits, d.dtype.lanes = dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
-            d.ndim = dl.ndim
-            for i in range(min(dl.ndim, _MAX_DIMS)):
-                d.shape[i] = dl.shape[i]
-                d.strides[i] = dl.strides[i] if dl.strides else 1
-            _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
-            self._configured[d.data] = None  # no version counter to watch
-            self._configured_keep[d.data] = t
-            return
-        d = self._tensor(t, arg)
+        from . import _dlpack
+        self._dlpack_device(t, arg)
+        try:
+            cap = _dlpack.export(_exportable(t), None, arg)
+            addr, _ = _dlpack.view(cap, arg)
+        except ValueError as e:
+            raise ArgumentError(str(e)) from None
+        dl = _dlpack.DLTensor.from_address(addr)
+        d = _Tensor()
+        d.data = (dl.data or 0) + dl.byte_offset
+        d.dtype.code, d.dtype.bits, d.dtype.lanes = dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
+        d.ndim = dl.ndim
+        for i in range(min(dl.ndim, _MAX_DIMS)):
+            d.shape[i] = dl.shape[i]
+            d.strides[i] = dl.strides[i] if dl.strides else 1
         _check(_configure(self._h, _b(symbol, "symbol"), _b(arg, "arg"), _c.byref(d)))
-        self._configured[d.data] = _version_of(t)
-        self._configured_keep[d.data] = (t, getattr(t, "untyped_storage", lambda: None)())
+        if _is_torch_tensor(t):
+            version = _version_of(t)
+            self._configured_keep[d.data] = (t, getattr(t, "untyped_storage", lambda: None)())
+        else:
+            version = None  # no version counter to watch
+            self._configured_keep[d.data] = t
+        self._configured[d.data] = version
+        if watcher is not None:  # the torch ops watch it too (jitk/_torch.cpp)
+            watcher.watch(self.device, d.data, -1 if version is None else version)
 
     def _check_configured(self, t):
         """Undo the validation of a configured torch.Tensor written since
@@ -854,6 +839,8 @@ class Runtime(_Handle):
     def _forget(self, data):
         self._configured.pop(data, None)
         self._configured_keep.pop(data, None)
+        if watcher is not None:
+            watcher.unwatch(self.device, data)
         if self._h:
             _unconfigure(self._h, data)  # ENOENT: already forgotten
 
@@ -876,6 +863,8 @@ class Runtime(_Handle):
         known = data in self._configured
         self._configured.pop(data, None)
         self._configured_keep.pop(data, None)
+        if watcher is not None:
+            watcher.unwatch(self.device, data)
         rc = _unconfigure(self._h, data)
         if rc < 0 and not known:
             _check(rc)

@@ -1,664 +1,812 @@
-/* _torch.cpp - jitk's eager op call through PyTorch's C++ API (libtorch),
- * built when PyTorch is present at build time (bindings/python/_build,
- * bench/device_run.sh) against that PyTorch, and used only with it (jitk
- * checks torch_version at import; without this module the ops use the C
- * plan of _fast.c).
+/* _torch.cpp - jitk's PyTorch extension: every spec symbol as the ops
+ * jitk::S (functional) and jitk::S.out, defined and implemented in C++ with
+ * the dynamic forms of TORCH_LIBRARY / TORCH_LIBRARY_IMPL(jitk, CUDA | Meta)
+ * (torch::Library objects made at import, since the symbols come from the
+ * specs the process loads: a family added as YAML gets its ops with no
+ * code). Built against the PyTorch it is used with (bindings/python/_build:
+ * `backend.py torch-ext`, or the wheel where PyTorch imports), and loaded
+ * only with that one (jitk/_ops.py checks torch_version).
  *
- * A Plan is one symbol's call: plan(*values) takes the op's C arguments in
- * the spec's order and
- *   - reads every tensor's data pointer, dtype, shape and strides from its
- *     at::Tensor (no Python attribute, no Python object made),
- *   - allocates an output whose slot holds a shape tuple (or a (shape,
- *     strides) pair, or the index of the argument whose shape it has)
- *     instead of a tensor, with the spec's dtype for it, on
- *     the call's device (the CUDA caching allocator, as at::empty does),
- *   - takes PyTorch's current stream of that device,
- *   - calls jitk_op_call with the GIL released.
- * It returns None (out call) or the tuple of the outputs it allocated;
- * NOT_PLAIN (an int) when a tensor is not a plain torch.Tensor /
- * Parameter on a CUDA device with strided storage of its own (a subclass;
- * the CPU, meta; sparse, nested; functorch's and functionalization's
- * wrappers) or a torch function or dispatch mode is active, so that the
- * caller takes the dispatcher's path; on an error it raises
- * (ArgumentError / ArgumentTypeError for bad values, the library's status
- * through the `fail` callable, PyTorch's own exceptions, such as
- * torch.OutOfMemoryError, for what PyTorch raises).
+ * jitk/_ops.py hands register() one table per symbol (jitk/_schema.py,
+ * OpSpec.table: schemas, the C call's arguments and where each sits on the
+ * dispatcher's stack, the outputs' dtypes and shape programs, the
+ * instances' parameters and the input shapes that select each). The
+ * kernels are boxed and touch no Python after the first call on a device:
  *
- * The op handle of a device is asked for once, from `resolve(device)`
- * (which makes the runtime and preloads the symbol's instances), and kept.
- * With configured=(indices, registry), registry(device) gives that
- * device's runtime's configured tensors (a dict: data address -> the
- * version counter at configure, or None) and stale(address); a tensor at
- * those indices whose version moved since (an in-place write) is passed
- * to stale before the call, so the library no longer takes it as
- * validated.
+ *   CUDA: every tensor through one converter (tensor_arg), the outputs of
+ *     the functional variant allocated with the CUDA caching allocator,
+ *     PyTorch's current stream, jitk_op_call in AUTO mode (the spec's
+ *     fallback where the fused instance cannot run);
+ *   Meta: the same shape programs on symbolic sizes (what torch.compile's
+ *     fake tensors and opcheck run), nothing called.
  *
- * Like _fast.c it does not link libjitk: jitk_op_call's address comes from
- * the library the package loaded. */
-#include <Python.h>
-
+ * The op handle of a device comes once from resolve(device), a Python
+ * callable (it makes the device's runtime and preloads the symbol's
+ * instances and its fallback's, so that CUDA graph capture meets no
+ * unresolved kernel), and is kept. Tensors that configure validated are
+ * watched here (watch/unwatch from jitk._core.Runtime.configure): one whose
+ * version counter moved since (an in-place write) is unconfigured before
+ * the call, with a warning.
+ *
+ * The extension does not link libjitk: init() gets jitk_op_call's,
+ * jitk_error_last's, jitk_status_name's and jitk_unconfigure's addresses
+ * from the library the package loaded (ctypes), so both always agree.
+ * Errors: a bad value is a ValueError, a wrong dtype a TypeError, what the
+ * library refuses or fails at a RuntimeError (ValueError for EINVAL),
+ * each naming the op, the status and the library's message. */
 #include <ATen/Context.h>
-#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/op_registration/op_registration.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
-#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/csrc/Dtype.h>
-#include <torch/csrc/Exceptions.h>
-#include <torch/csrc/autograd/python_variable.h>
+#include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/library.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
-#include "_args.h"
 #include "jitk.h"
 
 #ifndef JITK_TORCH_VERSION
 #error "build with -DJITK_TORCH_VERSION=\"<torch.__version__>\""
 #endif
 
+namespace py = pybind11;
+
 namespace {
 
-constexpr int NOT_PLAIN = -100;
-constexpr int MAX_DTYPES = 16;
 constexpr int MAX_DEVICES = 64;
-constexpr int MAX_ARGS = 32;
+constexpr int MAX_ARGS = 48;
+constexpr int MAX_STACK = 32; /* a shape program's evaluation stack */
 
 typedef int (*op_call_fn)(jitk_call_info *, jitk_op *, jitk_call_mode, const jitk_arg *, size_t,
 			  jitk_stream);
+typedef const jitk_error *(*error_last_fn)(void);
+typedef const char *(*status_name_fn)(int);
+typedef int (*unconfigure_fn)(jitk_runtime *, jitk_devptr);
 
-struct Plan {
-	PyObject_HEAD
-	vectorcallfunc vectorcall;
-	op_call_fn call;
-	int mode;
-	Py_ssize_t n;
-	char **names;
-	char *kinds;   /* t tensor, o optional tensor, i i32, l i64, f f32 */
-	int *out_type; /* per argument: its dtype's index for an allocation, -1 none */
-	jitk_op *ops[MAX_DEVICES];
-	c10::ScalarType st[MAX_DTYPES];
-	jitk_dtype code[MAX_DTYPES];
-	int ndt;
-	PyTypeObject *plain[2];
-	PyObject *resolve, *fail, *arg_error, *type_error;
-	char watched[MAX_ARGS]; /* per argument: a configured tensor */
-	PyObject *registry;     /* registry(device) -> (versions, stale); NULL: none watched */
-	PyObject *versions[MAX_DEVICES], *stale[MAX_DEVICES];
+struct Library {
+	op_call_fn op_call = nullptr;
+	error_last_fn error_last = nullptr;
+	status_name_fn status_name = nullptr;
+	unconfigure_fn unconfigure = nullptr;
+} lib;
+
+/* A shape program's opcodes: jitk/_schema.py writes them (PROGRAM_OPS). */
+enum Code : int64_t {
+	P_CONST = 0,  /* v */
+	P_DIM = 1,    /* argument, dimension: an input's size */
+	P_STRIDE = 2, /* argument, dimension: an input's stride */
+	P_SCALAR = 3, /* argument: an int scalar of the schema */
+	P_PARAM = 4,  /* index: the selected instance's parameter */
+	P_ADD = 10, P_SUB, P_MUL, P_DIV, P_MOD, P_MIN, P_MAX, P_CDIV,
+	P_EQ, P_NE, P_LT, P_LE, P_GT, P_GE, P_AND, P_OR, P_NEG, P_NOT
 };
 
-PyObject *raise(PyObject *kind, const char *fmt, ...)
-{
-	va_list ap;
+typedef std::vector<int64_t> Program;
 
-	va_start(ap, fmt);
-	jitk_py_vfail(kind, fmt, ap);
-	va_end(ap);
+struct Arg {
+	std::string name;
+	char kind;     /* t tensor, i i32, l i64, f f32 */
+	char io;       /* i in, o out, x inout (tensors) */
+	bool optional;
+	bool configured;
+	int fpos;      /* on the functional variant's stack, -1 allocated (an output) */
+	int opos;      /* on the .out variant's stack */
+	jitk_dtype code; /* an output's element type (allocated) */
+	at::ScalarType dtype;
+};
+
+struct Output {
+	int arg;
+	std::vector<Program> shape;
+	std::vector<Program> strides; /* empty: contiguous; an empty program: that one contiguous */
+};
+
+struct Check { /* the selecting input shapes of an instance: arg's dim == expect */
+	int arg, dim;
+	Program expect;
+};
+
+struct Instance {
+	std::vector<int64_t> params;
+	std::vector<Check> checks;
+};
+
+struct Op {
+	std::string name;
+	std::vector<Arg> args;          /* the C call's, in the spec's order */
+	int nf = 0, no = 0;             /* stack sizes of the two variants */
+	bool functional = false;
+	std::vector<Output> outputs;    /* allocated by the functional variant */
+	std::vector<int> returns;       /* its results: arguments (outputs, then inouts) */
+	std::vector<Instance> instances;
+	bool select = false;            /* an output's shape needs the instance's parameters */
+	py::object resolve;             /* resolve(device) -> (jitk_op *, jitk_runtime *) */
+	std::atomic<jitk_op *> handle[MAX_DEVICES];
+	std::atomic<jitk_runtime *> runtime[MAX_DEVICES];
+	std::mutex resolving;
+
+	Op()
+	{
+		for (int d = 0; d < MAX_DEVICES; d++) {
+			handle[d].store(nullptr);
+			runtime[d].store(nullptr);
+		}
+	}
+};
+
+/* ------------------------------------------------------------ the watch */
+
+struct Watched {
+	int device;
+	jitk_devptr data;
+	int64_t version; /* -1: none to compare (never stale by a write) */
+};
+
+std::mutex watch_lock;
+std::vector<Watched> watched;
+std::atomic<int> nwatched{0};
+
+/* A configured tensor t at data on device d written since configure (its
+ * version moved, or an inference tensor, which has none): unconfigured
+ * here, as Runtime._stale does in Python. */
+void check_watched(const Op &op, const at::Tensor &t, jitk_devptr data, int d)
+{
+	jitk_runtime *rt = op.runtime[d].load(std::memory_order_acquire);
+	bool stale = false;
+	{
+		std::lock_guard<std::mutex> g(watch_lock);
+		for (size_t i = 0; i < watched.size(); i++) {
+			if (watched[i].device != d || watched[i].data != data)
+				continue;
+			if (watched[i].version >= 0 &&
+			    (t.is_inference() || (int64_t)t._version() != watched[i].version)) {
+				watched.erase(watched.begin() + (long)i);
+				nwatched.store((int)watched.size());
+				stale = true;
+			}
+			break;
+		}
+	}
+	if (!stale)
+		return;
+	if (rt && lib.unconfigure)
+		lib.unconfigure(rt, data);
+	TORCH_WARN("jitk: the configured tensor at 0x", std::hex, data,
+		   " was written after configure: it is no longer taken as validated "
+		   "(configure it again)");
+}
+
+/* ------------------------------------------------------- shape programs */
+
+int64_t concrete(int64_t v)
+{
+	return v;
+}
+
+int64_t concrete(const c10::SymInt &v)
+{
+	return v.guard_int(__FILE__, __LINE__);
+}
+
+/* C's a / b (toward zero, as the library's expressions) or a % b */
+int64_t c_divmod(int64_t a, int64_t b, bool mod, const Op &op)
+{
+	TORCH_CHECK_VALUE(b != 0, "jitk::", op.name, ": a shape divides by zero");
+	return mod ? a % b : a / b;
+}
+
+template <class T> T t_divmod(const T &a, const T &b, bool mod, const Op &op)
+{
+	if constexpr (std::is_same_v<T, int64_t>) {
+		return c_divmod(a, b, mod, op);
+	} else {
+		auto x = a.maybe_as_int(), y = b.maybe_as_int();
+		if (x && y)
+			return T(c_divmod(*x, *y, mod, op));
+		return mod ? a % b : a / b; /* sizes: both >= 0, where floor and C's agree */
+	}
+}
+
+template <class T> T t_min(const T &a, const T &b)
+{
+	if constexpr (std::is_same_v<T, int64_t>)
+		return a < b ? a : b;
+	else
+		return a.min(b);
+}
+
+template <class T> T t_max(const T &a, const T &b)
+{
+	if constexpr (std::is_same_v<T, int64_t>)
+		return a > b ? a : b;
+	else
+		return a.max(b);
+}
+
+/* Where a program's leaves come from: the variant's stack. */
+template <class T> struct Leaves {
+	const Op &op;
+	const c10::IValue *stack;
+	bool functional;
+
+	const c10::IValue &value(int arg) const
+	{
+		const Arg &a = op.args[(size_t)arg];
+		return stack[functional ? a.fpos : a.opos];
+	}
+
+	/* an input's size (or stride) d */
+	T extent(int arg, int d, bool stride) const
+	{
+		const at::Tensor &t = value(arg).toTensor();
+		TORCH_CHECK_VALUE(d < t.dim(), "jitk::", op.name, ": ", op.args[(size_t)arg].name,
+				  " has ", t.dim(), " dimensions, and a shape needs ", d + 1);
+		if constexpr (std::is_same_v<T, int64_t>)
+			return stride ? t.stride(d) : t.size(d);
+		else
+			return stride ? t.sym_stride(d) : t.sym_size(d);
+	}
+
+	T scalar(int arg) const
+	{
+		return T(value(arg).toInt());
+	}
+};
+
+template <class T>
+T evaluate(const Program &p, const Leaves<T> &in, const std::vector<int64_t> *params)
+{
+	T s[MAX_STACK];
+	int n = 0;
+
+	for (size_t i = 0; i < p.size();) {
+		int64_t c = p[i++];
+
+		if (c < P_ADD) {
+			TORCH_CHECK(n < MAX_STACK, "jitk::", in.op.name, ": a shape program is too deep");
+			switch (c) {
+			case P_CONST: s[n++] = T(p[i]); i += 1; break;
+			case P_DIM: s[n++] = in.extent((int)p[i], (int)p[i + 1], false); i += 2; break;
+			case P_STRIDE: s[n++] = in.extent((int)p[i], (int)p[i + 1], true); i += 2; break;
+			case P_SCALAR: s[n++] = in.scalar((int)p[i]); i += 1; break;
+			case P_PARAM:
+				TORCH_CHECK(params && (size_t)p[i] < params->size(), "jitk::", in.op.name,
+					    ": a shape needs an instance's parameter");
+				s[n++] = T((*params)[(size_t)p[i]]);
+				i += 1;
+				break;
+			default: TORCH_CHECK(false, "jitk::", in.op.name, ": bad shape program");
+			}
+			continue;
+		}
+		if (c == P_NEG || c == P_NOT) {
+			TORCH_CHECK(n >= 1, "jitk::", in.op.name, ": bad shape program");
+			s[n - 1] = c == P_NEG ? T(0) - s[n - 1] : T(concrete(s[n - 1]) == 0 ? 1 : 0);
+			continue;
+		}
+		TORCH_CHECK(n >= 2, "jitk::", in.op.name, ": bad shape program");
+		T b = s[--n], a = s[--n];
+		switch (c) {
+		case P_ADD: s[n++] = a + b; break;
+		case P_SUB: s[n++] = a - b; break;
+		case P_MUL: s[n++] = a * b; break;
+		case P_DIV: s[n++] = t_divmod(a, b, false, in.op); break;
+		case P_MOD: s[n++] = t_divmod(a, b, true, in.op); break;
+		case P_MIN: s[n++] = t_min(a, b); break;
+		case P_MAX: s[n++] = t_max(a, b); break;
+		case P_CDIV: {
+			/* both >= 0 for sizes; C's rounding up otherwise */
+			int64_t x = concrete(a), y = concrete(b);
+			TORCH_CHECK_VALUE(y != 0, "jitk::", in.op.name, ": a shape divides by zero");
+			int64_t q = x / y;
+			s[n++] = T(q + ((x - q * y) != 0 && ((x < 0) == (y < 0)) ? 1 : 0));
+			break;
+		}
+		default: {
+			int64_t x = concrete(a), y = concrete(b), r = 0;
+			switch (c) {
+			case P_EQ: r = x == y; break;
+			case P_NE: r = x != y; break;
+			case P_LT: r = x < y; break;
+			case P_LE: r = x <= y; break;
+			case P_GT: r = x > y; break;
+			case P_GE: r = x >= y; break;
+			case P_AND: r = x && y; break;
+			case P_OR: r = x || y; break;
+			default: TORCH_CHECK(false, "jitk::", in.op.name, ": bad shape program");
+			}
+			s[n++] = T(r);
+		}
+		}
+	}
+	TORCH_CHECK(n == 1, "jitk::", in.op.name, ": bad shape program");
+	return s[0];
+}
+
+/* The parameters of the instance whose input shapes the call's match (as
+ * the library selects one), or nullptr when no output needs them. */
+template <class T> const std::vector<int64_t> *select_instance(const Leaves<T> &in)
+{
+	const Op &op = in.op;
+
+	if (!op.select)
+		return nullptr;
+	for (const Instance &inst : op.instances) {
+		bool ok = true;
+
+		for (const Check &c : inst.checks) {
+			if (in.value(c.arg).isNone())
+				continue;
+			if (!(in.extent(c.arg, c.dim, false) == evaluate(c.expect, in, &inst.params))) {
+				ok = false;
+				break;
+			}
+		}
+		if (ok)
+			return &inst.params;
+	}
+	std::string shapes;
+	for (const Arg &a : op.args) {
+		if (a.kind != 't' || a.io == 'o' || in.value((int)(&a - op.args.data())).isNone())
+			continue;
+		const at::Tensor &t = in.value((int)(&a - op.args.data())).toTensor();
+		shapes += (shapes.empty() ? "" : ", ") + a.name + " " + c10::str(t.sym_sizes());
+	}
+	TORCH_CHECK_VALUE(false, "jitk::", op.name, ": no instance takes these shapes (", shapes, ")");
 	return nullptr;
 }
 
-bool is_plain(const Plan *p, PyObject *v)
+/* an output's sizes or strides: no allocation up to JITK_MAX_DIMS */
+template <class T> using Dims = c10::SmallVector<T, JITK_MAX_DIMS>;
+
+template <class T>
+void output_shape(const Output &o, const Leaves<T> &in, const std::vector<int64_t> *params,
+		  Dims<T> &shape, Dims<T> &strides)
 {
-	return Py_TYPE(v) == p->plain[0] || Py_TYPE(v) == p->plain[1];
-}
-
-/* The keys of tensors whose data is not simply theirs to read: functorch's
- * and functionalization's wrappers, Python (a subclass's tensor), the
- * lazy conjugate and negative bits. */
-const c10::DispatchKeySet WRAPPED({c10::DispatchKey::FuncTorchBatched,
-				   c10::DispatchKey::FuncTorchGradWrapper,
-				   c10::DispatchKey::Functionalize, c10::DispatchKey::Python,
-				   c10::DispatchKey::Conjugate, c10::DispatchKey::Negative});
-
-/* A tensor the plan reads as it is: dense, strided, with storage. */
-bool is_direct(const at::Tensor &t)
-{
-	return t.layout() == at::kStrided && !t.is_nested() && t.has_storage() &&
-	       !t.key_set().has_any(WRAPPED);
-}
-
-/* The device index of the call: the first tensor's; -1 when that one is
- * not a plain tensor on a CUDA device (the dispatcher's path), -2 when no
- * tensor is given. */
-int call_device(const Plan *p, PyObject *const *args)
-{
-	for (Py_ssize_t i = 0; i < p->n; i++) {
-		PyObject *v = args[i];
-
-		if ((p->kinds[i] != 't' && p->kinds[i] != 'o') || v == Py_None || PyTuple_Check(v) ||
-		    PyLong_CheckExact(v))
+	shape.clear();
+	strides.clear();
+	for (const Program &p : o.shape)
+		shape.push_back(evaluate(p, in, params));
+	if (o.strides.empty())
+		return;
+	strides.resize(shape.size());
+	for (size_t i = shape.size(); i-- > 0;) {
+		if (!o.strides[i].empty()) {
+			strides[i] = evaluate(o.strides[i], in, params);
 			continue;
-		if (!is_plain(p, v))
-			return -1;
-		const at::Tensor &t = THPVariable_Unpack(v);
-		if (!t.is_cuda() || !is_direct(t))
-			return -1;
-		return t.get_device();
-	}
-	return -2;
-}
-
-/* An int sequence (a tuple of Python ints) into out; its length, -1 on error. */
-int read_ints(const Plan *p, PyObject *tup, const char *name, int64_t *out)
-{
-	if (!PyTuple_Check(tup)) {
-		raise(p->type_error, "%s: a shape or strides must be a tuple", name);
-		return -1;
-	}
-	Py_ssize_t n = PyTuple_GET_SIZE(tup);
-	if (n > JITK_MAX_DIMS) {
-		raise(p->arg_error, "%s has more than %d dimensions", name, JITK_MAX_DIMS);
-		return -1;
-	}
-	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *e = PyTuple_GET_ITEM(tup, i);
-		long long v;
-
-		if (!PyLong_Check(e)) {
-			raise(p->type_error, "%s: a shape or strides holds ints, not %s", name,
-			      Py_TYPE(e)->tp_name);
-			return -1;
 		}
-		if ((v = PyLong_AsLongLong(e)) == -1 && PyErr_Occurred())
-			return -1;
-		out[i] = v;
+		T tail = T(1); /* a stride no expression gives: contiguous from here on */
+		for (size_t j = i + 1; j < shape.size(); j++)
+			tail = tail * shape[j];
+		strides[i] = tail;
 	}
-	return (int)n;
 }
 
-/* Allocate argument i's output from spec on device d: spec is a shape, a
- * (shape, strides) pair, or the index of the argument whose shape it has
- * (a plain CUDA tensor: checked by the caller). Its new Python tensor,
- * nullptr on error. */
-PyObject *allocate(const Plan *p, Py_ssize_t i, PyObject *spec, int d, PyObject *const *args)
+/* ------------------------------------------------------------ the kernels */
+
+bool dtype_code(at::ScalarType s, jitk_dtype *out)
 {
-	int64_t shape[JITK_MAX_DIMS], strides[JITK_MAX_DIMS];
-	PyObject *s = spec, *st = nullptr;
-	int n = 0, m = 0;
+	switch (s) {
+	case at::kBFloat16: *out = { 4, 16, 1 }; return true;
+	case at::kFloat: *out = { 2, 32, 1 }; return true;
+	case at::kHalf: *out = { 2, 16, 1 }; return true;
+	case at::kFloat8_e4m3fn: *out = { 10, 8, 1 }; return true;
+	case at::kInt: *out = { 0, 32, 1 }; return true;
+	case at::kLong: *out = { 0, 64, 1 }; return true;
+	case at::kByte: *out = { 1, 8, 1 }; return true;
+	case at::kChar: *out = { 0, 8, 1 }; return true;
+	default: return false;
+	}
+}
 
-	if (PyLong_CheckExact(spec)) {
-		Py_ssize_t j = PyLong_AsSsize_t(spec); /* checked by the caller */
-		auto sizes = THPVariable_Unpack(args[j]).sizes();
+/* The one tensor converter: t as argument a of a call on cuda:d. */
+void tensor_arg(const Op &op, const Arg &a, const at::Tensor &t, int d, jitk_tensor *out)
+{
+	TORCH_CHECK_VALUE(t.is_cuda(), "jitk::", op.name, ": ", a.name, " is on ",
+			  t.is_cpu() ? std::string("the CPU") : t.device().str(), ", not cuda:", d);
+	TORCH_CHECK_VALUE(t.get_device() == d, "jitk::", op.name, ": ", a.name, " is on cuda:",
+			  (int)t.get_device(), ", not cuda:", d);
+	TORCH_CHECK_VALUE(t.layout() == at::kStrided, "jitk::", op.name, ": ", a.name,
+			  " is not a strided tensor (", t.layout(), ")");
+	TORCH_CHECK_TYPE(dtype_code(t.scalar_type(), &out->dtype), "jitk::", op.name, ": ", a.name,
+			 ": dtype ", t.scalar_type(), " is not a kernel argument type");
+	int n = (int)t.dim();
+	TORCH_CHECK_VALUE(n <= JITK_MAX_DIMS, "jitk::", op.name, ": ", a.name, " has ", n,
+			  " dimensions, more than ", JITK_MAX_DIMS);
+	/* an empty tensor may have no storage: its address is never read */
+	out->data = t.numel() ? (jitk_devptr)(uintptr_t)t.data_ptr() : 0;
+	out->ndim = n;
+	auto sizes = t.sizes();
+	auto strides = t.strides();
+	for (int k = 0; k < n; k++) {
+		out->shape[k] = sizes[k];
+		out->strides[k] = strides[k];
+	}
+}
 
-		if (sizes.size() > JITK_MAX_DIMS)
-			return raise(p->arg_error, "%s has more than %d dimensions", p->names[j],
-				     JITK_MAX_DIMS);
-		for (n = 0; n < (int)sizes.size(); n++)
-			shape[n] = sizes[n];
+void scalar_arg(const Op &op, const Arg &a, const c10::IValue &v, jitk_arg *out)
+{
+	if (a.kind == 'f') {
+		double x = v.toDouble();
+		TORCH_CHECK_VALUE(!std::isfinite(x) || std::fabs(x) <= 3.4028234663852886e38, "jitk::",
+				  op.name, ": ", a.name, " ", x, " does not fit in a 32-bit float");
+		out->type = JITK_ARG_F32;
+		out->v.f32 = (float)x;
+		return;
+	}
+	int64_t x = v.toInt();
+	if (a.kind == 'i') {
+		TORCH_CHECK_VALUE(x >= INT32_MIN && x <= INT32_MAX, "jitk::", op.name, ": ", a.name,
+				  " is out of range for i32");
+		out->type = JITK_ARG_I32;
+		out->v.i32 = (int32_t)x;
 	} else {
-		if (PyTuple_GET_SIZE(spec) == 2 && PyTuple_Check(PyTuple_GET_ITEM(spec, 0))) {
-			s = PyTuple_GET_ITEM(spec, 0);
-			st = PyTuple_GET_ITEM(spec, 1);
-		}
-		if ((n = read_ints(p, s, p->names[i], shape)) < 0 ||
-		    (st && (m = read_ints(p, st, p->names[i], strides)) < 0))
-			return nullptr;
-		if (st && m != n)
-			return raise(p->arg_error, "%s: %d strides for %d dimensions", p->names[i],
-				     m, n);
+		out->type = JITK_ARG_I64;
+		out->v.i64 = x;
 	}
-	/* (what PyTorch throws here, out of memory, a negative size, reaches
-	 * Python as PyTorch's exception: plan_vectorcall's handler) */
-	c10::IntArrayRef size(shape, n), stride(strides, n);
-	c10::ScalarType dt = p->st[p->out_type[i]];
+}
+
+/* The op handle on cuda:d: from resolve(d) the first time. */
+jitk_op *handle_of(Op &op, int d)
+{
+	TORCH_CHECK_VALUE(d >= 0 && d < MAX_DEVICES, "jitk::", op.name, ": cuda:", d,
+			  ": jitk's ops take devices 0 to ", MAX_DEVICES - 1);
+	jitk_op *h = op.handle[d].load(std::memory_order_acquire);
+	if (h)
+		return h;
+	std::lock_guard<std::mutex> g(op.resolving);
+	if ((h = op.handle[d].load(std::memory_order_acquire)))
+		return h;
+	uintptr_t oh = 0, rh = 0;
+	{
+		py::gil_scoped_acquire gil;
+		try {
+			py::tuple r = op.resolve(d);
+			oh = r[0].cast<uintptr_t>();
+			rh = r[1].cast<uintptr_t>();
+		} catch (py::error_already_set &e) {
+			std::string what = e.what();
+			TORCH_CHECK(false, "jitk::", op.name, ": on cuda:", d, ": ", what);
+		}
+	}
+	TORCH_CHECK(oh, "jitk::", op.name, ": resolve(", d, ") gave no op");
+	op.runtime[d].store((jitk_runtime *)rh, std::memory_order_release);
+	op.handle[d].store((jitk_op *)oh, std::memory_order_release);
+	return (jitk_op *)oh;
+}
+
+[[noreturn]] void fail(const Op &op, int rc)
+{
+	const jitk_error *e = lib.error_last ? lib.error_last() : nullptr;
+	const char *status = lib.status_name ? lib.status_name(rc) : "?";
+	std::string msg = e && e->message && *e->message ? e->message : "the call failed";
+	if (rc == JITK_EINVAL)
+		TORCH_CHECK_VALUE(false, "jitk::", op.name, ": ", status, ": ", msg);
+	TORCH_CHECK(false, "jitk::", op.name, ": ", status, ": ", msg);
+}
+
+at::Tensor allocate(const Dims<int64_t> &shape, const Dims<int64_t> &strides, at::ScalarType dt,
+		    int d)
+{
 	at::Device dev(at::kCUDA, (c10::DeviceIndex)d);
 	auto &ctx = at::globalContext();
 
 	if (ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory()) {
 		/* the dispatcher's empty fills new memory (NaN) in this mode */
 		auto opts = at::TensorOptions().dtype(dt).device(dev);
-		return THPVariable_Wrap(st ? at::empty_strided(size, stride, opts)
-					   : at::empty(size, opts));
+		return strides.empty() ? at::empty(shape, opts) : at::empty_strided(shape, strides, opts);
 	}
-	/* the CUDA caching allocator directly: what the dispatcher's
-	 * empty.memory_format reaches on a CUDA device, without the dispatch
-	 * (the tensor's keys follow InferenceMode as there) */
-	return THPVariable_Wrap(st ? at::detail::empty_strided_cuda(size, stride, dt, dev)
-				   : at::detail::empty_cuda(size, dt, dev, std::nullopt));
+	/* the CUDA caching allocator directly: where the dispatcher's empty
+	 * goes on a CUDA device, without the dispatch */
+	return strides.empty() ? at::detail::empty_cuda(shape, dt, dev, std::nullopt)
+			       : at::detail::empty_strided_cuda(shape, strides, dt, dev);
 }
 
-/* 0 done, -1 error raised, 1 not a plain tensor (the dispatcher's path). */
-int read_tensor(const Plan *p, PyObject *v, const char *name, int d, jitk_tensor *t)
+/* The device of the call: its first tensor's. */
+int call_device(const Op &op, const c10::IValue *stack, bool functional)
 {
-	if (!is_plain(p, v))
-		return 1;
-	const at::Tensor &x = THPVariable_Unpack(v);
-	if (x.is_cuda() && !is_direct(x))
-		return 1;
-	if (!x.is_cuda()) {
-		if (x.is_cpu())
-			raise(p->arg_error, "%s is on the CPU, not cuda:%d", name, d);
-		else
-			raise(p->arg_error, "%s is on %s, not cuda:%d", name,
-			      x.device().str().c_str(), d);
-		return -1;
+	for (const Arg &a : op.args) {
+		int pos = functional ? a.fpos : a.opos;
+		if (a.kind != 't' || pos < 0 || !stack[pos].isTensor())
+			continue;
+		const at::Tensor &t = stack[pos].toTensor();
+		TORCH_CHECK_VALUE(t.is_cuda(), "jitk::", op.name, ": ", a.name, " is on ",
+				  t.is_cpu() ? std::string("the CPU") : t.device().str(),
+				  ", not a CUDA device");
+		return t.get_device();
 	}
-	if (x.get_device() != d) {
-		raise(p->arg_error, "%s is on cuda:%d, not cuda:%d", name, (int)x.get_device(), d);
-		return -1;
-	}
-	c10::ScalarType s = x.scalar_type();
-	int j = 0;
-	while (j < p->ndt && p->st[j] != s)
-		j++;
-	if (j == p->ndt) { /* named as Python names it (torch.float64) */
-		PyObject *dt = PyObject_GetAttrString(v, "dtype");
-		PyObject *str = dt ? PyObject_Str(dt) : nullptr;
-		const char *txt = str ? PyUnicode_AsUTF8(str) : nullptr;
-
-		PyErr_Clear();
-		raise(p->type_error, "%s: dtype %s is not a kernel argument type", name,
-		      txt ? txt : c10::toString(s));
-		Py_XDECREF(str);
-		Py_XDECREF(dt);
-		return -1;
-	}
-	int n = (int)x.dim();
-	if (n > JITK_MAX_DIMS) {
-		raise(p->arg_error, "%s has more than %d dimensions", name, JITK_MAX_DIMS);
-		return -1;
-	}
-	std::memset(t, 0, sizeof(*t));
-	t->dtype = p->code[j];
-	/* an empty tensor may have no storage: its address is never read */
-	t->data = x.numel() ? (uint64_t)(uintptr_t)x.data_ptr() : 0;
-	t->ndim = n;
-	auto sizes = x.sizes();
-	auto strides = x.strides();
-	for (int k = 0; k < n; k++) {
-		t->shape[k] = sizes[k];
-		t->strides[k] = strides[k];
-	}
-	return 0;
-}
-
-/* The op handle on device d, from resolve(d) the first time; nullptr on error. */
-jitk_op *op_of(Plan *p, int d)
-{
-	if (d >= MAX_DEVICES)
-		return (jitk_op *)raise(p->arg_error, "cuda:%d: jitk's ops take devices 0..%d", d,
-					MAX_DEVICES - 1);
-	if (!p->ops[d]) {
-		PyObject *r = PyObject_CallFunction(p->resolve, "i", d);
-		if (!r)
-			return nullptr;
-		void *op = PyLong_AsVoidPtr(r);
-		Py_DECREF(r);
-		if (!op) {
-			if (!PyErr_Occurred())
-				raise(PyExc_RuntimeError, "resolve(%d) gave no op", d);
-			return nullptr;
-		}
-		p->ops[d] = (jitk_op *)op;
-	}
-	return p->ops[d];
-}
-
-/* Device d's configured tensors from registry(d), the first time; 0, or
- * -1 with an error raised. */
-int registry_of(Plan *p, int d)
-{
-	if (!p->registry || p->versions[d])
-		return 0;
-	PyObject *r = PyObject_CallFunction(p->registry, "i", d), *v, *f;
-	if (!r)
-		return -1;
-	if (!PyArg_ParseTuple(r, "O!O", &PyDict_Type, &v, &f) || !PyCallable_Check(f)) {
-		Py_DECREF(r);
-		PyErr_Clear();
-		raise(PyExc_TypeError, "registry(%d) must give (a dict, a callable)", d);
-		return -1;
-	}
-	Py_INCREF(v);
-	Py_INCREF(f);
-	p->versions[d] = v;
-	p->stale[d] = f;
-	Py_DECREF(r);
-	return 0;
-}
-
-/* A configured tensor x at data on device d: stale(data) when its version
- * is not the one configure saw (an inference tensor, which has no version
- * counter, is taken as written). 0, or -1 with an error raised. */
-int watch(Plan *p, const at::Tensor &x, uint64_t data, int d)
-{
-	PyObject *key = PyLong_FromUnsignedLongLong(data), *seen;
-	bool same;
-
-	if (!key)
-		return -1;
-	seen = PyDict_GetItemWithError(p->versions[d], key); /* borrowed */
-	if (!seen || seen == Py_None) {
-		Py_DECREF(key);
-		return PyErr_Occurred() ? -1 : 0;
-	}
-	if (x.is_inference()) {
-		same = false;
-	} else {
-		unsigned long long v = PyLong_AsUnsignedLongLong(seen);
-
-		if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-			Py_DECREF(key);
-			return -1;
-		}
-		same = v == (unsigned long long)x._version();
-	}
-	if (same) {
-		Py_DECREF(key);
-		return 0;
-	}
-	PyObject *r = PyObject_CallOneArg(p->stale[d], key);
-	Py_DECREF(key);
-	Py_XDECREF(r);
-	return r ? 0 : -1;
-}
-
-/* The call; the outputs it allocates go to outs (the caller releases them
- * when this throws). */
-PyObject *plan_call(Plan *p, PyObject *const *args, PyObject **outs, Py_ssize_t &nouts)
-{
-	jitk_arg a[MAX_ARGS];
-	jitk_tensor t[MAX_ARGS];
-	PyObject *ret = nullptr;
-	jitk_call_info info = JITK_CALL_INFO_INIT;
-	size_t n = 0;
-	jitk_op *op;
-	int d, rc;
-
-	if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
-	    at::impl::torch_function_mode_enabled())
-		return PyLong_FromLong(NOT_PLAIN); /* the modes see the call */
-	if ((d = call_device(p, args)) < 0) {
-		if (d == -2)
-			return raise(p->type_error, "the call has no tensor to take a device from");
-		return PyLong_FromLong(NOT_PLAIN);
-	}
-	if (!(op = op_of(p, d)) || registry_of(p, d) < 0)
-		return nullptr;
-	for (Py_ssize_t i = 0; i < p->n; i++) {
-		PyObject *v = args[i];
-		char k = p->kinds[i];
-
-		if (k == 't' || k == 'o') {
-			if (v == Py_None) {
-				if (k == 'o')
-					continue;
-				raise(p->type_error, "%s must be a torch.Tensor, not None", p->names[i]);
-				goto out;
-			}
-			if (PyTuple_Check(v) || PyLong_CheckExact(v)) {
-				if (p->out_type[i] < 0) {
-					raise(p->type_error, "%s must be a torch.Tensor, not %s",
-					      p->names[i], Py_TYPE(v)->tp_name);
-					goto out;
-				}
-				if (PyLong_CheckExact(v)) { /* shaped like argument j */
-					Py_ssize_t j = PyLong_AsSsize_t(v);
-
-					if (j == -1 && PyErr_Occurred())
-						goto out;
-					if (j < 0 || j >= p->n || (p->kinds[j] != 't' && p->kinds[j] != 'o')) {
-						raise(p->type_error, "%s: no tensor argument %zd to "
-						      "take a shape from", p->names[i], j);
-						goto out;
-					}
-					if (!is_plain(p, args[j]) ||
-					    !THPVariable_Unpack(args[j]).is_cuda() ||
-					    !is_direct(THPVariable_Unpack(args[j]))) {
-						ret = PyLong_FromLong(NOT_PLAIN);
-						goto out;
-					}
-				}
-				if (!(v = allocate(p, i, v, d, args)))
-					goto out;
-				outs[nouts++] = v;
-			}
-			rc = read_tensor(p, v, p->names[i], d, &t[n]);
-			if (rc < 0)
-				goto out;
-			if (rc > 0) {
-				ret = PyLong_FromLong(NOT_PLAIN);
-				goto out;
-			}
-			if (p->watched[i] && PyDict_GET_SIZE(p->versions[d]) &&
-			    watch(p, THPVariable_Unpack(v), t[n].data, d) < 0)
-				goto out;
-			a[n].type = JITK_ARG_TENSOR;
-			a[n].v.tensor = &t[n];
-		} else if (jitk_py_scalar(v, k, p->names[i], &a[n], p->type_error, p->arg_error) < 0) {
-			goto out;
-		}
-		a[n].name = p->names[i];
-		n++;
-	}
-	{
-		void *stream = c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)d).stream();
-
-		Py_BEGIN_ALLOW_THREADS
-		rc = p->call(&info, op, (jitk_call_mode)p->mode, a, n, stream);
-		Py_END_ALLOW_THREADS
-	}
-	if (rc < 0) {
-		PyObject *r = PyObject_CallFunction(p->fail, "i", rc); /* raises */
-
-		Py_XDECREF(r);
-		if (!PyErr_Occurred())
-			raise(PyExc_RuntimeError, "jitk status %d", rc);
-		goto out;
-	}
-	if (!nouts) {
-		Py_INCREF(Py_None);
-		return Py_None;
-	}
-	if ((ret = PyTuple_New(nouts))) {
-		for (Py_ssize_t i = 0; i < nouts; i++)
-			PyTuple_SET_ITEM(ret, i, outs[i]); /* steals */
-		nouts = 0;
-	}
-	return ret;
-out:
-	return ret;
-}
-
-PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-	Plan *p = (Plan *)self;
-	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nouts = 0;
-	PyObject *outs[MAX_ARGS], *ret = nullptr;
-
-	if (kwnames && PyTuple_GET_SIZE(kwnames))
-		return PyErr_Format(PyExc_TypeError, "a plan takes positional arguments only");
-	if (nargs != p->n)
-		return PyErr_Format(PyExc_TypeError, "a plan takes %zd values, not %zd", p->n,
-				    nargs);
-	try {
-		ret = plan_call(p, args, outs, nouts);
-	} catch (...) {
-		/* a c10::Error (out of memory, a tensor PyTorch refuses to
-		 * describe) as PyTorch raises it; never through C */
-		ret = nullptr;
-		torch::translate_exception_to_python(std::current_exception());
-	}
-	for (Py_ssize_t i = 0; i < nouts; i++) /* not returned: released */
-		Py_DECREF(outs[i]);
-	return ret;
-}
-
-void plan_dealloc(PyObject *self)
-{
-	Plan *p = (Plan *)self;
-
-	if (p->names)
-		for (Py_ssize_t i = 0; i < p->n; i++)
-			PyMem_Free(p->names[i]);
-	PyMem_Free(p->names);
-	PyMem_Free(p->kinds);
-	PyMem_Free(p->out_type);
-	Py_XDECREF((PyObject *)p->plain[0]);
-	Py_XDECREF((PyObject *)p->plain[1]);
-	Py_XDECREF(p->resolve);
-	Py_XDECREF(p->fail);
-	Py_XDECREF(p->arg_error);
-	Py_XDECREF(p->type_error);
-	Py_XDECREF(p->registry);
-	for (int d = 0; d < MAX_DEVICES; d++) {
-		Py_XDECREF(p->versions[d]);
-		Py_XDECREF(p->stale[d]);
-	}
-	Py_TYPE(self)->tp_free(self);
-}
-
-int dtype_index(Plan *p, PyObject *dt)
-{
-	for (int j = 0; j < p->ndt; j++)
-		if (p->st[j] == ((THPDtype *)dt)->scalar_type)
-			return j;
+	TORCH_CHECK_VALUE(false, "jitk::", op.name, ": the call has no tensor to take a device from");
 	return -1;
 }
 
-/* Plan(jitk_op_call, mode, names, kinds, dtypes, out_dtypes, plain_types,
- *      resolve, fail, ArgumentError, ArgumentTypeError, configured=None)
- * dtypes: ((torch.dtype, code, bits), ...), the kernel argument types;
- * out_dtypes: per argument, the torch.dtype an allocated output gets, or None. */
-PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *)
+/* The CUDA kernel of either variant: the call on the stack's arguments. */
+void cuda_call(Op &o, bool functional, torch::jit::Stack *stack)
 {
-	unsigned long long fn;
-	int mode;
-	PyObject *names, *dtypes, *odt, *plain, *resolve, *fail, *aerr, *terr, *cfg = Py_None;
-	PyObject *idx = nullptr, *registry = nullptr;
-	const char *kinds;
+	size_t n = functional ? (size_t)o.nf : (size_t)o.no;
+	const c10::IValue *in = stack->data() + (stack->size() - n);
+	int d = call_device(o, in, functional);
+	jitk_op *h = handle_of(o, d);
+	jitk_arg a[MAX_ARGS];
+	jitk_tensor t[MAX_ARGS];
+	at::Tensor made[MAX_ARGS]; /* what the functional variant returns, by argument */
+	size_t na = 0;
+	const std::vector<int64_t> *params = nullptr;
+	Leaves<int64_t> leaves{ o, in, functional };
+	Dims<int64_t> shape, strides;
 
-	if (!PyArg_ParseTuple(args, "KiO!sO!O!O!OOOO|O", &fn, &mode, &PyTuple_Type, &names, &kinds,
-			      &PyTuple_Type, &dtypes, &PyTuple_Type, &odt, &PyTuple_Type, &plain,
-			      &resolve, &fail, &aerr, &terr, &cfg))
-		return nullptr;
-	if (cfg != Py_None && (!PyArg_ParseTuple(cfg, "O!O", &PyTuple_Type, &idx, &registry) ||
-			       !PyCallable_Check(registry))) {
-		PyErr_Clear();
-		return PyErr_Format(PyExc_TypeError, "configured must be None or (indices, a "
-				    "callable)");
-	}
-	Py_ssize_t n = PyTuple_GET_SIZE(names);
-	if (n != (Py_ssize_t)std::strlen(kinds) || n > MAX_ARGS || PyTuple_GET_SIZE(odt) != n ||
-	    PyTuple_GET_SIZE(plain) != 2 || PyTuple_GET_SIZE(dtypes) > MAX_DTYPES ||
-	    !PyCallable_Check(resolve) || !PyCallable_Check(fail))
-		return PyErr_Format(PyExc_ValueError, "bad plan tables");
-	for (Py_ssize_t i = 0; i < 2; i++)
-		if (!PyType_Check(PyTuple_GET_ITEM(plain, i)))
-			return PyErr_Format(PyExc_TypeError, "plain_types must be two types");
-	Plan *p = (Plan *)type->tp_alloc(type, 0);
-	if (!p)
-		return nullptr;
-	p->call = (op_call_fn)(uintptr_t)fn;
-	p->mode = mode;
-	p->n = n;
-	p->names = (char **)PyMem_Calloc(n ? n : 1, sizeof(char *));
-	p->kinds = (char *)PyMem_Malloc(n + 1);
-	p->out_type = (int *)PyMem_Calloc(n ? n : 1, sizeof(int));
-	p->plain[0] = (PyTypeObject *)PyTuple_GET_ITEM(plain, 0);
-	p->plain[1] = (PyTypeObject *)PyTuple_GET_ITEM(plain, 1);
-	Py_INCREF((PyObject *)p->plain[0]);
-	Py_INCREF((PyObject *)p->plain[1]);
-	p->resolve = resolve;
-	p->fail = fail;
-	p->arg_error = aerr;
-	p->type_error = terr;
-	Py_INCREF(resolve);
-	Py_INCREF(fail);
-	Py_INCREF(aerr);
-	Py_INCREF(terr);
-	if (!p->names || !p->kinds || !p->out_type) {
-		Py_DECREF(p);
-		return PyErr_NoMemory();
-	}
-	std::memcpy(p->kinds, kinds, n + 1);
-	if (jitk_py_watched(idx, kinds, n, p->watched) < 0) {
-		Py_DECREF(p);
-		return nullptr;
-	}
-	if (idx) {
-		p->registry = registry;
-		Py_INCREF(registry);
-	}
-	for (Py_ssize_t i = 0; i < n; i++) {
-		const char *s = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i));
-
-		if (!s || !(p->names[i] = (char *)PyMem_Malloc(std::strlen(s) + 1))) {
-			Py_DECREF(p);
-			return s ? PyErr_NoMemory() : nullptr;
-		}
-		std::memcpy(p->names[i], s, std::strlen(s) + 1);
-	}
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(dtypes); i++) {
-		PyObject *dt;
-		int code, bits;
-
-		if (!PyArg_ParseTuple(PyTuple_GET_ITEM(dtypes, i), "O!ii", &THPDtypeType, &dt, &code,
-				      &bits)) {
-			Py_DECREF(p);
-			return nullptr;
-		}
-		p->st[i] = ((THPDtype *)dt)->scalar_type;
-		p->code[i].code = (uint8_t)code;
-		p->code[i].bits = (uint8_t)bits;
-		p->code[i].lanes = 1;
-		p->ndt = (int)i + 1;
-	}
-	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *dt = PyTuple_GET_ITEM(odt, i);
-
-		p->out_type[i] = -1;
-		if (dt == Py_None)
-			continue;
-		if (!THPDtype_Check(dt) || (p->out_type[i] = dtype_index(p, dt)) < 0) {
-			PyErr_Format(PyExc_ValueError, "%s: its output dtype is not a kernel "
-				     "argument type", p->names[i]);
-			Py_DECREF(p);
-			return nullptr;
+	if (functional) {
+		params = select_instance(leaves);
+		for (const Output &out : o.outputs) {
+			const Arg &arg = o.args[(size_t)out.arg];
+			output_shape(out, leaves, params, shape, strides);
+			made[out.arg] = allocate(shape, strides, arg.dtype, d);
 		}
 	}
-	p->vectorcall = plan_vectorcall;
-	return (PyObject *)p;
+	for (size_t i = 0; i < o.args.size(); i++) {
+		const Arg &arg = o.args[i];
+		int pos = functional ? arg.fpos : arg.opos;
+
+		if (arg.kind != 't') {
+			scalar_arg(o, arg, in[pos], &a[na]);
+		} else {
+			const at::Tensor *tp;
+			if (pos < 0) {
+				tp = &made[i];
+			} else if (in[pos].isNone()) {
+				continue; /* an optional tensor not given */
+			} else if (functional && arg.io == 'x') {
+				made[i] = in[pos].toTensor().clone();
+				tp = &made[i];
+			} else {
+				tp = &in[pos].toTensor();
+			}
+			tensor_arg(o, arg, *tp, d, &t[na]);
+			if (arg.configured && nwatched.load(std::memory_order_relaxed))
+				check_watched(o, *tp, t[na].data, d);
+			a[na].type = JITK_ARG_TENSOR;
+			a[na].v.tensor = &t[na];
+		}
+		a[na].name = arg.name.c_str();
+		na++;
+	}
+	jitk_call_info info = JITK_CALL_INFO_INIT;
+	void *stream = c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)d).stream();
+	int rc = lib.op_call(&info, h, JITK_CALL_AUTO, a, na, stream);
+	if (rc < 0)
+		fail(o, rc);
+	torch::jit::drop(*stack, n);
+	if (functional)
+		for (int r : o.returns)
+			stack->emplace_back(std::move(made[r]));
 }
 
-PyTypeObject PlanType = {
-	PyVarObject_HEAD_INIT(nullptr, 0)
+/* The Meta kernel: the functional variant's outputs from the same shape
+ * programs on symbolic sizes; .out has nothing to make. */
+void meta_call(Op &o, bool functional, torch::jit::Stack *stack)
+{
+	size_t n = functional ? (size_t)o.nf : (size_t)o.no;
+	const c10::IValue *in = stack->data() + (stack->size() - n);
+
+	if (!functional) {
+		torch::jit::drop(*stack, n);
+		return;
+	}
+	Leaves<c10::SymInt> leaves{ o, in, true };
+	const std::vector<int64_t> *params = select_instance(leaves);
+	std::vector<at::Tensor> made(o.args.size());
+	Dims<c10::SymInt> shape, strides;
+
+	for (const Output &out : o.outputs) {
+		auto opts = at::TensorOptions().dtype(o.args[(size_t)out.arg].dtype).device(at::kMeta);
+		output_shape(out, leaves, params, shape, strides);
+		made[(size_t)out.arg] = strides.empty()
+			? at::empty_symint(shape, opts)
+			: at::empty_strided_symint(shape, strides, opts);
+	}
+	for (size_t i = 0; i < o.args.size(); i++)
+		if (o.args[i].kind == 't' && o.args[i].io == 'x')
+			made[i] = in[o.args[i].fpos].toTensor().clone();
+	torch::jit::drop(*stack, n);
+	for (int r : o.returns)
+		stack->emplace_back(std::move(made[(size_t)r]));
+}
+
+/* One boxed kernel: an op's variant on CUDA or Meta. */
+struct Kernel final : public c10::OperatorKernel {
+	std::shared_ptr<Op> op;
+	bool functional, meta;
+
+	Kernel(std::shared_ptr<Op> o, bool f, bool m) : op(std::move(o)), functional(f), meta(m) {}
+
+	void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack)
+	{
+		if (meta)
+			meta_call(*op, functional, stack);
+		else
+			cuda_call(*op, functional, stack);
+	}
 };
 
-struct PyModuleDef torch_module = {
-	PyModuleDef_HEAD_INIT, "jitk._torch", "jitk's eager op calls through libtorch", -1,
-	nullptr,
-};
+torch::CppFunction kernel(const std::shared_ptr<Op> &op, bool functional, bool meta)
+{
+	return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Kernel>(op, functional, meta));
+}
+
+/* ------------------------------------------------------------ registration */
+
+/* never freed: the dispatcher's registrations and the ops' Python callables
+ * live as long as the process (no destructor runs after the interpreter or
+ * the dispatcher are gone) */
+auto *libraries = new std::vector<std::unique_ptr<torch::Library>>();
+auto *registered = new std::vector<std::shared_ptr<Op>>();
+
+at::ScalarType scalar_type_of(const std::string &dt)
+{
+	if (dt == "bf16") return at::kBFloat16;
+	if (dt == "f32") return at::kFloat;
+	if (dt == "f16") return at::kHalf;
+	if (dt == "fp8_e4m3") return at::kFloat8_e4m3fn;
+	if (dt == "i32") return at::kInt;
+	if (dt == "i64") return at::kLong;
+	if (dt == "u8") return at::kByte;
+	if (dt == "i8") return at::kChar;
+	throw py::value_error("dtype " + dt + " has no torch dtype");
+}
+
+Program program_of(py::handle h)
+{
+	return h.cast<Program>();
+}
+
+/* One symbol's table (jitk/_schema.py OpSpec.table) into an Op. */
+std::shared_ptr<Op> op_of(py::dict t, py::object resolve)
+{
+	auto op = std::make_shared<Op>();
+	op->name = t["name"].cast<std::string>();
+	op->functional = t["functional"].cast<bool>();
+	op->nf = t["nf"].cast<int>();
+	op->no = t["no"].cast<int>();
+	for (py::handle h : t["args"].cast<py::list>()) {
+		py::tuple r = h.cast<py::tuple>();
+		Arg a;
+		a.name = r[0].cast<std::string>();
+		a.kind = r[1].cast<std::string>().at(0);
+		a.io = r[2].cast<std::string>().at(0);
+		a.optional = r[3].cast<bool>();
+		a.configured = r[4].cast<bool>();
+		a.fpos = r[5].cast<int>();
+		a.opos = r[6].cast<int>();
+		a.dtype = at::kByte;
+		a.code = { 0, 0, 0 };
+		if (a.kind == 't') {
+			a.dtype = scalar_type_of(r[7].cast<std::string>());
+			dtype_code(a.dtype, &a.code);
+		}
+		op->args.push_back(a);
+	}
+	if (op->args.size() > MAX_ARGS)
+		throw py::value_error(op->name + ": more than 48 arguments");
+	for (py::handle h : t["outputs"].cast<py::list>()) {
+		py::tuple r = h.cast<py::tuple>();
+		Output o;
+		o.arg = r[0].cast<int>();
+		for (py::handle p : r[1].cast<py::list>())
+			o.shape.push_back(program_of(p));
+		if (!r[2].is_none())
+			for (py::handle p : r[2].cast<py::list>())
+				o.strides.push_back(program_of(p));
+		if (o.arg < 0 || (size_t)o.arg >= op->args.size() ||
+		    (!o.strides.empty() && o.strides.size() != o.shape.size()))
+			throw py::value_error(op->name + ": bad output table");
+		op->outputs.push_back(std::move(o));
+	}
+	op->returns = t["returns"].cast<std::vector<int>>();
+	for (int r : op->returns)
+		if (r < 0 || (size_t)r >= op->args.size())
+			throw py::value_error(op->name + ": bad returns");
+	op->select = t["select"].cast<bool>();
+	for (py::handle h : t["instances"].cast<py::list>()) {
+		py::tuple r = h.cast<py::tuple>();
+		Instance inst;
+		inst.params = r[0].cast<std::vector<int64_t>>();
+		for (py::handle c : r[1].cast<py::list>()) {
+			py::tuple ct = c.cast<py::tuple>();
+			inst.checks.push_back({ ct[0].cast<int>(), ct[1].cast<int>(), program_of(ct[2]) });
+		}
+		op->instances.push_back(std::move(inst));
+	}
+	op->resolve = std::move(resolve);
+	return op;
+}
+
+/* register(tables, resolve_of): define and implement jitk::S (when the
+ * table says functional) and jitk::S.out for each table; resolve_of(name)
+ * gives the symbol's resolve(device). */
+void register_ops(py::list tables, py::object resolve_of)
+{
+	std::vector<std::shared_ptr<Op>> ops;
+	for (py::handle h : tables) {
+		py::dict t = h.cast<py::dict>();
+		ops.push_back(op_of(t, resolve_of(t["name"])));
+	}
+	auto def = std::make_unique<torch::Library>(torch::Library::FRAGMENT, "jitk", std::nullopt,
+						    __FILE__, __LINE__);
+	auto cuda = std::make_unique<torch::Library>(torch::Library::IMPL, "jitk",
+						     c10::DispatchKey::CUDA, __FILE__, __LINE__);
+	auto meta = std::make_unique<torch::Library>(torch::Library::IMPL, "jitk",
+						     c10::DispatchKey::Meta, __FILE__, __LINE__);
+	size_t i = 0;
+	for (py::handle h : tables) {
+		py::dict t = h.cast<py::dict>();
+		std::shared_ptr<Op> op = ops[i++];
+		std::string out = op->name + ".out";
+		if (op->functional) {
+			def->def(t["schema"].cast<std::string>().c_str());
+			cuda->impl(op->name.c_str(), kernel(op, true, false));
+			meta->impl(op->name.c_str(), kernel(op, true, true));
+		}
+		def->def(t["out_schema"].cast<std::string>().c_str());
+		cuda->impl(out.c_str(), kernel(op, false, false));
+		meta->impl(out.c_str(), kernel(op, false, true));
+		registered->push_back(op);
+	}
+	libraries->push_back(std::move(def));
+	libraries->push_back(std::move(cuda));
+	libraries->push_back(std::move(meta));
+}
 
 } /* namespace */
 
-PyMODINIT_FUNC PyInit__torch(void)
+PYBIND11_MODULE(_torch, m)
 {
-	PlanType.tp_name = "jitk._torch.Plan";
-	PlanType.tp_basicsize = sizeof(Plan);
-	PlanType.tp_dealloc = plan_dealloc;
-	PlanType.tp_vectorcall_offset = offsetof(Plan, vectorcall);
-	PlanType.tp_call = PyVectorcall_Call;
-	PlanType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
-	PlanType.tp_doc = "Plan(jitk_op_call, mode, names, kinds, dtypes, out_dtypes, plain_types, "
-			  "resolve, fail, ArgumentError, ArgumentTypeError, configured=None): "
-			  "plan(*values) -> None | outputs | NOT_PLAIN";
-	PlanType.tp_new = plan_new;
-	if (PyType_Ready(&PlanType) < 0)
-		return nullptr;
-	PyObject *m = PyModule_Create(&torch_module);
-	if (!m)
-		return nullptr;
-	Py_INCREF(&PlanType);
-	if (PyModule_AddObject(m, "Plan", (PyObject *)&PlanType) < 0 ||
-	    PyModule_AddStringConstant(m, "torch_version", JITK_TORCH_VERSION) < 0 ||
-	    PyModule_AddIntConstant(m, "NOT_PLAIN", NOT_PLAIN) < 0) {
-		Py_DECREF(m);
-		return nullptr;
-	}
-	return m;
+	m.doc() = "jitk's PyTorch extension: the spec symbols as ops in C++ (jitk/_ops.py)";
+	m.attr("torch_version") = JITK_TORCH_VERSION;
+	m.def("init", [](uintptr_t op_call, uintptr_t error_last, uintptr_t status_name,
+			 uintptr_t unconfigure) {
+		lib.op_call = (op_call_fn)op_call;
+		lib.error_last = (error_last_fn)error_last;
+		lib.status_name = (status_name_fn)status_name;
+		lib.unconfigure = (unconfigure_fn)unconfigure;
+	}, "init(jitk_op_call, jitk_error_last, jitk_status_name, jitk_unconfigure): the library's "
+	   "functions, by address");
+	m.def("register", &register_ops, "register(tables, resolve_of): define and implement the ops");
+	m.def("watch", [](int device, uint64_t data, int64_t version) {
+		std::lock_guard<std::mutex> g(watch_lock);
+		for (Watched &w : watched)
+			if (w.device == device && w.data == data) {
+				w.version = version;
+				return;
+			}
+		watched.push_back({ device, data, version });
+		nwatched.store((int)watched.size());
+	}, "watch(device, data, version): a configured tensor; version -1: none to compare");
+	m.def("unwatch", [](int device, uint64_t data) {
+		std::lock_guard<std::mutex> g(watch_lock);
+		for (size_t i = 0; i < watched.size(); i++)
+			if (watched[i].device == device && watched[i].data == data) {
+				watched.erase(watched.begin() + (long)i);
+				break;
+			}
+		nwatched.store((int)watched.size());
+	}, "unwatch(device, data): forget a configured tensor");
+	m.def("watched", []() {
+		std::lock_guard<std::mutex> g(watch_lock);
+		py::list out;
+		for (const Watched &w : watched)
+			out.append(py::make_tuple(w.device, w.data, w.version));
+		return out;
+	}, "watched() -> [(device, data, version)]");
 }
