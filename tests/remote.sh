@@ -18,51 +18,13 @@ cleanup() {
 trap cleanup EXIT
 . "$(dirname "$0")/shlib"
 
-nginx=$(command -v nginx || ls /usr/sbin/nginx /usr/local/sbin/nginx 2>/dev/null | head -n 1)
+nginx=$(nginx_bin)
 if [ -z "$nginx" ]; then
 	echo "SKIP: remote: nginx not found (apt-get install nginx-light)"
 	exit 77
 fi
-
-# nginx on a free port: try a few until one binds.
-mkdir -p "$w/store" "$w/body"
-for try in 1 2 3 4 5 6 7 8; do
-	port=$((20000 + ($$ * 7 + try * 977) % 40000))
-	cat >"$w/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $w/nginx.pid;
-error_log $w/error.log;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path $w/body;
-  proxy_temp_path $w/body;
-  fastcgi_temp_path $w/body;
-  uwsgi_temp_path $w/body;
-  scgi_temp_path $w/body;
-  server {
-    listen 127.0.0.1:$port;
-    root $w/store;
-    client_max_body_size 512m;
-    location / {
-      dav_methods PUT;
-      create_full_put_path on;
-      dav_access user:rw group:r all:r;
-      log_not_found off;
-    }
-  }
-}
-EOF
-	"$nginx" -p "$w" -c "$w/nginx.conf" >/dev/null 2>&1 &
-	pid=$!
-	sleep 0.3
-	kill -0 "$pid" 2>/dev/null && break
-	wait "$pid" 2>/dev/null
-	pid=
-done
-[ -n "$pid" ] || { echo "remote: nginx did not start:"; cat "$w/error.log"; exit 1; }
+pid=$(nginx_start "$nginx" "$w") || { echo "remote: nginx did not start:"; cat "$w/error.log"; exit 1; }
+port=$(cat "$w/port")
 url=http://127.0.0.1:$port/fleet
 syms="static_quant_fp8 rms_norm_scale_shift"
 pre() { "$jitk" precompile $syms --specs specs --arch sm_90 -j 2 "$@"; }

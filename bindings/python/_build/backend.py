@@ -306,9 +306,10 @@ def main(argv):
         return 0 if torch_extension(os.path.join(ROOT, "runtime", "include"),
                                     os.path.join(HERE, NAME), _cuda_of(ROOT)) else 1
     if argv == ["frontend"]:
-        lib = os.path.join(ROOT, "build", "libjitk.so")
+        # the library the package would load: $JITK_LIBRARY, else the build's
+        lib = os.environ.get("JITK_LIBRARY") or os.path.join(ROOT, "build", "libjitk.so")
         if not os.path.exists(lib):
-            print(f"jitk build: no {lib}: run ninja first", file=sys.stderr)
+            print(f"jitk build: no {lib}: run ninja first (or set JITK_LIBRARY)", file=sys.stderr)
             return 1
         frontend(lib, os.path.join(ROOT, "specs"), os.path.join(HERE, NAME, "ops"))
         return 0
