@@ -1447,17 +1447,31 @@ static void test_lease_wait_and_expiry(void **state)
 	jitk_compiler_free(c);
 	holds_only_ref(f, c1);
 
-	/* A holder that never uploads: compile when the lease expires. */
+	/* A holder that died before its upload (a live one renews its lease:
+	 * test_a_lease_outlives_its_ttl_while_its_holder_compiles): compile
+	 * when the lease expires. */
 	c = compiler(f, c2, url, redis.url, 0, &log);
 	t_key(c, instance_of(c, SYM2), ARCH, key2);
 	hex_of(hex, key2);
-	assert_int_equal(jitk__lease_take(other, hex, &left), JITK_LEASE_TAKEN);
-	ms = jitk__now_ms();
+	ms = jitk__now_ms(); /* before the take: its expiry is 700 ms after this at least */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		jitk_lease *dying = NULL;
+
+		if (jitk__lease_open(&dying, redis.url, 0, 700, NULL) || !dying ||
+		    jitk__lease_take(dying, hex, &left) != JITK_LEASE_TAKEN)
+			_exit(1);
+		_exit(0); /* no release, no renewal any more */
+	}
+	assert_int_equal(waitpid(pid, &stw, 0), pid);
+	assert_true(WIFEXITED(stw) && WEXITSTATUS(stw) == 0);
 	assert_int_equal(precompile(c, instance_of(c, SYM2), ARCH, &origin), 0);
 	ms = jitk__now_ms() - ms;
-	printf("remote: lease held elsewhere (700 ms to live), no upload: compiled after %.0f ms\n", ms);
+	printf("remote: lease of a holder that died (700 ms to live), no upload: compiled after %.0f ms\n",
+	       ms);
 	assert_int_equal(origin, JITK_ORIGIN_COMPILED);
-	assert_true(ms >= 600 && ms < 700 + 12000 + 3 * f->compile_ms); /* waited for the expiry; no hang */
+	assert_true(ms >= 690 && ms < 700 + 12000 + 3 * f->compile_ms); /* waited for the expiry; no hang */
 	st = stats_of(c);
 	assert_int_equal(st.lease_waits, 1);
 	assert_int_equal(st.uploads, 1);
@@ -1761,6 +1775,65 @@ static int cold_start(const fixture *f, const char *dir, const char *url, const 
 		free(caches[i]);
 	}
 	return total;
+}
+
+/* A compile longer than the lease's time to live (a CUTLASS GEMM is a
+ * minute of NVRTC; a lease lives 10 s): the holder renews its lease while
+ * it compiles, and the others wait on it (before the renewal, every
+ * process whose wait outlived the lease compiled the key too: 8 of 8
+ * processes for one GEMM). Here this process holds a lease of 600 ms on
+ * the key and a child uploads the entry after 2 s; a compiler waiting on
+ * the lease gets it from the remote and compiles nothing. */
+static void test_a_lease_outlives_its_ttl_while_its_holder_compiles(void **state)
+{
+	fixture *f = *state;
+	char *dir = fresh(f, "renew"), *rdir = t_path(dir, "redis"), *cache = t_path(dir, "c");
+	char hex[2 * JITK_HASH_SIZE + 1], *url;
+	t_log log = { 0, "" };
+	jitk_lease *holder;
+	jitk_compiler *c;
+	server web, redis;
+	double ms;
+	long left;
+	int origin, stw;
+	pid_t pid;
+
+	assert_int_equal(jitk__mkdirs(rdir, 0755), 0);
+	if (nginx_start(&web, dir) || redis_start(&redis, rdir)) {
+		server_free(&web);
+		free(dir), free(rdir), free(cache);
+		skip();
+	}
+	url = jitk__asprintf("%s/renew", web.url);
+	assert_int_equal(jitk__lease_open(&holder, redis.url, 0, 600, NULL), 0);
+	hex_of(hex, f->key);
+	assert_int_equal(jitk__lease_take(holder, hex, &left), JITK_LEASE_TAKEN);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		jitk_remote *r = NULL;
+
+		usleep(2000000); /* "compiling": past three times the lease's life */
+		if (jitk__remote_open(&r, url, 0, 0, 0, NULL) || jitk__remote_put(r, f->key, f->ref, f->ref_len))
+			_exit(1);
+		jitk__remote_close(r);
+		_exit(0);
+	}
+	c = compiler(f, cache, url, redis.url, 0, &log);
+	assert_int_equal(build_sym(c, f, &origin, &ms), 0);
+	assert_int_equal(waitpid(pid, &stw, 0), pid);
+	assert_true(WIFEXITED(stw) && WEXITSTATUS(stw) == 0);
+	printf("remote: a lease of 600 ms renewed by its holder, upload after 2 s: remote hit after %.0f ms\n",
+	       ms);
+	assert_int_equal(origin, JITK_ORIGIN_REMOTE);
+	assert_int_equal(atomic_load(&c->compiles), 0);
+	assert_true(ms >= 1500); /* it waited past the lease's first life */
+	jitk__lease_release(holder, hex);
+	jitk__lease_close(holder);
+	jitk_compiler_free(c);
+	server_free(&redis);
+	server_free(&web);
+	free(url), free(dir), free(rdir), free(cache);
 }
 
 static void test_32_processes_with_and_without_lease(void **state)
@@ -2256,6 +2329,7 @@ int main(void)
 		cmocka_unit_test(test_lease_server_trickles_or_floods),
 		cmocka_unit_test(test_a_lease_held_for_ever_costs_one_wait),
 		cmocka_unit_test(test_32_processes_with_and_without_lease),
+		cmocka_unit_test(test_a_lease_outlives_its_ttl_while_its_holder_compiles),
 		cmocka_unit_test(test_s3_signing),
 		cmocka_unit_test(test_bundles),
 	};

@@ -988,7 +988,7 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 {
 	jitk_remote_counters *n = jitk__remote_counters(c->remote);
 	double start = jitk__now_ms(), deadline;
-	long left = 0, delay = 10, budget;
+	long left = 0, last, delay = 10, budget;
 	int st, rc = JITK_ENOENT;
 
 	*leased = 0;
@@ -1010,6 +1010,7 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 	if (budget > jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS)
 		budget = jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS;
 	deadline = start + (double)budget;
+	last = left;
 	for (;;) {
 		sleep_ms(delay);
 		delay = delay * 2 > 100 ? 100 : delay * 2;
@@ -1021,6 +1022,17 @@ static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int l
 			rc = remote_fetch(b, c, target, 0, 0);
 			break;
 		}
+		if (left > last) {
+			/* renewed: the holder lives and compiles; wait as long
+			 * as the lease says, up to JITK_LEASE_WAIT_MAX_MS in all */
+			double until = jitk__now_ms() + (double)left + JITK_LEASE_GRACE_MS;
+
+			if (until > start + JITK_LEASE_WAIT_MAX_MS)
+				until = start + JITK_LEASE_WAIT_MAX_MS;
+			if (until > deadline)
+				deadline = until;
+		}
+		last = left;
 	}
 	atomic_fetch_add(&n->wait_us, (unsigned long long)((jitk__now_ms() - start) * 1000.0));
 	if (rc)

@@ -55,6 +55,14 @@ struct jitk_lease {
 	atomic_int off;
 	atomic_ullong wasted_us; /* waits that ended without the holder's upload */
 	jitk_lease_counters n;
+	/* renewal: the keys this process holds, and the thread renewing them */
+	pthread_mutex_t held_lock; /* held, nheld, stop, renewer_pid */
+	pthread_cond_t wake;
+	char (*held)[65];
+	size_t nheld, held_cap;
+	int stop;
+	pid_t renewer_pid; /* the process the thread runs in (0: none) */
+	pthread_t renewer;
 };
 
 /* ---------------------------------------------------------------- open */
@@ -148,6 +156,8 @@ int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long tt
 	l->ttl_ms = ttl_ms > 0 ? ttl_ms : JITK_LEASE_TTL_MS;
 	l->fd = -1;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->held_lock, NULL);
+	pthread_cond_init(&l->wake, NULL);
 	if ((bad = parse_url(l, url))) {
 		int oom = !strcmp(bad, "out of memory");
 		char shown[256];
@@ -183,10 +193,22 @@ int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long tt
 
 void jitk__lease_close(jitk_lease *l)
 {
+	int join;
+
 	if (!l)
 		return;
+	pthread_mutex_lock(&l->held_lock);
+	join = l->renewer_pid && l->renewer_pid == getpid();
+	l->stop = 1;
+	pthread_cond_broadcast(&l->wake);
+	pthread_mutex_unlock(&l->held_lock);
+	if (join)
+		pthread_join(l->renewer, NULL);
 	if (l->fd >= 0)
 		close(l->fd); /* writes nothing; in a child, closes only its copy */
+	pthread_cond_destroy(&l->wake);
+	pthread_mutex_destroy(&l->held_lock);
+	free(l->held);
 	pthread_mutex_destroy(&l->lock);
 	free(l->url);
 	free(l->host);
@@ -598,6 +620,134 @@ static int pttl(jitk_lease *l, const char *key, long *left_ms)
 	return st;
 }
 
+/* ------------------------------------------------------------ renewal */
+
+/* A lease lives ttl_ms (10 s by default), and a compile may take longer:
+ * a CUTLASS GEMM is a minute of NVRTC, and a busy machine makes that many.
+ * A lease expired under its holder let every waiter compile the key too
+ * (8 processes, 8 compiles of one GEMM). So the holder keeps its leases
+ * alive while it compiles: a thread of this lease, started at the first
+ * take in a process, renews every key the process holds each ttl / 4
+ * (PEXPIRE back to ttl, only while the value is still this process's
+ * token: a lease that expired and went to another process is left to
+ * it). A holder that dies stops renewing, and its lease is gone within
+ * ttl, as before. Waiters see the renewal as a time to live that went up
+ * (jitk__lease_check) and wait on. */
+
+static int held_find(const jitk_lease *l, const char *hex)
+{
+	for (size_t i = 0; i < l->nheld; i++)
+		if (!strncmp(l->held[i], hex, 64))
+			return (int)i;
+	return -1;
+}
+
+static void held_drop(jitk_lease *l, const char *hex)
+{
+	int i;
+
+	pthread_mutex_lock(&l->held_lock);
+	if ((i = held_find(l, hex)) >= 0)
+		memcpy(l->held[i], l->held[--l->nheld], sizeof(l->held[0]));
+	pthread_mutex_unlock(&l->held_lock);
+}
+
+/* Renew one key: 1 renewed, 0 no longer this process's, -1 the server
+ * failed (leases are off then). */
+static int renew_one(jitk_lease *l, const char *hex)
+{
+	static const char script[] =
+		"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], "
+		"ARGV[2]) else return 0 end";
+	char key[sizeof(KEY_PREFIX) + 64], ttl[24];
+	const char *argv[6] = { "EVAL", script, "1", key, l->token, ttl };
+	redisReply *r;
+	int st;
+
+	key_name(key, hex);
+	snprintf(ttl, sizeof(ttl), "%ld", l->ttl_ms);
+	if (!(r = command(l, "EVAL (renew)", 6, argv)))
+		return -1;
+	st = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	hr->free_reply(r);
+	return st;
+}
+
+static void *renew_loop(void *arg)
+{
+	jitk_lease *l = arg;
+	long period = l->ttl_ms / 4 > 5 ? l->ttl_ms / 4 : 5;
+	char(*keys)[65] = NULL;
+	size_t cap = 0;
+
+	pthread_mutex_lock(&l->held_lock);
+	while (!l->stop) {
+		struct timespec ts;
+		size_t n;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += period / 1000;
+		ts.tv_nsec += (period % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+		while (!l->stop && pthread_cond_timedwait(&l->wake, &l->held_lock, &ts) != ETIMEDOUT)
+			;
+		if (l->stop)
+			break;
+		if (l->nheld > cap) {
+			char(*k)[65] = realloc(keys, l->nheld * sizeof(*keys));
+
+			if (!k)
+				continue; /* try again next period */
+			keys = k, cap = l->nheld;
+		}
+		n = l->nheld;
+		memcpy(keys, l->held, n * sizeof(*keys));
+		pthread_mutex_unlock(&l->held_lock);
+		for (size_t i = 0; i < n; i++)
+			if (!renew_one(l, keys[i]))
+				held_drop(l, keys[i]);
+		pthread_mutex_lock(&l->held_lock);
+	}
+	pthread_mutex_unlock(&l->held_lock);
+	free(keys);
+	return NULL;
+}
+
+/* Remember a key this process took, and see that the renewer runs here
+ * (after a fork, the parent's thread is not in the child: the child's
+ * own starts, and the parent's keys are not the child's to renew). */
+static void held_add(jitk_lease *l, const char *hex)
+{
+	pid_t me = getpid();
+
+	pthread_mutex_lock(&l->held_lock);
+	if (l->renewer_pid != me) {
+		int e;
+
+		l->nheld = 0;
+		l->stop = 0;
+		e = pthread_create(&l->renewer, NULL, renew_loop, l);
+		l->renewer_pid = e ? 0 : me;
+		if (e)
+			jitk__log(&l->log, JITK_LOG_WARN, "lease server %s: no thread to renew leases "
+				  "(%s): a compile longer than a lease's %ld ms lets others compile too",
+				  l->url, strerror(e), l->ttl_ms);
+	}
+	if (held_find(l, hex) < 0) {
+		if (l->nheld == l->held_cap) {
+			size_t cap = l->held_cap ? 2 * l->held_cap : 8;
+			char(*h)[65] = realloc(l->held, cap * sizeof(*h));
+
+			if (h)
+				l->held = h, l->held_cap = cap;
+		}
+		if (l->nheld < l->held_cap)
+			snprintf(l->held[l->nheld++], 65, "%.64s", hex);
+	}
+	pthread_mutex_unlock(&l->held_lock);
+}
+
 int jitk__lease_take(jitk_lease *l, const char *hex, long *left_ms)
 {
 	char key[sizeof(KEY_PREFIX) + 64], ttl[24];
@@ -622,6 +772,7 @@ int jitk__lease_take(jitk_lease *l, const char *hex, long *left_ms)
 	}
 	if (st == JITK_LEASE_TAKEN) {
 		atomic_fetch_add(&l->n.taken, 1);
+		held_add(l, hex);
 		*left_ms = l->ttl_ms;
 		return st;
 	}
@@ -648,6 +799,7 @@ void jitk__lease_release(jitk_lease *l, const char *hex)
 	const char *argv[5] = { "EVAL", script, "1", key, l->token };
 	redisReply *r;
 
+	held_drop(l, hex);
 	key_name(key, hex);
 	if ((r = command(l, "EVAL (release)", 5, argv)))
 		hr->free_reply(r);

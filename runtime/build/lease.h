@@ -15,6 +15,9 @@
 /* How long past a lease's time to live a waiter still looks for the
  * holder's upload. */
 #define JITK_LEASE_GRACE_MS 1000
+/* The longest wait on a lease its holder keeps renewing (a compile that
+ * takes that long is compiled by the waiter too). */
+#define JITK_LEASE_WAIT_MAX_MS (15L * 60 * 1000)
 
 typedef struct jitk_lease jitk_lease;
 
@@ -41,7 +44,9 @@ enum {
 
 /* Take the lease on the key hex (64 hex digits): TAKEN, HELD or OFF. */
 int jitk__lease_take(jitk_lease *l, const char *hex, long *left_ms);
-/* Whether someone holds it: HELD, FREE or OFF. */
+/* Whether someone holds it: HELD, FREE or OFF. A holder renews its
+ * leases while it compiles (each ttl / 4, back to ttl): a *left_ms that
+ * went up since the last look is a holder that is alive. */
 int jitk__lease_check(jitk_lease *l, const char *hex, long *left_ms);
 /* Give back a lease this process took (only if it still holds it: an
  * expired lease someone else took since is left alone). */
