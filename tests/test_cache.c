@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "build/compile.h"
-#include "build/remote.h"
+#include "compile/compile.h"
+#include "store/remote.h"
 
 #define SYM "static_quant_fp8"
 

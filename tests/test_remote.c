@@ -32,8 +32,8 @@
 #include <openssl/hmac.h>
 
 #include "common.h"
-#include "build/bundle.h"
-#include "build/compile.h"
+#include "store/bundle.h"
+#include "compile/compile.h"
 #include "servers.h"
 
 #define SYM "static_quant_fp8"

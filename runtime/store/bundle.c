@@ -19,9 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build/bundle.h"
-#include "build/compile.h"
-#include "build/sign.h"
+#include "spec/spec.h"
+#include "store/bundle.h"
+#include "store/cache.h"
+#include "store/sign.h"
 
 static const char bundle_magic[8] = { 'J', 'I', 'T', 'K', 'B', 'N', 'D', '1' };
 

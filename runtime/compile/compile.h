@@ -5,12 +5,12 @@
 
 #include <pthread.h>
 
-#include "build/cache.h"
-#include "build/instance.h"
-#include "build/lease.h"
-#include "build/packages.h"
-#include "build/remote.h"
-#include "build/sign.h"
+#include "store/cache.h"
+#include "compile/instance.h"
+#include "store/lease.h"
+#include "compile/packages.h"
+#include "store/remote.h"
+#include "store/sign.h"
 #include "base/internal.h"
 #include "spec/spec.h"
 

@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build/bundle.h"
-#include "build/cache.h"
-#include "build/sign.h"
+#include "store/bundle.h"
+#include "store/cache.h"
+#include "store/sign.h"
 
 static const char entry_magic[8] = { 'J', 'I', 'T', 'K', 'C', 'B', 'N', '1' };
 
@@ -912,6 +912,26 @@ void jitk__cache_pch_remove(jitk_cache *c, const char *path)
 		close(fd);
 	}
 	close(rootfd);
+}
+
+/* The cache directory policy, in one place: the compiler's default, the
+ * bundles' pack and unpack and the CLI's cache commands. */
+int jitk_cache_default_dir(char **out)
+{
+	const char *v;
+
+	if (!out)
+		return jitk__error(JITK_EINVAL, "jitk_cache_default_dir: out is NULL");
+	if ((v = jitk__env("JITK_CACHE_DIR")))
+		*out = jitk__strdup(v);
+	else if ((v = jitk__env("XDG_CACHE_HOME")))
+		*out = jitk__asprintf("%s/jitk", v);
+	else if ((v = jitk__env("HOME")))
+		*out = jitk__asprintf("%s/.cache/jitk", v);
+	else
+		return jitk__error(JITK_ENOENT, "no cache directory: none of JITK_CACHE_DIR, "
+				   "XDG_CACHE_HOME and HOME is set");
+	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
 }
 
 int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,

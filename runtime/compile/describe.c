@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 
 const char *jitk_version(void)
 {

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 
 #ifndef JITK_DATADIR
 #define JITK_DATADIR "/usr/local/share/jitk"
@@ -70,26 +70,6 @@ static char *default_specs(void)
 		}
 	}
 	return found;
-}
-
-/* The cache directory policy, in one place: the compiler's default and
- * jitk_cache_default_dir (the CLI's cache commands). */
-int jitk_cache_default_dir(char **out)
-{
-	const char *v;
-
-	if (!out)
-		return jitk__error(JITK_EINVAL, "jitk_cache_default_dir: out is NULL");
-	if ((v = jitk__env("JITK_CACHE_DIR")))
-		*out = jitk__strdup(v);
-	else if ((v = jitk__env("XDG_CACHE_HOME")))
-		*out = jitk__asprintf("%s/jitk", v);
-	else if ((v = jitk__env("HOME")))
-		*out = jitk__asprintf("%s/.cache/jitk", v);
-	else
-		return jitk__error(JITK_ENOENT, "no cache directory: none of JITK_CACHE_DIR, "
-				   "XDG_CACHE_HOME and HOME is set");
-	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
 }
 
 static char *default_cache_dir(void)
@@ -1394,5 +1374,25 @@ int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler)
 		s.lease_errors = atomic_load(&l->errors);
 	}
 	jitk__out_fill(out, &s, remote_stats_sizes);
+	return JITK_OK;
+}
+
+/* The size of each version of the output structs (jitk.h, "Output
+ * structs"). */
+static const size_t sign_stats_sizes[] = { 0, JITK_OUT_END(jitk_sign_stats, signing) };
+
+int jitk_sign_stats_get(jitk_sign_stats *out, const jitk_compiler *compiler)
+{
+	jitk_sign_stats s = JITK_SIGN_STATS_INIT;
+	int rc;
+
+	if (!out || !compiler)
+		return jitk__error(JITK_EINVAL, "jitk_sign_stats_get: NULL argument");
+	if ((rc = jitk__out_check("jitk_sign_stats", out->version, JITK_SIGN_STATS_VERSION)))
+		return rc;
+	s.signed_entries = atomic_load(&compiler->signed_entries);
+	s.signing = compiler->signer != NULL;
+	jitk__trust_stats(&s, compiler->trust);
+	jitk__out_fill(out, &s, sign_stats_sizes);
 	return JITK_OK;
 }
