@@ -6,7 +6,7 @@
 
 #include <stdatomic.h>
 
-#include "base/internal.h"
+#include "store/image.h"
 
 #define JITK_CACHE_FORMAT 4 /* entry bytes; 2: the checksum covers the whole header; 3: it is XXH3-128; 4: a signature and the origin */
 /* The format number the key hashes: 3, the entry format of the key scheme
