@@ -1252,7 +1252,8 @@ static int lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
 		rejects += b->rejects;
 		if (nprobes)
 			*nprobes = ++k;
-		if (kept && r.made && !memcmp(&targets[i], &keep, sizeof(keep)) && !kept->made)
+		if (kept && r.made && !kept->made && targets[i].cc == keep.cc &&
+		    targets[i].kind == keep.kind && targets[i].suffix == keep.suffix)
 			*kept = r;
 		else
 			request_free(&r);
