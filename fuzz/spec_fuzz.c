@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/instance.h"
+#include "compile/instance.h"
 #include "spec/spec.h"
 
 static char *name;

@@ -179,7 +179,7 @@ precompiled 1 symbols x 1 architectures (sm_90) into $c2 in T s with 1 processes
 grep -q "^jitk: warning: cannot write cache entry $entry" "$tmp/err" ||
 	{ echo "FAIL: no warning naming the entry that could not be written"; fails=$((fails + 1)); }
 "$jitk" --version | sed 's/NVRTC [0-9]*\.[0-9]*/NVRTC N.N/' >"$tmp/out"
-has_lines "--version" "$tmp/out" "jitk $(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h) (NVRTC N.N, cache format $(sed -n 's/^#define JITK_CACHE_FORMAT \([0-9]*\).*/\1/p' runtime/build/cache.h))"
+has_lines "--version" "$tmp/out" "jitk $(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h) (NVRTC N.N, cache format $(sed -n 's/^#define JITK_CACHE_FORMAT \([0-9]*\).*/\1/p' runtime/store/cache.h))"
 
 # bench: its usage errors come before it looks for a GPU
 expect 2 "jitk: option '--rows' needs a value" bench --rows

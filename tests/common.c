@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "base/internal.h"
 
 const char *t_root(void)

@@ -20,7 +20,7 @@ mkdir -p "$b/fuzz"
 if ! command -v clang >/dev/null 2>&1 ||
    ! clang -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -g -O1 \
 	-Iruntime/include -Iruntime -I"$cuda/include" fuzz/spec_fuzz.c runtime/spec/spec.c \
-	runtime/spec/ytree.c runtime/spec/expr.c runtime/base/util.c runtime/base/arena.c runtime/build/instance.c \
+	runtime/spec/ytree.c runtime/spec/expr.c runtime/spec/options.c runtime/base/text.c runtime/base/error.c runtime/base/file.c runtime/base/hash.c runtime/base/arch.c runtime/base/arena.c runtime/store/image.c runtime/compile/instance.c \
 	-o "$b/fuzz/spec_fuzz" $yaml $crypto 2>"$b/fuzz/build.log"; then
 	echo "SKIP: clang with libFuzzer is not available (see $b/fuzz/build.log)"
 	exit 77

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/layers.sh - the dependency rule of runtime/ (docs/design.md):
-# base <- spec <- build <- gpu, the CLI and the examples on the public
+# base <- spec <- store <- compile <- gpu, the CLI and the examples on the public
 # headers only (and the typed-call headers generated from the specs), and
 # no family named in the library. Fails naming each offending include or
 # mention.
@@ -14,13 +14,14 @@ allowed() {
 	case $1 in
 	runtime/base/*) echo "base" ;;
 	runtime/spec/*) echo "base spec" ;;
-	runtime/build/*) echo "base spec build" ;;
-	runtime/gpu/*) echo "base spec build gpu" ;;
+	runtime/store/*) echo "base spec store" ;;
+	runtime/compile/*) echo "base spec store compile" ;;
+	runtime/gpu/*) echo "base spec store compile gpu" ;;
 	cli/* | examples/*) echo "" ;;
 	esac
 }
 
-for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/build/*.[ch] runtime/gpu/*.[ch] \
+for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/store/*.[ch] runtime/compile/*.[ch] runtime/gpu/*.[ch] \
 	cli/*.[ch] examples/*.c; do
 	[ -e "$f" ] || continue
 	ok=$(allowed "$f")
@@ -29,7 +30,7 @@ for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/build/*.[ch] runtime/gp
 		jitk.h | jitk/*.h) continue ;;
 		cli.h | bench.h | json.h) case $f in cli/*) continue ;; esac ;;
 		# configure's generated header (the packages it found), in the build dir
-		packages_config.h) case $f in runtime/build/packages.c) continue ;; esac ;;
+		packages_config.h) case $f in runtime/compile/packages.c) continue ;; esac ;;
 		esac
 		layer=${inc%%/*}
 		[ "$layer" = "$inc" ] && { say "$f includes \"$inc\" (not a layer header)"; continue; }
@@ -54,16 +55,16 @@ done
 # Angle includes: never a project header by the back door, and each
 # third-party library only in the files that own it (the layering of what
 # is linked: libcurl and hiredis behind optlib.c's loader, the driver's
-# headers in gpu/, NVRTC in build/).
+# headers in gpu/, NVRTC in compile/).
 for f in runtime/*/*.[ch] runtime/include/*.h runtime/include/jitk/*.h cli/*.[ch] examples/*.c \
 	bindings/python/jitk/*.c bindings/python/jitk/*.cpp bindings/python/jitk/*.h; do
 	[ -e "$f" ] || continue
 	for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/\1/p' "$f"); do
 		case $inc in
-		base/* | spec/* | build/* | gpu/* | jitk.h | jitk/*)
+		base/* | spec/* | store/* | compile/* | gpu/* | jitk.h | jitk/*)
 			say "$f includes <$inc>: project headers are included with quotes" ;;
 		curl/* | hiredis/*)
-			case $f in runtime/build/optlib.[ch] | runtime/build/remote.c | runtime/build/lease.c) ;;
+			case $f in runtime/store/optlib.[ch] | runtime/store/remote.c | runtime/store/lease.c) ;;
 			*) say "$f includes <$inc>: only optlib.c's users may (libjitk loads it on use)" ;;
 			esac ;;
 		cuda.h | cudaTypedefs.h)
@@ -71,8 +72,8 @@ for f in runtime/*/*.[ch] runtime/include/*.h runtime/include/jitk/*.h cli/*.[ch
 			*) say "$f includes <$inc>: the driver's headers belong to gpu/" ;;
 			esac ;;
 		nvrtc.h)
-			case $f in runtime/build/*) ;;
-			*) say "$f includes <$inc>: NVRTC belongs to build/" ;;
+			case $f in runtime/compile/*) ;;
+			*) say "$f includes <$inc>: NVRTC belongs to compile/" ;;
 			esac ;;
 		yaml.h)
 			case $f in runtime/spec/*) ;;
@@ -94,7 +95,7 @@ sed -n '/^pubcflags/,/[^$]$/p' build.ninja | grep -qE -- '-Iruntime( |$)' &&
 	say "build.ninja's pubcflags names -Iruntime"
 
 # Only the driver half includes the CUDA driver's headers.
-for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/build/*.[ch]; do
+for f in runtime/base/*.[ch] runtime/spec/*.[ch] runtime/store/*.[ch] runtime/compile/*.[ch]; do
 	grep -qE '#include <(cuda|cudaTypedefs)\.h>' "$f" && say "$f includes a CUDA driver header"
 done
 
@@ -106,5 +107,5 @@ hits=$(grep -rnE 'norm_scale_shift|static_quant|input_scale|\<hidden\>' runtime 
 [ -n "$hits" ] && say "the library mentions a family:
 $hits"
 
-[ $bad = 0 ] && echo "layers: base <- spec <- build <- gpu; CLI, examples and bindings on public headers; angle includes where their library belongs; no family in the library: ok"
+[ $bad = 0 ] && echo "layers: base <- spec <- store <- compile <- gpu; CLI, examples and bindings on public headers; angle includes where their library belongs; no family in the library: ok"
 exit $bad

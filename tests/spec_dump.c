@@ -26,7 +26,7 @@
 
 #include "jitk.h"
 #include "base/internal.h"
-#include "build/instance.h"
+#include "compile/instance.h"
 #include "spec/spec.h"
 
 #ifdef SPEC_DUMP_OOM

@@ -21,7 +21,7 @@ libs="$(cfg yaml_libs) $(cfg crypto_libs) $(cfg curl_libs) $(cfg hiredis_libs)"
 mkdir -p "$b/tests"
 cc -std=c11 -D_GNU_SOURCE -O1 -g -DSPEC_DUMP_OOM -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" $flags \
 	-Iruntime/include -Iruntime -I"$b" -I"$cuda/include" tests/spec_dump.c runtime/base/*.c \
-	runtime/spec/*.c runtime/build/*.c -o "$b/tests/spec_oom" $libs -L"$cudalib" \
+	runtime/spec/*.c runtime/store/*.c runtime/compile/*.c -o "$b/tests/spec_oom" $libs -L"$cudalib" \
 	-Wl,-rpath,"$cudalib" -lnvrtc -ldl -lpthread -lm || { echo "spec_oom: cannot build"; exit 1; }
 "$b/tests/spec_oom" --oom specs/*.yaml tests/families/specs/*.yaml tests/specs/good/*.yaml \
 	tests/specs/bad/*.yaml >"$b/tests/spec_oom.log"

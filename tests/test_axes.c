@@ -17,7 +17,7 @@
 
 #include "common.h"
 #include "fake_device.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "gpu/runtime.h"
 #include "jitk/norm_scale_shift.h"
 #include "jitk/per_token_quant_fp8.h"

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "build/compile.h"
-#include "build/remote.h"
+#include "compile/compile.h"
+#include "store/remote.h"
 
 #define SYM "static_quant_fp8"
 
@@ -486,7 +486,7 @@ static void test_lock_wait_names_holder(void **state)
 	memset(&w, 0, sizeof(w));
 	memset(key, 0xab, sizeof(key));
 	jitk__hex(hex, key, JITK_HASH_SIZE);
-	assert_int_equal(jitk__cache_open(&c, f->cache, NULL, &lg), 0);
+	assert_int_equal(jitk__cache_open(&c, f->cache, &lg), 0);
 	assert_int_equal(pipe(p), 0);
 	w.holder = fork();
 	assert_true(w.holder >= 0);

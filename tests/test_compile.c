@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 
 static char *build_dir; /* where this test binary's build is: BUILD/tests/.. */
 

@@ -33,7 +33,7 @@
 #include "common.h"
 #include "gpu_util.h"
 #include "gpu/device.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "jitk/norm_scale_shift.h"
 #include "jitk/per_token_quant_fp8.h"
 #include "jitk/static_quant_fp8.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 
 /* A spec set of four families over two packages, a and b, whose roots
  * are $T_PKG_A and $T_PKG_B: fa includes a, fb a and b, fc b, fd none. */

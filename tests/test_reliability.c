@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 
 #define SYM "static_quant_fp8"
 

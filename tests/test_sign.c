@@ -15,9 +15,9 @@
 
 #include "common.h"
 #include "servers.h"
-#include "build/bundle.h"
-#include "build/compile.h"
-#include "build/sign.h"
+#include "store/bundle.h"
+#include "compile/compile.h"
+#include "store/sign.h"
 
 #define K1 "tadd2[cols=64]"
 #define K2 "tadd2[cols=256]"

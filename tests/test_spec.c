@@ -13,7 +13,7 @@
 #include "common.h"
 #include "spec/expr.h"
 #include "base/internal.h"
-#include "build/instance.h"
+#include "compile/instance.h"
 #include "spec/spec.h"
 
 static int load_one(const char *path, spec_set **out)

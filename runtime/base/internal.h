@@ -179,21 +179,4 @@ void jitk__arch_format(char out[JITK_ARCH_STRLEN], jitk_arch a);
  * onward; 'f': sm_100 onward). Which numbers exist is NVRTC's to say
  * (jitk__nvrtc_archs). */
 int jitk__arch_suffix_ok(jitk_arch a);
-/* NULL when image holds code for target t: for sm_ targets a 64-bit CUDA
- * ELF (e_machine 190) for t's SM, for compute_ targets one NUL-terminated
- * PTX text whose .target is t; either way with a symbol or .entry for each
- * of names. Else a static reason. */
-const char *jitk__image_problem(const void *image, size_t size, int is_ptx,
-				jitk_arch t, const char *const *names, size_t nnames);
-
-/* ------------------------------------------------------- NVRTC options */
-
-/* NULL when a spec may pass opt to NVRTC (an allow list of options that
- * neither read nor write files, nor change the target, the kind of output
- * or the numerics), else a static reason. */
-const char *jitk__nvrtc_option_problem(const char *opt);
-/* The n bytes at s are a C++20 keyword or alternative token ("int",
- * "template", "and"; also "defined"). */
-int jitk__cxx_keyword(const char *s, size_t n);
-
 #endif

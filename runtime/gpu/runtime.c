@@ -528,23 +528,15 @@ static void count_build(jitk_slot *s, const jitk_build *b)
 	}
 }
 
-/* The image for this GPU: the cache for each target that runs here
- * (exact, family, PTX: jitk__lookup_run), else a build for rt->arch,
- * which compiles unless the seal (the compiler's) or JITK_NO_COMPILE
- * forbids it. */
+/* The image for this GPU: the local tiers for each target that runs here
+ * (exact, family, PTX), else a build for rt->arch, which compiles unless
+ * the seal (the compiler's) or JITK_NO_COMPILE forbids it
+ * (jitk__resolve_image). */
 static int find_or_build(jitk_build *b, jitk_runtime *rt, size_t inst, unsigned flags)
 {
-	jitk_slot *s = &rt->slots[inst];
-	int rc = JITK_ENOENT;
+	int rc = jitk__resolve_image(b, rt->comp, inst, rt->info.cc, rt->arch, flags);
 
-	if (!(flags & JITK_BUILD_FORCE)) {
-		rc = jitk__lookup_run(b, rt->comp, inst, rt->info.cc, NULL, NULL);
-		atomic_fetch_add(&s->cache_rejects, b->rejects);
-	}
-	if (rc != JITK_ENOENT)
-		return rc;
-	rc = jitk__build(b, rt->comp, inst, rt->arch, flags);
-	atomic_fetch_add(&s->cache_rejects, b->rejects);
+	atomic_fetch_add(&rt->slots[inst].cache_rejects, b->rejects);
 	return rc;
 }
 

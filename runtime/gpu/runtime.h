@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "gpu/device.h"
 
 /* Slots of a call's integer environment: the family's arguments (scalars

@@ -1584,7 +1584,7 @@ static const field launch_fields[] = {
 	{ .key = NULL },
 };
 
-/* NVRTC options a spec may add: an allow list (base/util.c) of options that
+/* NVRTC options a spec may add: an allow list (options.c) of options that
  * neither read nor write files, change the target or the kind of output,
  * nor break the numeric contract. jitk__tu_make checks again. */
 static int p_option(sctx *c, const ynode *n, const char *path, void *out, const field *fd)

@@ -370,4 +370,14 @@ const char *jitk__spec_quote(const char *s);
  * printable line: "'sm_90\n' is not an architecture (sm_90, ...)"). */
 int jitk__spec_arch_error(const char *text, size_t len);
 
+/* ----------------------------------------- NVRTC options (options.c) */
+
+/* NULL when a spec may pass opt to NVRTC (an allow list of options that
+ * neither read nor write files, nor change the target, the kind of output
+ * or the numerics), else a static reason. */
+const char *jitk__nvrtc_option_problem(const char *opt);
+/* The n bytes at s are a C++20 keyword or alternative token ("int",
+ * "template", "and"; also "defined"). */
+int jitk__cxx_keyword(const char *s, size_t n);
+
 #endif

@@ -33,9 +33,9 @@
 
 #include <hiredis/hiredis.h>
 
-#include "build/optlib.h"
-#include "build/lease.h"
-#include "build/remote.h"
+#include "store/optlib.h"
+#include "store/lease.h"
+#include "store/remote.h"
 
 #define KEY_PREFIX "jitk:lease:v1:"
 /* The longest reply read: jitk's commands answer with a status, an

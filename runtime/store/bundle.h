@@ -4,7 +4,7 @@
 #ifndef JITK_BUNDLE_H
 #define JITK_BUNDLE_H
 
-#include "build/cache.h"
+#include "store/cache.h"
 
 #define JITK_BUNDLE_FORMAT 1
 #define JITK_BUNDLE_HEADER 128

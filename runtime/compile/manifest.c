@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 
 #define MANIFEST_MAX_BYTES (16u << 20)
 

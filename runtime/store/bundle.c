@@ -19,9 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build/bundle.h"
-#include "build/compile.h"
-#include "build/sign.h"
+#include "spec/spec.h"
+#include "store/bundle.h"
+#include "store/cache.h"
+#include "store/sign.h"
 
 static const char bundle_magic[8] = { 'J', 'I', 'T', 'K', 'B', 'N', 'D', '1' };
 
@@ -746,7 +747,7 @@ static int cache_unpack(jitk_bundle_summary *out, const char *file, const char *
 				 *root ? jitk_error_last()->message : "no cache directory given");
 		goto done;
 	}
-	if ((rc = jitk__cache_open(&c, root, NULL, &quiet)))
+	if ((rc = jitk__cache_open(&c, root, &quiet)))
 		goto done;
 	if (!jitk__cache_root(c)) {
 		rc = jitk__error(JITK_EIO, "cannot unpack into %s: not a usable cache directory", root);
@@ -757,7 +758,6 @@ static int cache_unpack(jitk_bundle_summary *out, const char *file, const char *
 		jitk_cache_entry e, have;
 		const char *problem = NULL;
 		char what[128];
-		int origin;
 
 		if (!read_entry(b, r, &e, &problem) && ((problem = jitk__entry_kind_problem(&e)) ||
 							 (problem = jitk__trust_verdict(trust, &e, JITK_FROM_BUNDLE))))
@@ -769,7 +769,7 @@ static int cache_unpack(jitk_bundle_summary *out, const char *file, const char *
 				out->bad++;
 			continue;
 		}
-		if (!jitk__cache_get(c, r->key, r->target, &have, &origin)) {
+		if (!jitk__cache_get(c, r->key, r->target, &have, NULL)) {
 			jitk__cache_entry_free(&have);
 			if (out)
 				out->skipped++;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/optlib.h"
+#include "store/optlib.h"
 
 #ifndef JITK_CURL_SONAME
 #define JITK_CURL_SONAME "libcurl.so.4"

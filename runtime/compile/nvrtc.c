@@ -10,7 +10,7 @@
 
 #include <nvrtc.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 
 int jitk__nvrtc_version(int *major, int *minor)
 {

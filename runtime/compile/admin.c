@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 
 /* The size of each version of the output structs (jitk.h, "Output
  * structs"): from the start to the end of that version's last field. */

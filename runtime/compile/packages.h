@@ -5,8 +5,8 @@
 #define JITK_PACKAGES_H
 
 #include "base/internal.h"
-#include "build/cache.h"
-#include "build/instance.h"
+#include "store/cache.h"
+#include "compile/instance.h"
 #include "spec/spec.h"
 
 /* Bounds on one package tree: whatever is found there, hashing it takes

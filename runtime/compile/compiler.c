@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 
 #ifndef JITK_DATADIR
 #define JITK_DATADIR "/usr/local/share/jitk"
@@ -70,26 +70,6 @@ static char *default_specs(void)
 		}
 	}
 	return found;
-}
-
-/* The cache directory policy, in one place: the compiler's default and
- * jitk_cache_default_dir (the CLI's cache commands). */
-int jitk_cache_default_dir(char **out)
-{
-	const char *v;
-
-	if (!out)
-		return jitk__error(JITK_EINVAL, "jitk_cache_default_dir: out is NULL");
-	if ((v = jitk__env("JITK_CACHE_DIR")))
-		*out = jitk__strdup(v);
-	else if ((v = jitk__env("XDG_CACHE_HOME")))
-		*out = jitk__asprintf("%s/jitk", v);
-	else if ((v = jitk__env("HOME")))
-		*out = jitk__asprintf("%s/.cache/jitk", v);
-	else
-		return jitk__error(JITK_ENOENT, "no cache directory: none of JITK_CACHE_DIR, "
-				   "XDG_CACHE_HOME and HOME is set");
-	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
 }
 
 static char *default_cache_dir(void)
@@ -209,11 +189,40 @@ static int pch_init(jitk_compiler *c)
 	return 0;
 }
 
+/* The tiers in lookup order: the layers, the writable cache (when there is
+ * one), the remote (tier.h). */
+static int tiers_open(jitk_compiler *c)
+{
+	int rc = 0;
+
+	if (c->layers) {
+		jitk__tier_layers_trust(c->layers, c->trust);
+		c->tiers[c->ntiers++] = c->layers;
+	}
+	if (jitk__cache_root(c->cache) &&
+	    !(rc = jitk__tier_cache_new(&c->tiers[c->ntiers], c->cache, &c->log)))
+		c->ntiers++;
+	if (!rc && c->remote &&
+	    !(rc = jitk__tier_remote_new(&c->tiers[c->ntiers], c->remote, c->lease, c->trust, &c->log)))
+		c->ntiers++;
+	return rc;
+}
+
+jitk_tier *jitk__compiler_tier(const jitk_compiler *c, int origin)
+{
+	size_t i;
+
+	for (i = 0; i < c->ntiers; i++)
+		if (c->tiers[i]->ops->origin == origin)
+			return c->tiers[i];
+	return NULL;
+}
+
 int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 {
 	jitk_compiler_options o;
 	jitk_compiler *c;
-	char *specs = NULL, *cache_dir = NULL, **dirs = NULL;
+	char *specs = NULL, *cache_dir = NULL, *both = NULL, **dirs = NULL;
 	const char *layers;
 	size_t ndirs = 0, i;
 	int rc;
@@ -282,22 +291,17 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 				      "read-only: nothing is written to the cache")) &&
 	    *cache_dir) {
 		/* The cache directory becomes the first read-only layer. */
-		char *both = layers ? jitk__asprintf("%s:%s", cache_dir, layers) : jitk__strdup(cache_dir);
-
-		if (!both) {
+		if (!(both = layers ? jitk__asprintf("%s:%s", cache_dir, layers)
+				    : jitk__strdup(cache_dir))) {
 			rc = jitk__error(JITK_ENOMEM, "out of memory");
 			goto fail;
 		}
-		rc = jitk__cache_open(&c->cache, "", both, &c->log);
-		c->layer_dirs = both; /* for jitk_explain_cache's entry paths */
-		if (rc)
-			goto fail;
-	} else if ((rc = jitk__cache_open(&c->cache, cache_dir, layers, &c->log))) {
-		goto fail;
-	} else if (layers && !(c->layer_dirs = jitk__strdup(layers))) {
-		rc = jitk__error(JITK_ENOMEM, "out of memory");
-		goto fail;
+		layers = both;
+		*cache_dir = '\0';
 	}
+	if ((rc = jitk__cache_open(&c->cache, cache_dir, &c->log)) ||
+	    (rc = jitk__tier_layers_open(&c->layers, layers, &c->log)))
+		goto fail;
 	if ((rc = jitk__packages_new(&c->packages, c->specs, c->cache, &c->log)))
 		goto fail;
 	if ((rc = pch_init(c)))
@@ -308,7 +312,8 @@ int jitk_compiler_new(jitk_compiler **out, const jitk_compiler_options *opts)
 	if ((rc = jitk__signer_open(&c->signer, o.signing_key)) ||
 	    (rc = jitk__trust_new(&c->trust, o.trusted_keys, o.require_sigs, &c->log)))
 		goto fail;
-	jitk__cache_set_trust(c->cache, c->trust);
+	if ((rc = tiers_open(c)))
+		goto fail;
 	*out = c;
 	c = NULL;
 	rc = JITK_OK;
@@ -318,6 +323,7 @@ fail:
 	free(dirs);
 	free(specs);
 	free(cache_dir);
+	free(both);
 	jitk_compiler_free(c);
 	return rc;
 }
@@ -342,13 +348,16 @@ void jitk_compiler_free(jitk_compiler *c)
 	free(c->fam_compiles);
 	free(c->pch_dir);
 	jitk__spec_set_free(c->specs);
+	for (i = 0; i < c->ntiers; i++)
+		jitk__tier_close(c->tiers[i]);
+	if (!c->ntiers)
+		jitk__tier_close(c->layers); /* opened, not listed yet */
 	jitk__cache_close(c->cache);
 	jitk__lease_close(c->lease);
 	jitk__remote_close(c->remote);
 	jitk__signer_free(c->signer);
 	jitk__trust_free(c->trust);
 	free(c->dump_dir);
-	free(c->layer_dirs);
 	free(c->archs);
 	free(c);
 }
@@ -823,29 +832,6 @@ const char *jitk__compile_refused(const jitk_compiler *c, unsigned flags)
 	return NULL;
 }
 
-/* A verified cache entry can still hold the wrong thing for this build (an
- * empty image or LTO IR that an older jitk published for a spec with
- * --dlink-time-opt, a cubin for another SM, a hand-made entry): that is a
- * reject, not a hit. 1 when e may be used; else e is freed. The entry is
- * evicted only where a compile may replace it. */
-static int usable_hit(jitk_compiler *c, const jitk_build *b, jitk_cache_entry *e,
-		      int origin, unsigned flags)
-{
-	char arch[JITK_ARCH_STRLEN];
-	const char *why = jitk__entry_kind_problem(e), *refused = jitk__compile_refused(c, flags);
-
-	if (!why)
-		return 1;
-	jitk__arch_format(arch, b->variant.target);
-	jitk__log(&c->log, JITK_LOG_WARN, "cache entry %.16s... for %s on %s rejected: %s; %s%s",
-		  b->key_hex, c->specs->insts[b->variant.inst].name, arch, why,
-		  refused ? "kept, not compiled: " : "compiling it again", refused ? refused : "");
-	if (origin == JITK_ORIGIN_CACHE && !refused)
-		jitk__cache_evict(c->cache, b->entry.key);
-	jitk__cache_entry_free(e);
-	return 0;
-}
-
 /* Why a build is about to compile, as it really is (what the messages
  * of a refused or sealed compile say). */
 enum { MISS_PLAIN, MISS_CACHE_REJECT, MISS_REMOTE_REJECT };
@@ -893,154 +879,123 @@ static int compile_allowed(const jitk_compiler *c, const jitk_build *b, const ch
 }
 
 
-/* ------------------------------------------------------------ remote tier */
+/* ---------------------------------------------------------- the tiers */
 
-/* Fetch b's key from the remote: 0 with b->entry and b->origin set, after
- * the verification a local entry gets (entry header and checksum, key and
- * target, code for the target), and published into the writable cache.
- * JITK_ENOENT on a miss (counted when count_miss) or a reject (counted,
- * warned); JITK_EIO when its URL is off. */
-static int remote_fetch(jitk_build *b, jitk_compiler *c, const char *target, int count_miss,
+/* One (instance, target) asked of the tiers: its variant, translation
+ * unit and key, made once (jitk__prepare) and used for every tier, the
+ * compile and the publish. */
+typedef struct {
+	jitk_variant variant;
+	jitk_tu tu;
+	jitk_tier_ask ask;
+	int made;
+} request;
+
+static int request_make(request *r, jitk_compiler *c, size_t inst, jitk_arch arch,
 			unsigned flags)
 {
-	jitk_remote_counters *n = jitk__remote_counters(c->remote);
-	const char *why = NULL;
-	jitk_cache_entry e;
-	uint8_t *bytes;
-	size_t len;
-	int rc = jitk__remote_get(c->remote, b->entry.key, &bytes, &len);
+	int rc;
 
-	if (rc == JITK_ENOENT && count_miss)
-		atomic_fetch_add(&n->misses, 1);
-	if (rc)
+	memset(r, 0, sizeof(*r));
+	if ((rc = jitk__prepare(&r->tu, r->ask.key, &r->variant, c, inst, arch)))
 		return rc;
-	if (!jitk__entry_decode(&e, bytes, len, &why) &&
-	    ((why = jitk__entry_mismatch(&e, b->entry.key, target)) ||
-	     (why = jitk__entry_kind_problem(&e))))
-		jitk__cache_entry_free(&e);
-	free(bytes);
-	/* provenance: no trusted key's signature, no use (counted, warned once
-	 * per URL; the key is compiled as after a reject) */
-	if (!why && jitk__trust_admit(c->trust, &e, JITK_FROM_REMOTE,
-				      jitk__remote_url(c->remote, b->entry.key))) {
-		jitk__cache_entry_free(&e);
-		atomic_fetch_add(&n->rejects, 1);
-		b->refused = 1;
-		return JITK_ENOENT;
-	}
-	if (why) {
-		const char *refused = jitk__compile_refused(c, flags);
-
-		atomic_fetch_add(&n->rejects, 1);
-		jitk__log(&c->log, JITK_LOG_WARN, "remote object %.16s... for %s on %s from %s rejected: %s; %s%s",
-			  b->key_hex, c->specs->insts[b->variant.inst].name, target,
-			  jitk__remote_url(c->remote, b->entry.key), why,
-			  refused ? "not compiling it: " : "compiling it", refused ? refused : "");
-		return JITK_ENOENT;
-	}
-	atomic_fetch_add(&n->hits, 1);
-	b->entry = e;
-	b->origin = JITK_ORIGIN_REMOTE;
-	/* A failure to publish is the cache's to warn about; the image is
-	 * used from memory. */
-	if (jitk__cache_put(c->cache, &b->entry))
-		jitk__error_clear();
+	jitk__hex(r->ask.key_hex, r->ask.key, JITK_HASH_SIZE);
+	jitk__arch_format(r->ask.target, r->variant.target);
+	r->ask.name = c->specs->insts[inst].name;
+	r->ask.no_compile = jitk__compile_refused(c, flags);
+	r->made = 1;
 	return 0;
 }
 
-static void remote_upload(jitk_build *b, jitk_compiler *c)
+static void request_free(request *r)
 {
-	uint8_t *bytes = NULL;
-	size_t len = 0;
-
-	/* An unsigned upload never replaces an object that was refused here:
-	 * it may be signed by a key other nodes trust. */
-	if (b->refused && !c->signer)
-		return;
-	if (!jitk__entry_encode(&bytes, &len, &b->entry))
-		(void)jitk__remote_put(c->remote, b->entry.key, bytes, len);
-	free(bytes);
+	if (r->made)
+		jitk__tu_free(&r->tu);
+	r->made = 0;
 }
 
-static void sleep_ms(long ms)
+/* A hit: b holds it; the writable tiers before the one that had it take
+ * it too (a remote object lands in the cache). A failure to publish is
+ * the tier's to warn about; the image is used from memory. */
+static void serve(jitk_build *b, jitk_compiler *c, request *r, size_t at, jitk_cache_entry *e)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	size_t i;
 
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	b->entry = *e;
+	b->origin = (jitk_origin)c->tiers[at]->ops->origin;
+	for (i = 0; i < at; i++)
+		if (c->tiers[i]->ops->put && c->tiers[i]->ops->put(c->tiers[i], &r->ask, &b->entry))
+			jitk__error_clear();
 }
 
-/* Before compiling a key the remote lacks: take its lease (*leased), or,
- * while another process holds it, poll the remote until the holder's
- * upload arrives (0: b->entry filled) or the lease is gone or expired
- * (then compile anyway). A lease taken is followed by one more look when
- * look_again (the miss was a miss, not a rejected object): the previous
- * holder may have uploaded and given the lease back between the miss and
- * the take, and without the look this process would compile the key a
- * second time. A read-only process never takes a lease (it uploads
- * nothing that others could wait for) but waits on others'. A wait is
- * bounded by the lease's time to live (and a grace second), and by what
- * is left of the process's wait budget (jitk__lease_wait_left): a wait
- * that ends without the holder's upload is charged to it, and once it is
- * spent, leases are off for the process. */
-static int lease_wait(jitk_build *b, jitk_compiler *c, const char *target, int look_again,
-		      int *leased)
+/* Walk the tiers for r, in order: each one's get (not for the local
+ * tiers when `looked`: they were just read for this key, nor under
+ * `force`), and, where a compile may follow (claims), after a miss its
+ * claim: the writable cache's per-key lock with a look again, the
+ * remote's lease or the wait for its holder's upload (not under force).
+ * What each claim took is in held[], for walk_release. JITK_OK with b
+ * filled, else JITK_ENOENT. */
+static int walk(jitk_build *b, jitk_compiler *c, request *r, int looked, int force, int claims,
+		long *held)
 {
-	jitk_remote_counters *n = jitk__remote_counters(c->remote);
-	double start = jitk__now_ms(), deadline;
-	long left = 0, last, delay = 10, budget;
-	int st, rc = JITK_ENOENT;
+	jitk_cache_entry e;
+	size_t i;
 
-	*leased = 0;
-	if (!c->lease || !jitk__remote_on(c->remote, b->entry.key))
-		return JITK_ENOENT;
-	st = jitk__remote_read_only(c->remote) ? jitk__lease_check(c->lease, b->key_hex, &left)
-					       : jitk__lease_take(c->lease, b->key_hex, &left);
-	if (st == JITK_LEASE_TAKEN) {
-		*leased = 1;
-		return look_again ? remote_fetch(b, c, target, 0, 0) : JITK_ENOENT;
-	}
-	if (st != JITK_LEASE_HELD)
-		return JITK_ENOENT;
-	atomic_fetch_add(&jitk__lease_counters(c->lease)->waits, 1);
-	jitk__log(&c->log, JITK_LOG_INFO,
-		  "waiting for %s on %s: another process holds the lease on %.16s... (%ld ms left)",
-		  c->specs->insts[b->variant.inst].name, target, b->key_hex, left);
-	budget = jitk__lease_wait_left(c->lease);
-	if (budget > jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS)
-		budget = jitk__lease_ttl(c->lease) + JITK_LEASE_GRACE_MS;
-	deadline = start + (double)budget;
-	last = left;
-	for (;;) {
-		sleep_ms(delay);
-		delay = delay * 2 > 100 ? 100 : delay * 2;
-		if (!(rc = remote_fetch(b, c, target, 0, 0)) || !jitk__remote_on(c->remote, b->entry.key) ||
-		    jitk__now_ms() > deadline)
-			break;
-		if (jitk__lease_check(c->lease, b->key_hex, &left) != JITK_LEASE_HELD) {
-			/* given back after the upload, or expired: one last look */
-			rc = remote_fetch(b, c, target, 0, 0);
-			break;
-		}
-		if (left > last) {
-			/* renewed: the holder lives and compiles; wait as long
-			 * as the lease says, up to JITK_LEASE_WAIT_MAX_MS in all */
-			double until = jitk__now_ms() + (double)left + JITK_LEASE_GRACE_MS;
+	for (i = 0; i < c->ntiers; i++) {
+		jitk_tier *t = c->tiers[i];
+		unsigned rejects = r->ask.rejects + r->ask.remote_rejects;
+		int asked = !force && !(looked && t->ops->local);
 
-			if (until > start + JITK_LEASE_WAIT_MAX_MS)
-				until = start + JITK_LEASE_WAIT_MAX_MS;
-			if (until > deadline)
-				deadline = until;
+		held[i] = -1;
+		if (asked && !t->ops->get(t, &r->ask, &e)) {
+			serve(b, c, r, i, &e);
+			return JITK_OK;
 		}
-		last = left;
+		/* a look again after a plain miss only: a bad entry there
+		 * would be warned about twice */
+		if (claims && t->ops->claim && !(force && !t->ops->local) &&
+		    !t->ops->claim(t, &r->ask,
+				   !force && rejects == r->ask.rejects + r->ask.remote_rejects, &e,
+				   &held[i])) {
+			serve(b, c, r, i, &e);
+			return JITK_OK;
+		}
 	}
-	atomic_fetch_add(&n->wait_us, (unsigned long long)((jitk__now_ms() - start) * 1000.0));
-	if (rc)
-		jitk__lease_wasted(c->lease, jitk__now_ms() - start);
-	return rc;
+	return JITK_ENOENT;
+}
+
+static void walk_release(jitk_compiler *c, request *r, const long *held)
+{
+	size_t i;
+
+	for (i = c->ntiers; i-- > 0;)
+		if (held[i] >= 0)
+			c->tiers[i]->ops->release(c->tiers[i], &r->ask, held[i]);
+}
+
+/* The compiled image into every tier that takes one (signed first, where
+ * the compiler signs). JITK_ORIGIN_MEMORY when a local tier failed to
+ * take it (warned: the image is used from memory). */
+static jitk_origin publish(jitk_compiler *c, request *r, jitk_build *b)
+{
+	jitk_origin origin = JITK_ORIGIN_COMPILED;
+	size_t i;
+
+	/* provenance: a builder signs what it publishes, locally and remotely */
+	if (c->signer && !jitk__sign_entry(c->signer, &b->entry))
+		atomic_fetch_add(&c->signed_entries, 1);
+	for (i = 0; i < c->ntiers; i++) {
+		jitk_tier *t = c->tiers[i];
+
+		if (t->ops->put && t->ops->put(t, &r->ask, &b->entry) && t->ops->local)
+			origin = JITK_ORIGIN_MEMORY;
+	}
+	jitk__error_clear();
+	return origin;
 }
 
 /* Header packages are hashed once per compiler: before a compile, their
+
  * trees are walked again, so that an edit since then gives a new key
  * instead of a new image under the old one (*again: make the key again).
  * After it, once more: an image compiled while a header changed is used
@@ -1074,129 +1029,91 @@ static int packages_moved(jitk_compiler *c, size_t inst)
 	return changed;
 }
 
-static int build_once(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
+/* One build of r (made here unless the caller made it: then the local
+ * tiers were read for it already). */
+static int build_once(jitk_build *b, jitk_compiler *c, request *r, size_t inst, jitk_arch arch,
 		      unsigned flags, int check_packages, int *again)
 {
-	jitk_tu tu;
-	char target[JITK_ARCH_STRLEN];
-	int rc, lock = -1, origin = 0, rejected = 0, leased = 0;
-	int use_cache = !(flags & JITK_BUILD_PTXAS_INFO);
-	int ask_remote = use_cache && c->remote && !c->force_compile && !(flags & JITK_BUILD_FORCE);
-	unsigned long long rejects0 = jitk__cache_thread_rejects();
+	long held[JITK_MAX_TIERS];
+	int use_tiers = !(flags & JITK_BUILD_PTXAS_INFO), looked = r->made, rc = 0;
+	int force = c->force_compile || (flags & JITK_BUILD_FORCE);
+	unsigned rejects0 = r->ask.rejects;
+	size_t i;
 
-	/* The seal of the runtime that owns c covers every build of c, not
-	 * only the runtime's own resolves (jitk_precompile on
-	 * jitk_runtime_compiler's compiler too). */
-	flags |= seal_flags(c);
 	memset(b, 0, sizeof(*b));
-	if ((rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, arch)))
+	for (i = 0; i < JITK_MAX_TIERS; i++)
+		held[i] = -1;
+	if (!r->made && (rc = request_make(r, c, inst, arch, flags)))
 		return rc;
-	jitk__hex(b->key_hex, b->entry.key, JITK_HASH_SIZE);
-	jitk__arch_format(target, b->variant.target);
+	r->ask.no_compile = jitk__compile_refused(c, flags);
+	b->variant = r->variant;
+	memcpy(b->entry.key, r->ask.key, JITK_HASH_SIZE);
+	memcpy(b->key_hex, r->ask.key_hex, sizeof(b->key_hex));
 	if (c->dump_dir)
-		dump_source(c, b, &tu);
-	if (use_cache && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
-		jitk_cache_entry e;
-
-		if (!jitk__cache_get(c->cache, b->entry.key, target, &e, &origin)) {
-			if (usable_hit(c, b, &e, origin, flags)) {
-				memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
-				b->entry = e;
-				b->origin = (jitk_origin)origin;
-				goto done;
-			}
-			rejected = 1;
-		}
-	}
-	if (jitk__cache_thread_rejects() != rejects0)
-		rejected = 1;
-	/* The seal and JITK_NO_COMPILE are checked where a miss would compile:
-	 * after the layers, and after the remote where there is one (a process
-	 * that may not compile takes neither the lock nor a lease); also for
-	 * a build that does not use the cache. */
-	if (!ask_remote &&
-	    (rc = compile_allowed(c, b, target, flags, rejected ? MISS_CACHE_REJECT : MISS_PLAIN)))
+		dump_source(c, b, &r->tu);
+	/* The seal and JITK_NO_COMPILE are checked where a miss would
+	 * compile, after every tier was asked (a process that may not
+	 * compile takes neither the lock nor a lease); also for a build
+	 * that does not use the tiers. */
+	if (use_tiers && !walk(b, c, r, looked, force, !r->ask.no_compile, held))
 		goto done;
-	if (use_cache && !c->no_compile && !(flags & JITK_BUILD_SEAL_ERROR)) {
-		jitk__cache_lock(c->cache, b->entry.key, &lock);
-		/* Someone may have published while we waited for the lock. */
-		if (lock >= 0 && !rejected && !c->force_compile && !(flags & JITK_BUILD_FORCE)) {
-			jitk_cache_entry e;
-
-			/* (in the writable cache: the layers were just read, and a
-			 * bad entry there would be warned about twice) */
-			if (!jitk__cache_get_writable(c->cache, b->entry.key, target, &e) &&
-			    usable_hit(c, b, &e, origin = JITK_ORIGIN_CACHE, flags)) {
-				b->entry = e;
-				b->origin = (jitk_origin)origin;
-				goto done;
-			}
-		}
-	}
-	if (ask_remote) {
-		unsigned long long rejects = atomic_load(&jitk__remote_counters(c->remote)->rejects);
-
-		int remote_rejected;
-
-		if (!remote_fetch(b, c, target, 1, flags))
-			goto done;
-		remote_rejected = atomic_load(&jitk__remote_counters(c->remote)->rejects) != rejects;
-		if ((rc = compile_allowed(c, b, target, flags,
-					  remote_rejected ? MISS_REMOTE_REJECT
-					  : rejected	  ? MISS_CACHE_REJECT
-							  : MISS_PLAIN)))
-			goto done;
-		if (!lease_wait(b, c, target, !remote_rejected, &leased))
-			goto done;
-	}
+	if ((rc = compile_allowed(c, b, r->ask.target, flags,
+				  r->ask.remote_rejects ? MISS_REMOTE_REJECT
+				  : r->ask.rejects      ? MISS_CACHE_REJECT
+							: MISS_PLAIN)))
+		goto done;
 	if (check_packages && (rc = packages_before(c, inst, again)))
 		goto done;
 	if (*again) {
 		rc = JITK_ENOENT;
 		goto done;
 	}
-	if ((rc = compile_now(b, c, &tu, flags)))
+	if ((rc = compile_now(b, c, &r->tu, flags)))
 		goto done;
 	b->origin = JITK_ORIGIN_COMPILED;
-	if (packages_moved(c, inst)) {
+	if (packages_moved(c, inst))
 		b->origin = JITK_ORIGIN_MEMORY;
-		use_cache = 0;
-	}
-	/* provenance: a builder signs what it publishes, locally and remotely */
-	if (use_cache && c->signer && !jitk__sign_entry(c->signer, &b->entry))
-		atomic_fetch_add(&c->signed_entries, 1);
-	/* A failure to publish is warned about; the image stays in memory. */
-	if (use_cache && jitk__cache_put(c->cache, &b->entry))
-		b->origin = JITK_ORIGIN_MEMORY;
-	if (use_cache && c->remote && !jitk__remote_read_only(c->remote))
-		remote_upload(b, c);
+	else if (use_tiers)
+		b->origin = publish(c, r, b);
 	jitk__error_clear();
 done:
-	if (leased)
-		jitk__lease_release(c->lease, b->key_hex);
-	jitk__cache_unlock(lock);
-	jitk__tu_free(&tu);
+	walk_release(c, r, held);
+	b->rejects = r->ask.rejects - rejects0;
 	if (rc)
 		jitk__build_free(b);
-	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
+	return rc;
+}
+
+static int build_with(jitk_build *b, jitk_compiler *c, request *r, size_t inst, jitk_arch arch,
+		      unsigned flags)
+{
+	int again = 0, tries, rc = 0;
+
+	/* The seal of the runtime that owns c covers every build of c, not
+	 * only the runtime's own resolves (jitk_precompile on
+	 * jitk_runtime_compiler's compiler too). */
+	flags |= seal_flags(c);
+	/* A package that keeps changing gets a last try without the check
+	 * before (the one after still keeps its image out of the cache); each
+	 * try makes the key again. */
+	for (tries = 0; tries < 3; tries++) {
+		again = 0;
+		rc = build_once(b, c, r, inst, arch, flags, tries < 2, &again);
+		request_free(r);
+		if (!again)
+			break;
+		jitk__error_clear();
+	}
 	return rc;
 }
 
 int jitk__build(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch arch,
 		unsigned flags)
 {
-	int again = 0, tries, rc = 0;
+	request r;
 
-	/* A package that keeps changing gets a last try without the check
-	 * before (the one after still keeps its image out of the cache). */
-	for (tries = 0; tries < 3; tries++) {
-		again = 0;
-		rc = build_once(b, c, inst, arch, flags, tries < 2, &again);
-		if (!again)
-			break;
-		jitk__error_clear();
-	}
-	return rc;
+	memset(&r, 0, sizeof(r));
+	return build_with(b, c, &r, inst, arch, flags);
 }
 
 void jitk__build_free(jitk_build *b)
@@ -1244,25 +1161,22 @@ size_t jitk__run_targets(jitk_arch *out, jitk_run_kind *kinds, size_t max,
 	return n;
 }
 
-/* One target of the lookup order: its key, then the cache. *state says
+/* One target of the lookup order: its key, then the local tiers. *p says
  * what was found; JITK_OK on a usable hit (b filled), JITK_ENOENT when
  * the target does not serve, an error when the spec cannot be specialized
- * there. */
-static int probe_target(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch t, int cc,
-			jitk_run_probe *p)
+ * there. r keeps the request (for the build that may follow). */
+static int probe_target(jitk_build *b, jitk_compiler *c, request *r, size_t inst, jitk_arch t,
+			int cc, jitk_run_probe *p)
 {
-	const char *name = c->specs->insts[inst].name;
-	char target[JITK_ARCH_STRLEN];
-	unsigned long long rejects0 = jitk__cache_thread_rejects();
 	jitk_cache_entry e;
-	jitk_tu tu;
-	int rc, origin = 0;
+	size_t i;
+	int rc;
 
 	memset(b, 0, sizeof(*b));
 	p->asked = p->target = t;
 	p->state = JITK_PROBE_MISSING;
 	p->key_hex[0] = '\0';
-	rc = jitk__prepare(&tu, b->entry.key, &b->variant, c, inst, t);
+	rc = request_make(r, c, inst, t, 0);
 	if (rc == JITK_EARCH || rc == JITK_EINVAL) {
 		/* gated on this target, or its tuning asks for a target NVRTC
 		 * lacks (arch_specific where no sm_NNa exists): it cannot serve */
@@ -1272,39 +1186,35 @@ static int probe_target(jitk_build *b, jitk_compiler *c, size_t inst, jitk_arch 
 	}
 	if (rc)
 		return rc;
-	jitk__tu_free(&tu);
-	p->target = b->variant.target;
-	jitk__hex(b->key_hex, b->entry.key, JITK_HASH_SIZE);
-	memcpy(p->key_hex, b->key_hex, sizeof(p->key_hex));
-	if (b->variant.target.suffix == 'a' && b->variant.target.cc != cc) {
+	b->variant = r->variant;
+	p->target = r->variant.target;
+	memcpy(p->key, r->ask.key, JITK_HASH_SIZE);
+	memcpy(p->key_hex, r->ask.key_hex, sizeof(p->key_hex));
+	if (r->variant.target.suffix == 'a' && r->variant.target.cc != cc) {
 		p->state = JITK_PROBE_FOREIGN;
 		return JITK_ENOENT;
 	}
-	jitk__arch_format(target, b->variant.target);
-	jitk__range_push("cache lookup %s for %s", name, target);
-	rc = jitk__cache_get(c->cache, b->entry.key, target, &e, &origin);
+	jitk__range_push("cache lookup %s for %s", r->ask.name, r->ask.target);
+	for (i = 0, rc = JITK_ENOENT; i < c->ntiers && rc; i++)
+		if (c->tiers[i]->ops->local && !(rc = c->tiers[i]->ops->get(c->tiers[i], &r->ask, &e)))
+			serve(b, c, r, i, &e);
 	jitk__range_pop();
-	b->rejects = (unsigned)(jitk__cache_thread_rejects() - rejects0);
+	b->rejects = r->ask.rejects;
 	if (rc) {
 		if (b->rejects)
 			p->state = JITK_PROBE_REJECTED;
 		return JITK_ENOENT;
 	}
-	if (!usable_hit(c, b, &e, origin, 0)) {
-		p->state = JITK_PROBE_REJECTED;
-		b->rejects++;
-		return JITK_ENOENT;
-	}
-	memcpy(e.key, b->entry.key, JITK_HASH_SIZE);
-	b->entry = e;
-	b->origin = (jitk_origin)origin;
+	memcpy(b->key_hex, r->ask.key_hex, sizeof(b->key_hex));
 	p->state = JITK_PROBE_HIT;
-	p->origin = origin;
+	p->origin = b->origin;
 	return JITK_OK;
 }
 
-int jitk__lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
-		     jitk_run_probe *probes, size_t *nprobes)
+/* jitk__lookup_run; the request of target keep, when it was made, stays
+ * in *kept (NULL: none is kept). */
+static int lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
+		      jitk_run_probe *probes, size_t *nprobes, request *kept, jitk_arch keep)
 {
 	jitk_arch targets[JITK_MAX_RUN_TARGETS], gpu = { cc, 's', 0 }, exact = gpu;
 	jitk_run_kind kinds[JITK_MAX_RUN_TARGETS];
@@ -1328,19 +1238,25 @@ int jitk__lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
 	n = jitk__run_targets(targets, kinds, JITK_MAX_RUN_TARGETS, c, cc);
 	for (i = 0, k = 0; i < n; i++) {
 		jitk_run_probe *p = probes ? &probes[k] : &own;
+		request r;
 
 		/* sm_CCa after sm_CC: the same key when the tuning asks for
 		 * arch_specific (sm_CC compiles as sm_CCa) */
 		if (i && targets[i].suffix == 'a' && kinds[i] == JITK_RUN_EXACT &&
 		    exact.suffix == 'a')
 			continue;
-		rc = probe_target(b, c, inst, targets[i], cc, p);
+		rc = probe_target(b, c, &r, inst, targets[i], cc, p);
 		p->kind = kinds[i];
 		if (i == 0)
 			exact = p->target;
 		rejects += b->rejects;
 		if (nprobes)
 			*nprobes = ++k;
+		if (kept && r.made && !kept->made && targets[i].cc == keep.cc &&
+		    targets[i].kind == keep.kind && targets[i].suffix == keep.suffix)
+			*kept = r;
+		else
+			request_free(&r);
 		if (rc != JITK_ENOENT)
 			break;
 	}
@@ -1348,6 +1264,33 @@ int jitk__lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
 		memset(b, 0, sizeof(*b));
 	b->rejects = rejects;
 	return n ? rc : JITK_ENOENT;
+}
+
+int jitk__lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
+		     jitk_run_probe *probes, size_t *nprobes)
+{
+	return lookup_run(b, c, inst, cc, probes, nprobes, NULL, (jitk_arch){ 0, 0, 0 });
+}
+
+int jitk__resolve_image(jitk_build *b, jitk_compiler *c, size_t inst, int cc, jitk_arch arch,
+			unsigned flags)
+{
+	request r;
+	unsigned rejects = 0;
+	int rc = JITK_ENOENT;
+
+	memset(&r, 0, sizeof(r));
+	if (!(flags & JITK_BUILD_FORCE)) {
+		rc = lookup_run(b, c, inst, cc, NULL, NULL, &r, arch);
+		rejects = b->rejects;
+	}
+	if (rc != JITK_ENOENT) {
+		request_free(&r);
+		return rc;
+	}
+	rc = build_with(b, c, &r, inst, arch, flags);
+	b->rejects += rejects;
+	return rc;
 }
 
 /* ------------------------------------------------------------- public */
@@ -1406,5 +1349,25 @@ int jitk_remote_stats_get(jitk_remote_stats *out, const jitk_compiler *compiler)
 		s.lease_errors = atomic_load(&l->errors);
 	}
 	jitk__out_fill(out, &s, remote_stats_sizes);
+	return JITK_OK;
+}
+
+/* The size of each version of the output structs (jitk.h, "Output
+ * structs"). */
+static const size_t sign_stats_sizes[] = { 0, JITK_OUT_END(jitk_sign_stats, signing) };
+
+int jitk_sign_stats_get(jitk_sign_stats *out, const jitk_compiler *compiler)
+{
+	jitk_sign_stats s = JITK_SIGN_STATS_INIT;
+	int rc;
+
+	if (!out || !compiler)
+		return jitk__error(JITK_EINVAL, "jitk_sign_stats_get: NULL argument");
+	if ((rc = jitk__out_check("jitk_sign_stats", out->version, JITK_SIGN_STATS_VERSION)))
+		return rc;
+	s.signed_entries = atomic_load(&compiler->signed_entries);
+	s.signing = compiler->signer != NULL;
+	jitk__trust_stats(&s, compiler->trust);
+	jitk__out_fill(out, &s, sign_stats_sizes);
 	return JITK_OK;
 }

@@ -5,12 +5,13 @@
 
 #include <pthread.h>
 
-#include "build/cache.h"
-#include "build/instance.h"
-#include "build/lease.h"
-#include "build/packages.h"
-#include "build/remote.h"
-#include "build/sign.h"
+#include "store/cache.h"
+#include "compile/instance.h"
+#include "store/lease.h"
+#include "compile/packages.h"
+#include "store/remote.h"
+#include "store/sign.h"
+#include "store/tier.h"
 #include "base/internal.h"
 #include "spec/spec.h"
 
@@ -48,18 +49,24 @@ void jitk__compiled_free(jitk_compiled *c);
 
 /* -------------------------------------------------------------- compiler */
 
+#define JITK_MAX_TIERS 4
+
 struct jitk_compiler {
 	spec_set *specs;
 	jitk_template *templates; /* per family: the template with includes inlined */
 	jitk_packages *packages;  /* header packages, found and hashed on first use */
-	jitk_cache *cache;
+	jitk_cache *cache;   /* the writable cache (no root: none) */
+	/* The storage tiers in lookup order (tier.h): the read-only layers,
+	 * the writable cache, the remote; those that exist. */
+	jitk_tier *tiers[JITK_MAX_TIERS];
+	size_t ntiers;
+	jitk_tier *layers; /* tiers[0] when there are layers, else NULL */
 	jitk_remote *remote; /* NULL: none */
 	jitk_lease *lease;   /* NULL: none */
 	jitk_logger log;
 	int no_compile;
 	int force_compile;
 	char *dump_dir;
-	char *layer_dirs; /* the read-only layers, colon-separated, as opened (or NULL) */
 	int nvrtc_major, nvrtc_minor;
 	int *archs; /* the SM numbers this NVRTC compiles for, ascending */
 	size_t narchs;
@@ -90,8 +97,7 @@ typedef struct {
 	double compile_ms; /* NVRTC time when compiled now */
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 	char *log; /* NVRTC log when compiled now (warnings), else NULL */
-	unsigned rejects; /* cache entries this build found bad (also on failure) */
-	int refused; /* the remote's object was refused: no trusted key signed it */
+	unsigned rejects; /* local entries this build found bad (also on failure) */
 } jitk_build;
 
 /* Options of any version (1 to current) into the current layout. */
@@ -109,12 +115,13 @@ int jitk__compiler_options_read(jitk_compiler_options *o, const jitk_compiler_op
  * or the seal, c's own included), or NULL when it may. */
 const char *jitk__compile_refused(const jitk_compiler *c, unsigned flags);
 
-/* Get the image of instance inst for arch: cache layers and the writable
- * cache, else (under the per-key lock) the remote tier, else NVRTC (after
- * taking or waiting for the key's lease, when there is a lease server),
- * then publish and upload. A remote object is verified as a local entry
- * is and published into the writable cache; nothing the remote does fails
- * a build. Only an image that is code for the
+/* Get the image of instance inst for arch: its key, made once, asked of
+ * each tier in turn (tier.h: the read-only layers, the writable cache and,
+ * after the cache's per-key lock, the remote), else NVRTC (after taking or
+ * waiting for the key's lease, when there is a lease server), then put
+ * into every tier that takes it. A remote object is verified as a local
+ * entry is and published into the writable cache; nothing the remote does
+ * fails a build. Only an image that is code for the
  * target (jitk__image_problem) is published or returned: a cache hit that
  * is not is a reject (logged, evicted, compiled again). JITK_EARCH (reason
  * in the message) when a gate or constraint forbids it; JITK_EINVAL when
@@ -155,6 +162,7 @@ typedef struct {
 	jitk_run_kind kind;
 	jitk_probe_state state;
 	int origin; /* on a hit: JITK_ORIGIN_CACHE or JITK_ORIGIN_LAYER */
+	uint8_t key[JITK_HASH_SIZE];
 	char key_hex[2 * JITK_HASH_SIZE + 1];
 } jitk_run_probe;
 
@@ -169,6 +177,13 @@ typedef struct {
  * entries that failed verification. */
 int jitk__lookup_run(jitk_build *b, jitk_compiler *c, size_t inst, int cc,
 		     jitk_run_probe *probes, size_t *nprobes);
+/* The image a runtime on a GPU of compute capability cc loads for inst:
+ * jitk__lookup_run (not with JITK_BUILD_FORCE), else jitk__build for arch
+ * (the runtime's target), with the key the lookup made for arch. */
+int jitk__resolve_image(jitk_build *b, jitk_compiler *c, size_t inst, int cc, jitk_arch arch,
+			unsigned flags);
+/* The tier that serves origin (a jitk_origin), or NULL. */
+jitk_tier *jitk__compiler_tier(const jitk_compiler *c, int origin);
 
 /* ----------------------------------------------------------- manifests */
 

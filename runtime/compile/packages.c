@@ -40,8 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build/packages.h"
-#include "build/packages_config.h" /* written by configure into the build directory */
+#include "compile/packages.h"
+#include "compile/packages_config.h" /* written by configure into the build directory */
 
 #define MANIFEST_MAGIC "jitk package manifest 2"
 #define MANIFEST_MAX_BYTES (64u << 20)

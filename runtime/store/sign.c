@@ -21,9 +21,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "build/bundle.h"
-#include "build/compile.h"
-#include "build/sign.h"
+#include "store/bundle.h"
+#include "store/cache.h"
+#include "store/sign.h"
 
 #define SEED_SIZE 32
 #define PUB_SIZE 32
@@ -695,33 +695,18 @@ done:
 	return 0;
 }
 
-/* The size of each version of the output structs (jitk.h, "Output
- * structs"). */
-static const size_t sign_stats_sizes[] = { 0, JITK_OUT_END(jitk_sign_stats, signing) };
 static const size_t sig_summary_sizes[] = { 0, JITK_OUT_END(jitk_sig_summary, broken) };
 
-int jitk_sign_stats_get(jitk_sign_stats *out, const jitk_compiler *compiler)
+void jitk__trust_stats(jitk_sign_stats *s, const jitk_trust *t)
 {
-	jitk_sign_stats s = JITK_SIGN_STATS_INIT;
-	jitk_trust *t;
-	int rc;
-
-	if (!out || !compiler)
-		return jitk__error(JITK_EINVAL, "jitk_sign_stats_get: NULL argument");
-	if ((rc = jitk__out_check("jitk_sign_stats", out->version, JITK_SIGN_STATS_VERSION)))
-		return rc;
-	s.signed_entries = atomic_load(&compiler->signed_entries);
-	s.signing = compiler->signer != NULL;
-	if ((t = compiler->trust)) {
-		s.required = t->require;
-		s.trusted_keys = (unsigned)t->nkeys;
-		s.verified = atomic_load(&t->verified);
-		s.refused = atomic_load(&t->refused);
-		s.unverified = atomic_load(&t->unverified);
-		s.verify_ms = (double)atomic_load(&t->verify_ns) / 1e6;
-	}
-	jitk__out_fill(out, &s, sign_stats_sizes);
-	return JITK_OK;
+	if (!t)
+		return;
+	s->required = t->require;
+	s->trusted_keys = (unsigned)t->nkeys;
+	s->verified = atomic_load(&t->verified);
+	s->refused = atomic_load(&t->refused);
+	s->unverified = atomic_load(&t->unverified);
+	s->verify_ms = (double)atomic_load(&t->verify_ns) / 1e6;
 }
 
 /* ------------------------------------------- jitk cache verify --trusted */

@@ -22,9 +22,9 @@
 
 #include <curl/curl.h>
 
-#include "build/cache.h"
-#include "build/optlib.h"
-#include "build/remote.h"
+#include "store/cache.h"
+#include "store/optlib.h"
+#include "store/remote.h"
 
 #define IDLE_MAX 8 /* handles kept (with their connections) for reuse */
 #define OBJECT_MAX ((curl_off_t)JITK_ENTRY_MAX_SIZE)

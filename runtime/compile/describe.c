@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 
 const char *jitk_version(void)
 {
@@ -274,29 +274,8 @@ static int same_bindings(const jitk_variant *x, const jitk_variant *y)
 	return 1;
 }
 
-/* The first layer holding key's entry: its path (malloc'd), or NULL. The
- * lookup tries the layers in this order, so it is the one that was read. */
-static char *layer_entry(const jitk_compiler *c, const char *hex)
-{
-	const char *p = c->layer_dirs;
-
-	while (p && *p) {
-		size_t len = strcspn(p, ":");
-		char *path = len ? jitk__asprintf("%.*s/%s/%.2s/%s.jitk", (int)len, p,
-						  JITK_CACHE_SUBDIR, hex, hex)
-				 : NULL;
-		struct stat st;
-
-		if (path && !lstat(path, &st) && S_ISREG(st.st_mode))
-			return path;
-		free(path);
-		p += len + (p[len] == ':');
-	}
-	return NULL;
-}
-
 /* Which image a runtime on gpu would run for inst (the lookup order of
- * jitk__lookup_run), and each target it tries. */
+ * jitk__lookup_run, over the compiler's tiers), and each target it tries. */
 static void describe_image(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch gpu,
 			   const jitk_variant *own, const char *indent)
 {
@@ -308,18 +287,20 @@ static void describe_image(jbuf *b, jitk_compiler *c, size_t inst, jitk_arch gpu
 
 	if (rc == JITK_OK) {
 		const jitk_run_probe *p = &probes[n - 1];
-		const char *root = jitk__cache_root(c->cache);
-		char *in_layer = p->origin == JITK_ORIGIN_LAYER ? layer_entry(c, p->key_hex) : NULL;
+		jitk_tier *tier = jitk__compiler_tier(c, p->origin);
+		jitk_tier_ask q;
 
-		jitk__arch_format(t, p->target);
-		jitk__jbuf_printf(b, "%simage:    %s, ", indent, t);
-		if (p->origin == JITK_ORIGIN_CACHE && root)
-			jitk__jbuf_printf(b, "cached at %s/%.2s/%s.jitk: ", root, p->key_hex, p->key_hex);
-		else if (in_layer)
-			jitk__jbuf_printf(b, "cached in a read-only layer at %s: ", in_layer);
+		/* where it is: the tier that served it says (the lookup's own list) */
+		memset(&q, 0, sizeof(q));
+		memcpy(q.key, p->key, JITK_HASH_SIZE);
+		memcpy(q.key_hex, p->key_hex, sizeof(q.key_hex));
+		jitk__arch_format(q.target, p->target);
+		jitk__jbuf_printf(b, "%simage:    %s, ", indent, q.target);
+		if (tier)
+			tier->ops->describe(tier, &q, b);
 		else
-			jitk__jbuf_printf(b, "cached in a read-only layer (key %s): ", p->key_hex);
-		free(in_layer);
+			jitk__jbuf_printf(b, "cached (key %s)", p->key_hex);
+		jitk__jbuf_puts(b, ": ");
 		put_why(b, p, gpu);
 		jitk__jbuf_puts(b, "\n");
 		/* provenance: recorded in the entry (sign.h) */

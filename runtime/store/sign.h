@@ -6,7 +6,7 @@
 #ifndef JITK_SIGN_H
 #define JITK_SIGN_H
 
-#include "build/cache.h"
+#include "store/cache.h"
 
 /* "jitk-sig-v1;4;<64 hex>;<target>;<64 hex>" and its NUL */
 #define JITK_FINGERPRINT_MAX 192
@@ -76,5 +76,9 @@ int jitk__trust_admit(jitk_trust *t, jitk_cache_entry *e, unsigned from, const c
 /* One line for jitk explain: where the entry came from and who signed it
  * ("compiled here", "a remote, signed by ci-1 (verified when stored)"). */
 void jitk__origin_text(char *out, size_t n, const jitk_cache_entry *e);
+
+/* The trust's share of jitk_sign_stats (required, keys, counters); nothing
+ * for a NULL t. */
+void jitk__trust_stats(jitk_sign_stats *s, const jitk_trust *t);
 
 #endif

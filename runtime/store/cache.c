@@ -22,9 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build/bundle.h"
-#include "build/cache.h"
-#include "build/sign.h"
+#include "store/cache.h"
+#include "store/sign.h"
 
 static const char entry_magic[8] = { 'J', 'I', 'T', 'K', 'C', 'B', 'N', '1' };
 
@@ -72,13 +71,10 @@ struct jitk_cache {
 	char *root; /* writable root (.../v1), or NULL */
 	char *top;  /* the directory given (root without /v1) */
 	uint64_t max_bytes; /* $JITK_CACHE_MAX_BYTES: prune after writes */
-	char **layers; /* read-only roots (.../v1); NULL where a bundle is */
-	jitk_bundle **bundles; /* per layer: the bundle, or NULL */
-	size_t nlayers;
+	char *layer; /* a read-only layer's root (.../v1), or NULL */
 	jitk_logger log;
 	jitk_cache_counters n;
 	atomic_int small_bound_warned; /* max_bytes < an entry: said once */
-	jitk_trust *trust; /* bundle layers' entries are checked against it */
 };
 
 /* ------------------------------------------------------------ encoding */
@@ -713,79 +709,6 @@ static const char *layer_unusable(const char *top, char *why, size_t n)
 	return NULL;
 }
 
-/* A layer that is a file is a bundle: opened (and its index checked) now,
- * so that a bad one is one warning, not one per lookup. *added is 0 when
- * top is no regular file (then it is not one); returns -1 when out of
- * memory. */
-static int add_bundle(jitk_cache *c, const char *top, int *added)
-{
-	char why[256];
-	jitk_bundle *b;
-	struct stat st;
-
-	*added = 0;
-	if (stat(top, &st) || !S_ISREG(st.st_mode))
-		return 0;
-	*added = 1;
-	if (!jitk__bundle_magic(top)) {
-		jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: not a directory or a jitk bundle",
-			  top);
-		return 0;
-	}
-	if (jitk__bundle_open(&b, top, 1, why, sizeof(why))) {
-		jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: a bundle, but %s", top, why);
-		return strcmp(why, "out of memory") ? 0 : -1;
-	}
-	c->layers[c->nlayers] = NULL;
-	c->bundles[c->nlayers++] = b;
-	return 0;
-}
-
-static int add_layers(jitk_cache *c, const char *layers)
-{
-	char why[256];
-
-	while (layers && *layers) {
-		const char *colon = strchr(layers, ':');
-		size_t n = colon ? (size_t)(colon - layers) : strlen(layers);
-		char *top = n ? jitk__strndup(layers, n) : NULL;
-		const char *bad;
-		char **p = NULL;
-		jitk_bundle **bp = NULL;
-		int file = 0;
-
-		if (n && !top)
-			return -1;
-		if (top) {
-			p = realloc(c->layers, (c->nlayers + 1) * sizeof(*p));
-			if (p)
-				c->layers = p;
-			bp = p ? realloc(c->bundles, (c->nlayers + 1) * sizeof(*bp)) : NULL;
-			if (bp)
-				c->bundles = bp;
-			if (!bp || add_bundle(c, top, &file)) {
-				free(top);
-				return -1;
-			}
-		}
-		if (top && file) {
-			/* a bundle: added or warned about */
-		} else if (top && (bad = layer_unusable(top, why, sizeof(why)))) {
-			/* Once here, not once per lookup. */
-			jitk__log(&c->log, JITK_LOG_WARN, "cache layer %s ignored: %s", top, bad);
-		} else if (top) {
-			if (!(p[c->nlayers] = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR))) {
-				free(top);
-				return -1;
-			}
-			c->bundles[c->nlayers++] = NULL;
-		}
-		free(top);
-		layers = colon ? colon + 1 : layers + n;
-	}
-	return 0;
-}
-
 /* Why the writable cache at dir (root: dir/v1) cannot be used, in why,
  * or NULL when it can (its directories made). */
 static const char *root_unusable(const char *dir, const char *root, char *why, size_t n)
@@ -914,8 +837,27 @@ void jitk__cache_pch_remove(jitk_cache *c, const char *path)
 	close(rootfd);
 }
 
-int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
-		     const jitk_logger *log)
+/* The cache directory policy, in one place: the compiler's default, the
+ * bundles' pack and unpack and the CLI's cache commands. */
+int jitk_cache_default_dir(char **out)
+{
+	const char *v;
+
+	if (!out)
+		return jitk__error(JITK_EINVAL, "jitk_cache_default_dir: out is NULL");
+	if ((v = jitk__env("JITK_CACHE_DIR")))
+		*out = jitk__strdup(v);
+	else if ((v = jitk__env("XDG_CACHE_HOME")))
+		*out = jitk__asprintf("%s/jitk", v);
+	else if ((v = jitk__env("HOME")))
+		*out = jitk__asprintf("%s/.cache/jitk", v);
+	else
+		return jitk__error(JITK_ENOENT, "no cache directory: none of JITK_CACHE_DIR, "
+				   "XDG_CACHE_HOME and HOME is set");
+	return *out ? JITK_OK : jitk__error(JITK_ENOMEM, "out of memory");
+}
+
+int jitk__cache_open(jitk_cache **out, const char *dir, const jitk_logger *log)
 {
 	jitk_cache *c = calloc(1, sizeof(*c));
 	const char *mb = jitk__env("JITK_CACHE_MAX_BYTES");
@@ -954,26 +896,38 @@ int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
 			sweep_pch(c->root);
 		}
 	}
-	if (add_layers(c, layers)) {
-		jitk__cache_close(c);
-		return jitk__error(JITK_ENOMEM, "out of memory");
+	*out = c;
+	return 0;
+}
+
+int jitk__cache_open_layer(jitk_cache **out, const char *top, const jitk_logger *log, char *why,
+			   size_t n)
+{
+	const char *bad = layer_unusable(top, why, n);
+	jitk_cache *c;
+
+	*out = NULL;
+	if (bad) {
+		if (bad != why)
+			snprintf(why, n, "%s", bad);
+		return -1;
 	}
+	if (!(c = calloc(1, sizeof(*c))) || !(c->layer = jitk__asprintf("%s/%s", top, JITK_CACHE_SUBDIR))) {
+		free(c);
+		snprintf(why, n, "out of memory");
+		return JITK_ENOMEM;
+	}
+	if (log)
+		c->log = *log;
 	*out = c;
 	return 0;
 }
 
 void jitk__cache_close(jitk_cache *c)
 {
-	size_t i;
-
 	if (!c)
 		return;
-	for (i = 0; i < c->nlayers; i++) {
-		free(c->layers[i]);
-		jitk__bundle_close(c->bundles[i]);
-	}
-	free(c->layers);
-	free(c->bundles);
+	free(c->layer);
 	free(c->root);
 	free(c->top);
 	free(c);
@@ -994,26 +948,11 @@ uint64_t jitk__cache_max_bytes(const jitk_cache *c)
 	return c->max_bytes;
 }
 
-static _Thread_local unsigned long long thread_rejects;
-
-unsigned long long jitk__cache_thread_rejects(void)
-{
-	return thread_rejects;
-}
-
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c)
 {
 	return &c->n;
 }
 
-void jitk__cache_set_trust(jitk_cache *c, jitk_trust *t)
-{
-	c->trust = t;
-}
-
-/* -------------------------------------------------------------- lookup */
-
-/* The names of key's entry: its shard directory and its file. */
 static void entry_names(char hex[HEXLEN + 1], char shard[3], char name[ENTRY_NAME_MAX],
 			const uint8_t key[JITK_HASH_SIZE])
 {
@@ -1133,7 +1072,7 @@ int jitk__entry_read(jitk_cache_entry *out, const char *path, int allow_root,
 
 static int lookup_in(jitk_cache *c, const char *root, int layer,
 		     const uint8_t key[JITK_HASH_SIZE], const char *target,
-		     jitk_cache_entry *out)
+		     jitk_cache_entry *out, int *rejected)
 {
 	char hex[HEXLEN + 1], shard[3], name[ENTRY_NAME_MAX];
 	const char *problem = NULL;
@@ -1159,7 +1098,7 @@ static int lookup_in(jitk_cache *c, const char *root, int layer,
 		problem = NULL;
 	if (rc && problem) {
 		atomic_fetch_add(&c->n.rejects, 1);
-		thread_rejects++;
+		*rejected = 1;
 		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s/%s/%s rejected: %s", root, shard,
 			  name, problem);
 		/* A bad entry in our own cache is garbage: remove it so that it
@@ -1179,58 +1118,22 @@ static int lookup_in(jitk_cache *c, const char *root, int layer,
 	return rc;
 }
 
-/* A bundle layer: a bad entry is a reject (logged, counted) and a miss. */
-static int bundle_lookup(jitk_cache *c, jitk_bundle *b, const uint8_t key[JITK_HASH_SIZE],
-			 const char *target, jitk_cache_entry *out)
+int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE], const char *target,
+		    jitk_cache_entry *out, int *rejected)
 {
-	const char *problem = NULL;
-	char hex[HEXLEN + 1];
-	int rc = jitk__bundle_get(b, key, target, out, &problem);
+	const char *root = c->layer ? c->layer : c->root;
+	int bad = 0;
 
-	if (rc && problem) {
-		jitk__hex(hex, key, JITK_HASH_SIZE);
-		atomic_fetch_add(&c->n.rejects, 1);
-		jitk__log(&c->log, JITK_LOG_WARN, "cache entry %s in bundle %s rejected: %s", hex,
-			  jitk__bundle_path(b), problem);
-	}
-	/* provenance: an entry no trusted key signed is refused (a miss) */
-	if (!rc && jitk__trust_admit(c->trust, out, JITK_FROM_BUNDLE, jitk__bundle_path(b))) {
-		jitk__cache_entry_free(out);
-		atomic_fetch_add(&c->n.rejects, 1);
-		thread_rejects++;
-		rc = JITK_ENOENT;
-	}
-	return rc;
-}
-
-int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
-		    const char *target, jitk_cache_entry *out, int *origin)
-{
-	size_t i;
-
-	for (i = 0; i < c->nlayers; i++)
-		if (c->bundles[i] ? !bundle_lookup(c, c->bundles[i], key, target, out)
-				  : !lookup_in(c, c->layers[i], 1, key, target, out)) {
-			atomic_fetch_add(&c->n.layer_hits, 1);
-			*origin = 2;
-			return JITK_OK;
-		}
-	if (c->root && !lookup_in(c, c->root, 0, key, target, out)) {
+	if (rejected)
+		*rejected = 0;
+	if (root && !lookup_in(c, root, c->layer != NULL, key, target, out, &bad)) {
 		atomic_fetch_add(&c->n.hits, 1);
-		*origin = 1;
 		return JITK_OK;
 	}
 	atomic_fetch_add(&c->n.misses, 1);
+	if (rejected)
+		*rejected = bad;
 	return JITK_ENOENT;
-}
-
-int jitk__cache_get_writable(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
-			     const char *target, jitk_cache_entry *out)
-{
-	if (!c->root || lookup_in(c, c->root, 0, key, target, out))
-		return JITK_ENOENT;
-	atomic_fetch_add(&c->n.hits, 1);
-	return JITK_OK;
 }
 
 /* ------------------------------------------------------------- publish */

@@ -6,7 +6,7 @@
 
 #include <stdatomic.h>
 
-#include "base/internal.h"
+#include "store/image.h"
 
 #define JITK_CACHE_FORMAT 4 /* entry bytes; 2: the checksum covers the whole header; 3: it is XXH3-128; 4: a signature and the origin */
 /* The format number the key hashes: 3, the entry format of the key scheme
@@ -78,36 +78,34 @@ static inline uint64_t jitk__get64(const uint8_t *p)
 	return (uint64_t)jitk__get32(p) | (uint64_t)jitk__get32(p + 4) << 32;
 }
 
-/* dir: the writable cache (NULL or "" = none); layers: colon-separated
- * read-only caches, each a cache directory or a bundle file (bundle.h). A
- * bundle must be a regular file, this user's or root's, not writable by
- * group or others, with a header and index that verify. A writable directory that cannot be created or is not
- * trusted (owned by someone else, world-writable without the sticky bit,
- * v1/, v1/tmp or v1/locks a symbolic link) is dropped with one warning: the
- * cache never fails its caller. A layer that does not exist or is not a
- * directory is dropped with one warning too, and a bad
- * $JITK_CACHE_MAX_BYTES is warned about once and means no bound. */
-int jitk__cache_open(jitk_cache **out, const char *dir, const char *layers,
-		     const jitk_logger *log);
+/* One cache directory. jitk__cache_open: the writable cache at dir (NULL
+ * or "" = none). A directory that cannot be created or is not trusted
+ * (owned by someone else, world-writable without the sticky bit, v1/,
+ * v1/tmp or v1/locks a symbolic link) is dropped with one warning: the
+ * cache never fails its caller, and a bad $JITK_CACHE_MAX_BYTES is warned
+ * about once and means no bound. jitk__cache_open_layer: the read-only
+ * cache at top (a layer of $JITK_CACHE_PATH; tier_layers.c): -1 with the
+ * reason in why when it does not exist, is not a directory or holds no
+ * v1/ (JITK_ENOMEM when out of memory). A layer is only read: its
+ * entries may be root's, nothing in it is touched, and it has no root,
+ * lock, put or evict. */
+int jitk__cache_open(jitk_cache **out, const char *dir, const jitk_logger *log);
+int jitk__cache_open_layer(jitk_cache **out, const char *top, const jitk_logger *log, char *why,
+			   size_t n);
 void jitk__cache_close(jitk_cache *c);
 /* The writable cache directory as given (holding v1/), NULL when there
  * is none. */
 const char *jitk__cache_top(const jitk_cache *c);
-/* The writable root, NULL when there is none. */
+/* The writable root, NULL when there is none (and for a layer). */
 const char *jitk__cache_root(const jitk_cache *c);
 
-/* Look key up in the layers, then the writable cache. JITK_OK and *origin
- * (1 writable, 2 layer) on a verified hit; JITK_ENOENT on a miss. An entry
- * that fails verification counts as a reject, is logged and is a miss. */
-int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
-		    const char *target, jitk_cache_entry *out, int *origin);
-/* The keys bundle layers are checked against (jitk_cache_get refuses an
- * entry of a bundle layer that jitk__trust_admit refuses); borrowed. */
-void jitk__cache_set_trust(jitk_cache *c, jitk_trust *t);
-/* The same in the writable cache alone (what another process may have
- * published meanwhile: the look after taking the key's lock). */
-int jitk__cache_get_writable(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE],
-			     const char *target, jitk_cache_entry *out);
+/* Look key up in this cache: JITK_OK on a verified hit (a hit in the
+ * writable cache stamps the entry's mtime, the recency of pruning);
+ * JITK_ENOENT on a miss. An entry that fails verification counts as a
+ * reject, is logged (removed from the writable cache) and is a miss, with
+ * *rejected set (NULL allowed). */
+int jitk__cache_get(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE], const char *target,
+		    jitk_cache_entry *out, int *rejected);
 /* Publish atomically (temporary file, fsync, rename, fsync of the
  * directory). Failure is logged and returned, never fatal. */
 int jitk__cache_put(jitk_cache *c, const jitk_cache_entry *e);
@@ -123,12 +121,9 @@ void jitk__cache_evict(jitk_cache *c, const uint8_t key[JITK_HASH_SIZE]);
 void jitk__cache_entry_free(jitk_cache_entry *e);
 
 typedef struct {
-	atomic_ullong hits, layer_hits, misses, rejects, writes, write_failures;
+	atomic_ullong hits, misses, rejects, writes, write_failures;
 } jitk_cache_counters;
 const jitk_cache_counters *jitk__cache_counters(const jitk_cache *c);
-/* Rejects counted by the calling thread, in every cache: the difference
- * over a call is that call's own (other threads' do not count). */
-unsigned long long jitk__cache_thread_rejects(void);
 
 /* Entry bytes <-> entry. decode verifies everything and sets *problem
  * (static text) on failure. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/instance.h"
+#include "compile/instance.h"
 
 static int arch_in(const spec_arch_range *r, int cc)
 {
