@@ -10,9 +10,12 @@
 - jitk.ops (the generated front end, through the dispatcher) and torch.ops.jitk give
   the same bytes; the functional and out variants too; fused == split.
 """
+import faulthandler
 import os
 import sys
 import unittest
+
+faulthandler.enable()  # a crash in a kernel prints the Python stack of every thread
 
 ROOT = os.environ.get("JITK_TEST_ROOT", os.getcwd())
 if not os.environ.get("JITK_TEST_INSTALLED"):
