@@ -1,5 +1,7 @@
 // gemm_fp8.cuh - FP8 e4m3 GEMM with fused epilogues on CUTLASS 3.x/4.x
-// (sm_90a: TMA loads, WGMMA, warp-specialized persistent kernels).
+// (sm_90a: TMA loads, WGMMA, warp-specialized persistent kernels; sm_100a:
+// TMA, tcgen05/UMMA into tensor memory, the 1-SM warp-specialized kernel
+// with CLC's scheduler, in gemm_fp8_sm100.cuh, never run on a GPU).
 //
 //   D[M, N] = alpha * A[M, K] . B[N, K]^T,  alpha = a_scale * b_scale (fp32)
 //
@@ -30,7 +32,8 @@
 //   stages                     mainloop pipeline depth; 0 = as many as fit
 //   schedule                   GemmSchedule: cooperative (two consumer
 //                              warp groups share a tile) or pingpong (each
-//                              takes its own tile, epilogue overlapped)
+//                              takes its own tile, epilogue overlapped);
+//                              sm_100 has one (cooperative's value)
 //   scheduler                  GemmScheduler: persistent (data parallel) or
 //                              stream_k (split/stream-K, deterministic
 //                              reduction; for few tiles and long K)
@@ -41,6 +44,10 @@
 //   fast_accum                 true: WGMMA accumulates across the whole K
 //                              (faster, fewer bits); false: accumulators
 //                              promoted to fp32 registers every 4 WGMMAs
+//                              (sm_100: false, UMMA accumulates in fp32)
+//   sm100                      bool: the sm_100a collectives (the spec sets
+//                              it on sm_100), else sm_90a's
+//   block_threads              the kernel's block (the spec's launch.block)
 //   epilogue                   GemmEpilogue
 //   bias                       bool: gelu_tanh_fp8 / gate_residual add bias
 //   gelu_out                   bool: gelu_tanh_fp8 also stores g (bf16)
@@ -49,10 +56,14 @@
 // descriptors included), as cutlass::device_kernel takes it; the launch
 // needs a cluster launch with gemm_fp8_traits<P>::smem_bytes of dynamic
 // shared memory (bench/gemm_proto/gemm_fp8_host.cuh shows the host side).
+// Both architectures run the same visitor tree (gemm_fp8_evt) with the
+// same compute functions: the contract's rounding points are the same.
 //
 // Nothing here includes a host-only header: the file compiles with nvcc
 // and with NVRTC (-default-device --device-int128 -DNDEBUG, C++17), the
-// latter with the two-line std shim below.
+// latter with the shims of the jitk header package (jitk/cutlass_nvrtc.h
+// first; jitk/cute_sm100_nvrtc.h, the sm_100 pieces CUTLASS leaves out
+// under NVRTC, after CUTLASS's headers).
 #pragma once
 
 // What CUTLASS needs under NVRTC, before any of its headers: in a package
