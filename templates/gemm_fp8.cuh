@@ -1,5 +1,7 @@
 // gemm_fp8.cuh - FP8 e4m3 GEMM with fused epilogues on CUTLASS 3.x/4.x
-// (sm_90a: TMA loads, WGMMA, warp-specialized persistent kernels).
+// (sm_90a: TMA loads, WGMMA, warp-specialized persistent kernels; sm_100a:
+// TMA, tcgen05/UMMA into tensor memory, the 1-SM warp-specialized kernel
+// with CLC's scheduler, in gemm_fp8_sm100.cuh, never run on a GPU).
 //
 //   D[M, N] = alpha * A[M, K] . B[N, K]^T,  alpha = a_scale * b_scale (fp32)
 //
@@ -30,7 +32,8 @@
 //   stages                     mainloop pipeline depth; 0 = as many as fit
 //   schedule                   GemmSchedule: cooperative (two consumer
 //                              warp groups share a tile) or pingpong (each
-//                              takes its own tile, epilogue overlapped)
+//                              takes its own tile, epilogue overlapped);
+//                              sm_100 has one (cooperative's value)
 //   scheduler                  GemmScheduler: persistent (data parallel) or
 //                              stream_k (split/stream-K, deterministic
 //                              reduction; for few tiles and long K)
@@ -41,6 +44,10 @@
 //   fast_accum                 true: WGMMA accumulates across the whole K
 //                              (faster, fewer bits); false: accumulators
 //                              promoted to fp32 registers every 4 WGMMAs
+//                              (sm_100: false, UMMA accumulates in fp32)
+//   sm100                      bool: the sm_100a collectives (the spec sets
+//                              it on sm_100), else sm_90a's
+//   block_threads              the kernel's block (the spec's launch.block)
 //   epilogue                   GemmEpilogue
 //   bias                       bool: gelu_tanh_fp8 / gate_residual add bias
 //   gelu_out                   bool: gelu_tanh_fp8 also stores g (bf16)
@@ -49,10 +56,14 @@
 // descriptors included), as cutlass::device_kernel takes it; the launch
 // needs a cluster launch with gemm_fp8_traits<P>::smem_bytes of dynamic
 // shared memory (bench/gemm_proto/gemm_fp8_host.cuh shows the host side).
+// Both architectures run the same visitor tree (gemm_fp8_evt) with the
+// same compute functions: the contract's rounding points are the same.
 //
 // Nothing here includes a host-only header: the file compiles with nvcc
 // and with NVRTC (-default-device --device-int128 -DNDEBUG, C++17), the
-// latter with the two-line std shim below.
+// latter with the shims of the jitk header package (jitk/cutlass_nvrtc.h
+// first; jitk/cute_sm100_nvrtc.h, the sm_100 pieces CUTLASS leaves out
+// under NVRTC, after CUTLASS's headers).
 #pragma once
 
 // What CUTLASS needs under NVRTC, before any of its headers: in a package
@@ -68,6 +79,8 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/gemm/kernel/tile_scheduler.hpp>
 #include <cutlass/device_kernel.h>
+// the sm_100 mainloop and its builder, which CUTLASS leaves out under NVRTC
+#include <jitk/cute_sm100_nvrtc.h>
 
 #include "common.cuh"
 #include "gemm_math.cuh"
@@ -306,11 +319,13 @@ struct PerBatchRowLoad {
 };
 
 // ---------------------------------------------------------------------
-// The instance: CUTLASS types from P.
+// The instance: CUTLASS types from P, in three parts. What the epilogue
+// computes (gemm_fp8_kind) and its visitor tree (gemm_fp8_evt) are the
+// same on every architecture, so are the contract's rounding points; the
+// collectives around them are the architecture's (gemm_fp8_sm90 here,
+// gemm_fp8_sm100 in gemm_fp8_sm100.cuh), picked by P::sm100.
 
-template <class P> struct gemm_fp8_traits {
-	static constexpr bool cooperative = int(P::schedule) == int(GemmSchedule::cooperative);
-	static constexpr bool fast_accum = P::fast_accum != 0;
+template <class P> struct gemm_fp8_kind {
 	static constexpr GemmEpilogue epi = P::epilogue;
 	static constexpr bool gelu = epi == GemmEpilogue::gelu_tanh_fp8 ||
 				     epi == GemmEpilogue::gelu_tanh_fp8_out;
@@ -319,38 +334,6 @@ template <class P> struct gemm_fp8_traits {
 	static constexpr bool gelu_out = epi == GemmEpilogue::gelu_tanh_fp8_out ||
 					 (gelu && P::gelu_out);
 	static constexpr bool residual = epi == GemmEpilogue::gate_residual;
-
-	static_assert(P::tile_k == 128 || P::tile_k == 64 || P::tile_k == 256,
-		      "tile_k is 64, 128 or 256 e4m3 elements");
-	static_assert(cooperative ? P::tile_m % 128 == 0 : P::tile_m % 64 == 0,
-		      "cooperative tiles are 128 or 256 rows high, ping-pong tiles 64 or more");
-
-	using TileShape = cute::Shape<cute::Int<P::tile_m>, cute::Int<P::tile_n>, cute::Int<P::tile_k>>;
-	using ClusterShape = cute::Shape<cute::Int<P::cluster_m>, cute::Int<P::cluster_n>, cute::_1>;
-
-	using KernelSchedule = cute::conditional_t<
-		cooperative,
-		cute::conditional_t<fast_accum,
-				    cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum,
-				    cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
-		cute::conditional_t<fast_accum,
-				    cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum,
-				    cutlass::gemm::KernelTmaWarpSpecializedPingpong>>;
-	using EpilogueSchedule = cute::conditional_t<cooperative,
-						     cutlass::epilogue::TmaWarpSpecializedCooperative,
-						     cutlass::epilogue::TmaWarpSpecialized>;
-	using TileScheduler = cute::conditional_t<int(P::scheduler) == int(GemmScheduler::stream_k),
-						  cutlass::gemm::StreamKScheduler,
-						  cutlass::gemm::PersistentScheduler>;
-	// The epilogue tile is the spec's (epi_m x epi_n), which its out, q and
-	// residual descriptors box: what EpilogueTileAuto picks for the
-	// cooperative kernel (128 x 32), and 64 x 32 for ping-pong (where Auto
-	// would take 64 columns for an fp8 D; one tile width keeps one set of
-	// boxes and swizzles for every epilogue).
-	static_assert(P::epi_m == (cooperative ? cute::min(128, int(P::tile_m)) : 64) &&
-			      P::epi_n == 32 && P::tile_n % 32 == 0,
-		      "the epilogue tile is 128 (cooperative) or 64 (ping-pong) rows of 32 columns");
-	using EpilogueTileType = cute::Shape<cute::Int<P::epi_m>, cute::Int<P::epi_n>>;
 
 	using ElementA = e4m3_t;
 	using ElementB = e4m3_t;
@@ -362,8 +345,19 @@ template <class P> struct gemm_fp8_traits {
 	using LayoutD = cutlass::layout::RowMajor;
 	static constexpr int align_c = residual ? 8 : 16 / int(sizeof(ElementD));
 	static constexpr int align_d = 16 / int(sizeof(ElementD));
+	using TileShape = cute::Shape<cute::Int<P::tile_m>, cute::Int<P::tile_n>, cute::Int<P::tile_k>>;
+	using ClusterShape = cute::Shape<cute::Int<P::cluster_m>, cute::Int<P::cluster_n>, cute::_1>;
+	using EpilogueTileType = cute::Shape<cute::Int<P::epi_m>, cute::Int<P::epi_n>>;
 
-	// The visitor tree.
+	static_assert(P::tile_k == 128 || P::tile_k == 64 || P::tile_k == 256,
+		      "tile_k is 64, 128 or 256 e4m3 elements");
+};
+
+// The visitor tree, over the architecture's store of g (GStore: an
+// Sm90AuxStore laid out by the architecture's descriptor). The Sm90 nodes
+// are CUTLASS's nodes for sm_100's TMA epilogue too.
+template <class P, class GStore_> struct gemm_fp8_evt : gemm_fp8_kind<P> {
+	using Kind = gemm_fp8_kind<P>;
 	static constexpr auto round = cutlass::FloatRoundStyle::round_to_nearest;
 	template <template <class> class Fn, class Out>
 	using Compute = cutlass::epilogue::fusion::Sm90Compute<Fn, Out, float, round>;
@@ -374,33 +368,78 @@ template <class P> struct gemm_fp8_traits {
 	using OutScale = cutlass::epilogue::fusion::Sm90ScalarBroadcast<
 		float, cute::Stride<cute::_0, cute::_0, int64_t>, 1>;
 	using Bias = cutlass::epilogue::fusion::Sm90RowBroadcast<
-		0, TileShape, bf16_t, float, cute::Stride<cute::_0, cute::_1, int64_t>, 8, false>;
+		0, typename Kind::TileShape, bf16_t, float, cute::Stride<cute::_0, cute::_1, int64_t>, 8,
+		false>;
 	using DNode = cute::conditional_t<
-		with_bias,
+		Kind::with_bias,
 		cutlass::epilogue::fusion::Sm90EVT<Compute<d_bias_fn, bf16_t>, Acc, Alpha, Bias>,
 		cutlass::epilogue::fusion::Sm90EVT<Compute<d_scale_fn, bf16_t>, Acc, Alpha>>;
-
-	using EpiDesc = cutlass::epilogue::collective::detail::EpilogueDescriptor<
-		TileShape, EpilogueTileType, ElementC, ElementD, EpilogueSchedule>;
-	using GStoreDesc = cutlass::epilogue::collective::detail::AuxStoreDescriptor<
-		EpiDesc, cutlass::layout::RowMajor, bf16_t>;
-	using GStore = cutlass::epilogue::fusion::Sm90AuxStore<
-		GStoreDesc::Stages, typename EpiDesc::EpilogueTile, bf16_t, round,
-		typename GStoreDesc::Stride, typename GStoreDesc::SmemLayoutAtom,
-		typename GStoreDesc::CopyOpR2S>;
+	using GStore = GStore_;
 	using GeluNode = cutlass::epilogue::fusion::Sm90EVT<Compute<gelu_fn, bf16_t>, DNode>;
-	using GNode = cute::conditional_t<gelu_out,
+	using GNode = cute::conditional_t<Kind::gelu_out,
 					  cutlass::epilogue::fusion::Sm90EVT<GStore, GeluNode>, GeluNode>;
 	using QuantNode = cutlass::epilogue::fusion::Sm90EVT<Compute<quant_fn, e4m3_t>, GNode, OutScale>;
 	using Residual = cutlass::epilogue::fusion::Sm90SrcFetch<bf16_t>;
 	using GateNode = cutlass::epilogue::fusion::Sm90EVT<Compute<gate_residual_fn, bf16_t>,
 							   PerBatchRowLoad, DNode, Residual>;
-	using Fusion = cute::conditional_t<gelu, QuantNode, cute::conditional_t<residual, GateNode, DNode>>;
+	using Fusion = cute::conditional_t<Kind::gelu, QuantNode,
+					   cute::conditional_t<Kind::residual, GateNode, DNode>>;
+};
+
+// sm_90a: TMA + WGMMA, warp-specialized cooperative or ping-pong.
+template <class P> struct gemm_fp8_sm90_gstore {
+	using K = gemm_fp8_kind<P>;
+	static constexpr bool cooperative = int(P::schedule) == int(GemmSchedule::cooperative);
+	using EpilogueSchedule = cute::conditional_t<cooperative,
+						     cutlass::epilogue::TmaWarpSpecializedCooperative,
+						     cutlass::epilogue::TmaWarpSpecialized>;
+	using EpiDesc = cutlass::epilogue::collective::detail::EpilogueDescriptor<
+		typename K::TileShape, typename K::EpilogueTileType, typename K::ElementC,
+		typename K::ElementD, EpilogueSchedule>;
+	using Desc = cutlass::epilogue::collective::detail::AuxStoreDescriptor<
+		EpiDesc, cutlass::layout::RowMajor, bf16_t>;
+	using type = cutlass::epilogue::fusion::Sm90AuxStore<
+		Desc::Stages, typename EpiDesc::EpilogueTile, bf16_t,
+		cutlass::FloatRoundStyle::round_to_nearest, typename Desc::Stride,
+		typename Desc::SmemLayoutAtom, typename Desc::CopyOpR2S>;
+};
+
+template <class P>
+struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
+	using Kind = gemm_fp8_kind<P>;
+	static constexpr bool sm100 = false;
+	static constexpr bool cooperative = gemm_fp8_sm90_gstore<P>::cooperative;
+	static constexpr bool fast_accum = P::fast_accum != 0;
+	static_assert(cooperative ? P::tile_m % 128 == 0 : P::tile_m % 64 == 0,
+		      "cooperative tiles are 128 or 256 rows high, ping-pong tiles 64 or more");
+
+	using KernelSchedule = cute::conditional_t<
+		cooperative,
+		cute::conditional_t<fast_accum,
+				    cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum,
+				    cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
+		cute::conditional_t<fast_accum,
+				    cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum,
+				    cutlass::gemm::KernelTmaWarpSpecializedPingpong>>;
+	using EpilogueSchedule = typename gemm_fp8_sm90_gstore<P>::EpilogueSchedule;
+	using TileScheduler = cute::conditional_t<int(P::scheduler) == int(GemmScheduler::stream_k),
+						  cutlass::gemm::StreamKScheduler,
+						  cutlass::gemm::PersistentScheduler>;
+	// The epilogue tile is the spec's (epi_m x epi_n), which its out, q and
+	// residual descriptors box: what EpilogueTileAuto picks for the
+	// cooperative kernel (128 x 32), and 64 x 32 for ping-pong (where Auto
+	// would take 64 columns for an fp8 D; one tile width keeps one set of
+	// boxes and swizzles for every epilogue).
+	static_assert(P::epi_m == (cooperative ? cute::min(128, int(P::tile_m)) : 64) &&
+			      P::epi_n == 32 && P::tile_n % 32 == 0,
+		      "the epilogue tile is 128 (cooperative) or 64 (ping-pong) rows of 32 columns");
 
 	using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-		EpilogueTileType, float, float, ElementC, LayoutC, align_c, ElementD, LayoutD, align_d,
-		EpilogueSchedule, Fusion>::CollectiveOp;
+		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Kind::TileShape,
+		typename Kind::ClusterShape, typename Kind::EpilogueTileType, float, float,
+		typename Kind::ElementC, typename Kind::LayoutC, Kind::align_c,
+		typename Kind::ElementD, typename Kind::LayoutD, Kind::align_d, EpilogueSchedule,
+		typename gemm_fp8_sm90::Fusion>::CollectiveOp;
 
 	using StageCount = cute::conditional_t<
 		P::stages == 0,
@@ -409,8 +448,10 @@ template <class P> struct gemm_fp8_traits {
 		cutlass::gemm::collective::StageCount<(P::stages > 0 ? P::stages : 1)>>;
 
 	using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, 16, ElementB,
-		LayoutB, 16, float, TileShape, ClusterShape, StageCount, KernelSchedule>::CollectiveOp;
+		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Kind::ElementA,
+		typename Kind::LayoutA, 16, typename Kind::ElementB, typename Kind::LayoutB, 16, float,
+		typename Kind::TileShape, typename Kind::ClusterShape, StageCount,
+		KernelSchedule>::CollectiveOp;
 
 	using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
 							    CollectiveMainloop, CollectiveEpilogue,
@@ -418,7 +459,45 @@ template <class P> struct gemm_fp8_traits {
 	using Params = typename Kernel::Params;
 	static constexpr int threads = Kernel::MaxThreadsPerBlock;
 	static constexpr int smem_bytes = Kernel::SharedStorageSize;
+
+	// GemmUniversal::to_underlying_arguments without its host-only SM
+	// query (sm_count is jitk's), member by member: the ping-pong
+	// kernel's Params has no workspace.
+	static CUTLASS_DEVICE Params params(typename Kernel::Arguments const &x)
+	{
+		using K = Kernel;
+		auto shape = x.problem_shape;
+		Params p{};
+		p.mode = x.mode;
+		p.problem_shape = shape;
+		p.mainloop = K::CollectiveMainloop::to_underlying_arguments(shape, x.mainloop, nullptr);
+		p.epilogue = K::CollectiveEpilogue::to_underlying_arguments(shape, x.epilogue, nullptr);
+		p.hw_info = x.hw_info;
+		p.scheduler = K::TileScheduler::to_underlying_arguments(
+			shape, typename K::TileShape{}, typename K::ClusterShape{}, x.hw_info,
+			x.scheduler, nullptr,
+			K::CollectiveEpilogue::get_store_pipe_increment(typename K::TileShape{}));
+		return p;
+	}
 };
+
+} // namespace gemm
+} // namespace jitk
+
+#include "gemm_fp8_sm100.cuh"
+
+namespace jitk {
+namespace gemm {
+
+// P::sm100 picks the collectives (the spec's tuning: true on sm_100);
+// a parameter struct without it (bench/gemm_proto's) is sm_90's.
+template <class P, class = void> struct is_sm100 : cute::false_type {};
+template <class P>
+struct is_sm100<P, cute::void_t<decltype(P::sm100)>> : cute::bool_constant<bool(P::sm100)> {};
+
+template <class P>
+using gemm_fp8_traits =
+	cute::conditional_t<is_sm100<P>::value, gemm_fp8_sm100<P>, gemm_fp8_sm90<P>>;
 
 template <class P> using gemm_fp8_kernel_t = typename gemm_fp8_traits<P>::Kernel;
 
@@ -438,9 +517,9 @@ gemm_fp8(CUTLASS_GRID_CONSTANT typename gemm::gemm_fp8_kernel_t<P>::Params const
 
 // The parameter builder (the spec's launch.builder): one thread makes
 // the kernel's Params from jitk's arguments, the way CUTLASS's host code
-// does (GemmUniversal::to_underlying_arguments without its host-only SM
-// query: sm_count is jitk's), into out->params, with the launch
-// geometry. The TMA descriptors CuTe leaves empty under NVRTC are the
+// does (the traits' params(): GemmUniversal::to_underlying_arguments,
+// on sm_90 without its host-only SM query; sm_count is jitk's), into
+// out->params, with the launch geometry. The TMA descriptors CuTe leaves empty under NVRTC are the
 // spec's type: tma arguments, copied in; jitk finds them and every
 // address in the bytes from marker runs and patches each call's in
 // (runtime/gpu/built.c), so this runs once per shape, not per call.
@@ -469,6 +548,8 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	using gemm::e4m3_t;
 	static_assert(sizeof(typename K::Params) <= sizeof(out->params),
 		      "the kernel's Params fit jitk's parameter block");
+	static_assert(K::MaxThreadsPerBlock == P::block_threads,
+		      "the spec's block_threads (launch.block) is the kernel's block");
 	const int M = (int)m, N = (int)n, Kd = (int)k;
 	typename K::Arguments x{};
 	x.mode = cutlass::gemm::GemmUniversalMode::kGemm;
@@ -531,21 +612,18 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	using Raster = typename K::TileScheduler::RasterOrderOptions;
 	x.scheduler.raster_order = P::raster == 1 ? Raster::AlongM
 				   : P::raster == 2 ? Raster::AlongN : Raster::Heuristic;
-	cutlass::KernelHardwareInfo hw{0, out->sm_count, 0};
-	auto shape = x.problem_shape;
-	typename K::TileSchedulerParams sched = K::TileScheduler::to_underlying_arguments(
-		shape, typename K::TileShape{}, typename K::ClusterShape{}, hw, x.scheduler, nullptr,
-		K::CollectiveEpilogue::get_store_pipe_increment(typename K::TileShape{}));
-	// member by member: the ping-pong kernel's Params has no workspace
-	typename K::Params p{};
-	p.mode = x.mode;
-	p.problem_shape = shape;
-	p.mainloop = K::CollectiveMainloop::to_underlying_arguments(shape, x.mainloop, nullptr);
-	p.epilogue = K::CollectiveEpilogue::to_underlying_arguments(shape, x.epilogue, nullptr);
-	p.hw_info = hw;
-	p.scheduler = sched;
+	x.hw_info = cutlass::KernelHardwareInfo{0, out->sm_count, 0};
+	typename K::Params p = T::params(x);
 	memcpy((void *)p.mainloop.tma_load_a.get_tma_descriptor(), &a_map, sizeof(a_map));
 	memcpy((void *)p.mainloop.tma_load_b.get_tma_descriptor(), &b_map, sizeof(b_map));
+	if constexpr (T::sm100) {
+		// the descriptors of a fallback cluster shape (a static cluster
+		// never reads them): the same, so no byte is left unpatched
+		memcpy((void *)p.mainloop.tma_load_a_fallback.get_tma_descriptor(), &a_map,
+		       sizeof(a_map));
+		memcpy((void *)p.mainloop.tma_load_b_fallback.get_tma_descriptor(), &b_map,
+		       sizeof(b_map));
+	}
 	memcpy((void *)p.epilogue.tma_store_d.get_tma_descriptor(), T::gelu ? &q_map : &out_map,
 	       sizeof(out_map));
 	if constexpr (T::residual)

@@ -1,10 +1,15 @@
 #!/bin/sh
 # tests/gemm.sh BUILD_DIR - the FP8 GEMM family (specs/gemm_fp8.yaml) with
-# no GPU: explain shows its builder and its sm_100 gate, one NVRTC
-# precompile for sm_90a (about a minute and 3.4 GB), whose cache entry has
-# the kernel and its parameter builder; then tests/gemm_checks.c over that
-# cache on the fake device (launch checks name the argument before any
-# launch, M = 0 launches nothing, a good call launches the built block).
+# no GPU: explain shows its builder, its size classes on sm_90a and
+# sm_100a and its gate on sm_120; one NVRTC precompile of gemm_fp8_bias
+# for sm_90a and one for sm_100a, side by side (about a minute and 3.4 GB
+# each), whose cache entries have the kernel and its parameter builder;
+# the sm_100a cubin's SASS has tcgen05's instructions and no local memory
+# (with cuobjdump; skipped, saying so, without it); then
+# tests/gemm_checks.c over that cache on the fake device as an sm_90 and
+# as an sm_100 GPU (launch checks name the argument before any launch,
+# M = 0 launches nothing, a good call launches the built block). The
+# sm_100a instance has never run on a GPU: this is all it is checked by.
 set -eu
 b=${1:-build}
 jitk=$b/jitk
@@ -25,26 +30,70 @@ grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias_mclass_65536> " "$w/ex
 # 1 x 2 cluster (A's box is half a tile: each CTA multicasts its half)
 sed -n '/^gemm_fp8_bias\[mclass=65536\]/,/^$/p' "$w/explain.txt" >"$w/big.txt"
 sed -n '/^gemm_fp8_bias\[mclass=512\]/,/^$/p' "$w/explain.txt" >"$w/small.txt"
+grep -q "tile_n=192 .*sm100=0 block_threads=384 " "$w/big.txt"
 grep -q "b_map .*box \[192, 128\], swizzle 128" "$w/big.txt"
 grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/big.txt"
 grep -q "tile_n=96 .*cluster_n=2 " "$w/small.txt"
 grep -q "a_map .*box \[64, 128\], swizzle 128" "$w/small.txt"
 grep -q "b_map .*box \[96, 128\], swizzle 128" "$w/small.txt"
-if "$jitk" explain gemm_fp8 --arch sm_100a --specs specs >"$w/gate.txt" 2>&1; then
-	echo "gemm_fp8 runs on sm_100a?"
+# sm_100a: the 1-SM UMMA kernel, 128 x 256 tiles (M <= 512: 128 x 128),
+# no cluster in either class, 256 threads
+"$jitk" explain gemm_fp8_bias --arch sm_100a --specs specs >"$w/explain100.txt" 2>&1 ||
+	{ cat "$w/explain100.txt"; exit 1; }
+sed -n '/^gemm_fp8_bias\[mclass=65536\]/,/^$/p' "$w/explain100.txt" >"$w/big100.txt"
+sed -n '/^gemm_fp8_bias\[mclass=512\]/,/^$/p' "$w/explain100.txt" >"$w/small100.txt"
+grep -q "^  target:   sm_100a$" "$w/big100.txt"
+grep -q "tile_n=256 .*cluster_n=1 .*sm100=1 block_threads=256 " "$w/big100.txt"
+grep -q "b_map .*box \[256, 128\], swizzle 128" "$w/big100.txt"
+grep -q "tile_n=128 .*cluster_n=1 .*sm100=1 " "$w/small100.txt"
+grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/small100.txt"
+# sm_120 (consumer Blackwell) has no tcgen05: gated, with the reason
+if "$jitk" explain gemm_fp8 --arch sm_120 --specs specs >"$w/gate.txt" 2>&1; then
+	echo "gemm_fp8 runs on sm_120?"
 	exit 1
 fi
-grep -q "sm_100 (tcgen05) is not written yet" "$w/gate.txt"
+grep -q "sm_120 has no tcgen05" "$w/gate.txt"
 echo "gemm: explain in $(($(date +%s) - t0)) s"
 start=$(date +%s)
-"$jitk" precompile 'gemm_fp8_bias[mclass=65536]' --arch sm_90 --specs specs --cache "$w/c" -j 1 >"$w/pre.txt" 2>&1 ||
-	{ cat "$w/pre.txt"; exit 1; }
-grep -q ": 1 compiled, 0 cached, 0 remote, 0 failed, 0 gated$" "$w/pre.txt"
-echo "gemm: precompiled gemm_fp8_bias for sm_90a in $(($(date +%s) - start)) s"
-# both entry points are in the image
-entry=$(find "$w/c" -name '*.jitk' | head -1)
-grep -q "gemm_fp8_params" "$entry"
+# (no PCH: the second target's compile would make one and gain nothing)
+JITK_PCH=0 "$jitk" precompile 'gemm_fp8_bias[mclass=65536]' --arch sm_90,sm_100 --specs specs --cache "$w/c" -j 2 \
+	>"$w/pre.txt" 2>&1 || { cat "$w/pre.txt"; exit 1; }
+grep -q ": 2 compiled, 0 cached, 0 remote, 0 failed, 0 gated$" "$w/pre.txt"
+echo "gemm: precompiled gemm_fp8_bias for sm_90a and sm_100a (2 at a time) in $(($(date +%s) - start)) s"
+# both entry points are in each image
+for entry in $(find "$w/c" -name '*.jitk'); do
+	grep -q "gemm_fp8_params" "$entry"
+done
+# the sm_100a image: tcgen05.mma (UTCQMMA: kind::f8f6f4), tcgen05.ld
+# (LDTM), TMA loads and stores, no local memory in either kernel
+# (the toolkit's, else the wheels configure put into .pydeps/; cuobjdump
+# runs nvdisasm from its PATH)
+tools=
+for d in "${CUDA_HOME:-/usr/local/cuda}/bin" /usr/local/cuda/bin .pydeps/nvidia/cu13/bin; do
+	[ -x "$d/cuobjdump" ] && [ -x "$d/nvdisasm" ] && { tools=$d; break; }
+done
+if [ -z "$tools" ] || ! command -v python3 >/dev/null 2>&1; then
+	echo "gemm: note: no cuobjdump and nvdisasm (or python3) here: the sm_100a SASS checks did not run"
+else
+	cuobjdump=$tools/cuobjdump
+	PATH=$tools:$PATH
+	python3 bench/extract_cubins.py "$w/c" "$w/cubins" >/dev/null
+	cubin=$(ls "$w"/cubins/*.sm_100a.cubin)
+	"$cuobjdump" -sass "$cubin" >"$w/sass.txt"
+	"$cuobjdump" --dump-resource-usage "$cubin" >"$w/res.txt"
+	for insn in UTCQMMA LDTM UTMALDG UTMASTG; do
+		grep -q "$insn" "$w/sass.txt" || { echo "no $insn in the sm_100a SASS"; exit 1; }
+	done
+	if grep -qE "LDL|STL" "$w/sass.txt" || [ "$(grep -c " LOCAL:0 " "$w/res.txt")" != 2 ]; then
+		echo "the sm_100a kernels use local memory:"
+		cat "$w/res.txt"
+		exit 1
+	fi
+	echo "gemm: sm_100a SASS: $(grep -c UTCQMMA "$w/sass.txt") UTCQMMA, $(grep -c LDTM "$w/sass.txt") LDTM," \
+		"$(sed -n 's/.*REG:\([0-9]*\).*/\1/p' "$w/res.txt" | head -1) registers, no local memory"
+fi
 t1=$(date +%s)
 JITK_TEST_GEMM_CACHE=$w/c "$b/tests/gemm_checks"
-echo "gemm: launch checks in $(($(date +%s) - t1)) s"
+JITK_TEST_GEMM_CACHE=$w/c JITK_TEST_GEMM_CC=100 "$b/tests/gemm_checks"
+echo "gemm: launch checks (sm_90, sm_100) in $(($(date +%s) - t1)) s"
 echo "gemm: ok"

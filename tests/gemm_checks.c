@@ -1,9 +1,11 @@
 /* gemm_checks.c - the FP8 GEMM family's launch checks on the fake
  * device (no GPU), over a cache tests/gemm.sh precompiled (one NVRTC
- * compile of a minute; $JITK_TEST_GEMM_CACHE): bad shapes, strides and
- * dtypes are refused naming the argument before the builder runs or
- * anything launches; M = 0 launches nothing; a good call runs the builder
- * once and launches the kernel with the block it made. */
+ * compile of a minute per architecture; $JITK_TEST_GEMM_CACHE), as an
+ * sm_90 device or, with JITK_TEST_GEMM_CC=100, an sm_100 one (the
+ * sm_100a instance: never run on a GPU): bad shapes, strides and dtypes
+ * are refused naming the argument before the builder runs or anything
+ * launches; M = 0 launches nothing; a good call runs the builder once and
+ * launches the kernel with the block it made. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +17,20 @@
 #define ADDR(i) ((jitk_devptr)(i) << 36)
 
 static const char *cache;
+static int cc = 90;
+
+/* the spec's block_threads: sm_90's cooperative kernel, sm_100's 1-SM one */
+static unsigned block_threads(void)
+{
+	return cc >= 100 ? 256 : 384;
+}
 
 /* What the builder writes on a GPU, reduced to what the runtime reads:
  * a 1 KiB block with a's address in it and CUTLASS's geometry. */
 static void fake_builder(void *payload, void **args, unsigned run, unsigned char *out,
 			 size_t size)
 {
-	uint32_t h[12] = { 0x6a69746bu, 1024, 132, 1, 1, 384, 1, 1, 1, 1, 1, 200000 };
+	uint32_t h[12] = { 0x6a69746bu, 1024, 132, 1, 1, block_threads(), 1, 1, 1, 1, 1, 200000 };
 	uint64_t a;
 
 	(void)payload, (void)run, (void)size;
@@ -43,7 +52,7 @@ static int setup(void **state)
 	jitk_compiler_options co;
 	char *specs = t_path(t_root(), "specs");
 
-	f->fake.cc = 90;
+	f->fake.cc = cc;
 	f->fake.sm_count = 132;
 	f->fake.builder = fake_builder;
 	jitk_compiler_options_init(&co, JITK_COMPILER_OPTIONS_VERSION);
@@ -121,7 +130,7 @@ static void test_good_call_launches_the_built_block(void **state)
 	assert_int_equal(f->fake.builder_runs, 1);
 	assert_int_equal(f->fake.nlaunches, 1);
 	assert_int_equal(f->fake.launches[0].built_bytes, 1024);
-	assert_int_equal(f->fake.launches[0].block[0], 384);
+	assert_int_equal(f->fake.launches[0].block[0], block_threads());
 	assert_int_equal(f->fake.launches[0].grid[0], 132);
 	assert_int_equal(f->fake.launches[0].smem, 200000);
 	memcpy(&a, f->fake.launches[0].built + 256, 8);
@@ -161,8 +170,9 @@ static void test_bad_input_is_refused_before_launch(void **state)
 	refused(f, "a");
 }
 
-/* The size class: M = 512 takes the mclass=512 instance (128 x 128 tiles),
- * which gemm.sh did not precompile: the call says which it needed. */
+/* The size class: M = 512 takes the mclass=512 instance (sm_90: 128 x 96
+ * tiles over a 1 x 2 cluster; sm_100: 128 x 128), which gemm.sh did not
+ * precompile: the call says which it needed. */
 static void test_small_m_takes_its_own_instance(void **state)
 {
 	fixture *f = *state;
@@ -182,7 +192,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_small_m_takes_its_own_instance, setup, teardown),
 	};
 
+	const char *arch = getenv("JITK_TEST_GEMM_CC");
+
 	cache = getenv("JITK_TEST_GEMM_CACHE");
+	if (arch && *arch)
+		cc = atoi(arch);
+	if (cc != 90 && cc != 100) {
+		printf("JITK_TEST_GEMM_CC=%s: 90 or 100\n", arch);
+		return 1;
+	}
 	if (!cache || !*cache) {
 		printf("SKIP: JITK_TEST_GEMM_CACHE is not set (tests/gemm.sh sets it after its precompile)\n");
 		return 77;
