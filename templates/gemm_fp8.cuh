@@ -386,6 +386,45 @@ template <class P, class GStore_> struct gemm_fp8_evt : gemm_fp8_kind<P> {
 					   cute::conditional_t<Kind::residual, GateNode, DNode>>;
 };
 
+// g's store (gelu_tanh_fp8_out): an Sm90AuxStore laid out by the
+// architecture's aux store descriptor (Desc) for its epilogue (EpiDesc).
+template <class EpiDesc, class Desc>
+using gemm_fp8_gstore_t = cutlass::epilogue::fusion::Sm90AuxStore<
+	Desc::Stages, typename EpiDesc::EpilogueTile, bf16_t,
+	cutlass::FloatRoundStyle::round_to_nearest, typename Desc::Stride,
+	typename Desc::SmemLayoutAtom, typename Desc::CopyOpR2S>;
+
+// The collectives around the tree and the kernel, from CUTLASS's builders
+// for the architecture (Arch) with its schedules; the mainloop takes as
+// many stages as fit beside the epilogue unless P::stages says.
+template <class P, class Arch, class Evt, class KernelSchedule, class EpilogueSchedule,
+	  class TileScheduler>
+struct gemm_fp8_collectives {
+	using Kind = gemm_fp8_kind<P>;
+	using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+		Arch, cutlass::arch::OpClassTensorOp, typename Kind::TileShape,
+		typename Kind::ClusterShape, typename Kind::EpilogueTileType, float, float,
+		typename Kind::ElementC, typename Kind::LayoutC, Kind::align_c,
+		typename Kind::ElementD, typename Kind::LayoutD, Kind::align_d, EpilogueSchedule,
+		typename Evt::Fusion>::CollectiveOp;
+
+	using StageCount = cute::conditional_t<
+		P::stages == 0,
+		cutlass::gemm::collective::StageCountAutoCarveout<
+			static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+		cutlass::gemm::collective::StageCount<(P::stages > 0 ? P::stages : 1)>>;
+
+	using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+		Arch, cutlass::arch::OpClassTensorOp, typename Kind::ElementA,
+		typename Kind::LayoutA, 16, typename Kind::ElementB, typename Kind::LayoutB, 16, float,
+		typename Kind::TileShape, typename Kind::ClusterShape, StageCount,
+		KernelSchedule>::CollectiveOp;
+
+	using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
+							    CollectiveMainloop, CollectiveEpilogue,
+							    TileScheduler>;
+};
+
 // sm_90a: TMA + WGMMA, warp-specialized cooperative or ping-pong.
 template <class P> struct gemm_fp8_sm90_gstore {
 	using K = gemm_fp8_kind<P>;
@@ -398,10 +437,7 @@ template <class P> struct gemm_fp8_sm90_gstore {
 		typename K::ElementD, EpilogueSchedule>;
 	using Desc = cutlass::epilogue::collective::detail::AuxStoreDescriptor<
 		EpiDesc, cutlass::layout::RowMajor, bf16_t>;
-	using type = cutlass::epilogue::fusion::Sm90AuxStore<
-		Desc::Stages, typename EpiDesc::EpilogueTile, bf16_t,
-		cutlass::FloatRoundStyle::round_to_nearest, typename Desc::Stride,
-		typename Desc::SmemLayoutAtom, typename Desc::CopyOpR2S>;
+	using type = gemm_fp8_gstore_t<EpiDesc, Desc>;
 };
 
 template <class P>
@@ -434,28 +470,11 @@ struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
 			      P::epi_n == 32 && P::tile_n % 32 == 0,
 		      "the epilogue tile is 128 (cooperative) or 64 (ping-pong) rows of 32 columns");
 
-	using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Kind::TileShape,
-		typename Kind::ClusterShape, typename Kind::EpilogueTileType, float, float,
-		typename Kind::ElementC, typename Kind::LayoutC, Kind::align_c,
-		typename Kind::ElementD, typename Kind::LayoutD, Kind::align_d, EpilogueSchedule,
-		typename gemm_fp8_sm90::Fusion>::CollectiveOp;
-
-	using StageCount = cute::conditional_t<
-		P::stages == 0,
-		cutlass::gemm::collective::StageCountAutoCarveout<
-			static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-		cutlass::gemm::collective::StageCount<(P::stages > 0 ? P::stages : 1)>>;
-
-	using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-		cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Kind::ElementA,
-		typename Kind::LayoutA, 16, typename Kind::ElementB, typename Kind::LayoutB, 16, float,
-		typename Kind::TileShape, typename Kind::ClusterShape, StageCount,
-		KernelSchedule>::CollectiveOp;
-
-	using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
-							    CollectiveMainloop, CollectiveEpilogue,
-							    TileScheduler>;
+	using Collectives =
+		gemm_fp8_collectives<P, cutlass::arch::Sm90,
+				     gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type>, KernelSchedule,
+				     EpilogueSchedule, TileScheduler>;
+	using Kernel = typename Collectives::Kernel;
 	using Params = typename Kernel::Params;
 	static constexpr int threads = Kernel::MaxThreadsPerBlock;
 	static constexpr int smem_bytes = Kernel::SharedStorageSize;

@@ -24,10 +24,7 @@ template <class P> struct gemm_fp8_sm100_gstore {
 		cutlass::detail::TagToStrideC_t<typename K::LayoutD>, false, false>;
 	using Desc = cutlass::epilogue::collective::detail::Sm100AuxStoreDescriptor<
 		EpiDesc, cutlass::layout::RowMajor, bf16_t>;
-	using type = cutlass::epilogue::fusion::Sm90AuxStore<
-		Desc::Stages, typename EpiDesc::EpilogueTile, bf16_t,
-		cutlass::FloatRoundStyle::round_to_nearest, typename Desc::Stride,
-		typename Desc::SmemLayoutAtom, typename Desc::CopyOpR2S>;
+	using type = gemm_fp8_gstore_t<EpiDesc, Desc>;
 };
 
 template <class P>
@@ -49,30 +46,13 @@ struct gemm_fp8_sm100 : gemm_fp8_evt<P, typename gemm_fp8_sm100_gstore<P>::type>
 	using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecialized1SmSm100;
 	using EpilogueSchedule = typename gemm_fp8_sm100_gstore<P>::EpilogueSchedule;
 
-	using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-		cutlass::arch::Sm100, cutlass::arch::OpClassTensorOp, typename Kind::TileShape,
-		typename Kind::ClusterShape, typename Kind::EpilogueTileType, float, float,
-		typename Kind::ElementC, typename Kind::LayoutC, Kind::align_c,
-		typename Kind::ElementD, typename Kind::LayoutD, Kind::align_d, EpilogueSchedule,
-		typename gemm_fp8_sm100::Fusion>::CollectiveOp;
-
-	using StageCount = cute::conditional_t<
-		P::stages == 0,
-		cutlass::gemm::collective::StageCountAutoCarveout<
-			static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-		cutlass::gemm::collective::StageCount<(P::stages > 0 ? P::stages : 1)>>;
-
-	using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-		cutlass::arch::Sm100, cutlass::arch::OpClassTensorOp, typename Kind::ElementA,
-		typename Kind::LayoutA, 16, typename Kind::ElementB, typename Kind::LayoutB, 16, float,
-		typename Kind::TileShape, typename Kind::ClusterShape, StageCount,
-		KernelSchedule>::CollectiveOp;
-
 	// PersistentScheduler on sm_100 is CLC's: the grid covers every tile
 	// and a CTA that finishes early cancels a cluster not yet launched.
-	using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
-							    CollectiveMainloop, CollectiveEpilogue,
-							    cutlass::gemm::PersistentScheduler>;
+	using Collectives =
+		gemm_fp8_collectives<P, cutlass::arch::Sm100,
+				     gemm_fp8_evt<P, typename gemm_fp8_sm100_gstore<P>::type>, KernelSchedule,
+				     EpilogueSchedule, cutlass::gemm::PersistentScheduler>;
+	using Kernel = typename Collectives::Kernel;
 	using Params = typename Kernel::Params;
 	static constexpr int threads = Kernel::MaxThreadsPerBlock;
 	static constexpr int smem_bytes = Kernel::SharedStorageSize;
