@@ -294,7 +294,7 @@ if has dispatch; then
 	for i in 1 2 3; do
 		python3 bench/py_overhead.py >"$OUT/py_overhead_$i.log" 2>&1
 		ran $? "dispatch host time ($i)"
-		sed -n '1,13p' "$OUT/py_overhead_$i.log"
+		sed -n '1,16p' "$OUT/py_overhead_$i.log"
 	done
 	python3 bench/py_overhead.py --interleaved >"$OUT/py_overhead_turns.log" 2>&1
 	ran $? "dispatch host time (in turns)"
