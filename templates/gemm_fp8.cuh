@@ -199,13 +199,27 @@ template <int N> struct gate_residual_fn<Array<float, N>> {
 
 // ---------------------------------------------------------------------
 // A leaf node of the visitor tree: the gate of row r, gate[(r / L) * ld + n]
-// (bf16, [B, N] with ld = N in the contract), L rows per batch. Loaded
-// straight from global memory into registers at the start of each
-// epilogue subtile; rows and columns outside [M, N) read nothing. When
-// the whole CTA tile lies in one batch (B == 1, or L a multiple of the
-// tile height) no division is done per element.
-struct PerBatchRowLoad {
-	struct SharedStorage {};
+// (bf16, [B, N] with ld = N in the contract), L rows per batch.
+//
+// When the whole CTA tile lies in one batch (B == 1, or L a multiple of
+// the tile height: the usual case), the gate is one row for the tile, and
+// the leaf works like CUTLASS's row broadcast: at the tile's start the
+// epilogue threads copy the tile's tile_n gate values into shared memory
+// (zeros past N), the epilogue's barrier after begin() (which the bias's
+// row broadcast asks for too) makes them visible, and each subtile reads
+// its values from there. A tile that straddles two batches reads each
+// element's gate straight from global memory at the start of each
+// subtile (rows and columns outside [M, N) read nothing). Both paths give
+// the same values, so the same bytes.
+//
+// The shared array is rewritten at the next tile's begin() only after the
+// barrier that ends each subtile's register-to-shared store of D, which
+// follows every read of this tile's values.
+template <class CtaTileShapeMNK> struct PerBatchRowLoad {
+	static constexpr int tile_n = int(cute::size<1>(CtaTileShapeMNK{}));
+	struct SharedStorage {
+		cute::array_aligned<bf16_t, tile_n> gate;
+	};
 	struct Arguments {
 		bf16_t const *ptr = nullptr;
 		int rows_per_batch = 1; // L, >= 1
@@ -237,11 +251,12 @@ struct PerBatchRowLoad {
 	}
 
 	CUTLASS_HOST_DEVICE PerBatchRowLoad() {}
-	CUTLASS_HOST_DEVICE PerBatchRowLoad(Params const &params, SharedStorage const &)
-		: params_ptr(&params)
+	CUTLASS_HOST_DEVICE PerBatchRowLoad(Params const &params, SharedStorage const &shared)
+		: params_ptr(&params), smem(const_cast<bf16_t *>(shared.gate.data()))
 	{
 	}
 	Params const *params_ptr = nullptr;
+	bf16_t *smem = nullptr;
 
 	CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
 	CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
@@ -257,21 +272,48 @@ struct PerBatchRowLoad {
 	struct ConsumerStoreCallbacks
 		: cutlass::epilogue::fusion::detail::EmptyConsumerStoreCallbacks {
 		CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor &&tC_c, RTensor &&tC_r, int m_limit,
-						      int n_limit, int tile_batch, Params const *params)
+						      int n_limit, int n_first, int tile_batch,
+						      int thread_idx, int threads, bf16_t *smem,
+						      Params const *params)
 			: tC_c(cute::forward<CTensor>(tC_c)), tC_r(cute::forward<RTensor>(tC_r)),
-			  m_limit(m_limit), n_limit(n_limit), tile_batch(tile_batch), params(params)
+			  m_limit(m_limit), n_limit(n_limit), n_first(n_first), tile_batch(tile_batch),
+			  thread_idx(thread_idx), threads(threads), smem(smem), params(params)
 		{
 		}
 		CTensor tC_c; // (CPY, CPY_M, CPY_N, EPI_M, EPI_N) absolute (m, n, l)
 		RTensor tC_r; // (CPY, CPY_M, CPY_N)
 		int m_limit, n_limit;
+		int n_first;    // the tile's first column
 		int tile_batch; // the one batch of the tile, or -1: per row
+		int thread_idx, threads;
+		bf16_t *smem;
 		Params const *params;
+
+		// the tile's gate row into shared memory (one batch only)
+		CUTLASS_DEVICE void begin()
+		{
+			if (tile_batch < 0)
+				return;
+			bf16_t const *row = params->ptr + (int64_t)tile_batch * params->ld;
+			for (int j = thread_idx; j < tile_n; j += threads) {
+				const int n = n_first + j;
+				smem[j] = n < n_limit ? row[n] : bf16_from_bits(0);
+			}
+		}
+
+		CUTLASS_DEVICE bool begin_sync_needed() const { return tile_batch >= 0; }
 
 		CUTLASS_DEVICE void begin_loop(int epi_m, int epi_n)
 		{
 			using namespace cute;
 			Tensor c = tC_c(_, _, _, epi_m, epi_n);
+			if (tile_batch >= 0) {
+				// rows past M take a value too: their results are not stored
+				CUTLASS_PRAGMA_UNROLL
+				for (int i = 0; i < size(tC_r); ++i)
+					tC_r(i) = smem[get<1>(c(i)) - n_first];
+				return;
+			}
 			bf16_t const *ptr = params->ptr;
 			const int L = params->rows_per_batch;
 			const int64_t ld = params->ld;
@@ -280,10 +322,8 @@ struct PerBatchRowLoad {
 				const int m = get<0>(c(i));
 				const int n = get<1>(c(i));
 				bf16_t v = bf16_from_bits(0);
-				if (m < m_limit && n < n_limit) {
-					const int b = tile_batch >= 0 ? tile_batch : m / L;
-					v = ptr[(int64_t)b * ld + n];
-				}
+				if (m < m_limit && n < n_limit)
+					v = ptr[(int64_t)(m / L) * ld + n];
 				tC_r(i) = v;
 			}
 		}
@@ -308,13 +348,15 @@ struct PerBatchRowLoad {
 			coord, args.tile_shape_mnk, args.tile_coord_mnkl, args.epi_tile,
 			args.tiled_copy, args.thread_idx);
 		Tensor tC_r = make_tensor<bf16_t>(take<0, 3>(shape(tC_c)));
+		static_assert(int(size<1>(CtaTileShapeMNK{})) == tile_n, "one tile shape");
 		const int tile_m = size<0>(args.tile_shape_mnk);
 		const int rows = params_ptr->rows_per_batch;
 		const int first = int(m) * tile_m;
 		const int last = cute::min(first + tile_m, int(M)) - 1;
 		const int batch = (last < first || first / rows == last / rows) ? first / rows : -1;
 		return ConsumerStoreCallbacks<decltype(tC_c), decltype(tC_r)>(
-			cute::move(tC_c), cute::move(tC_r), int(M), int(N), batch, params_ptr);
+			cute::move(tC_c), cute::move(tC_r), int(M), int(N), int(n) * tile_n, batch,
+			args.thread_idx, int(size(args.tiled_copy)), smem, params_ptr);
 	}
 };
 
@@ -380,8 +422,9 @@ template <class P, class GStore_> struct gemm_fp8_evt : gemm_fp8_kind<P> {
 					  cutlass::epilogue::fusion::Sm90EVT<GStore, GeluNode>, GeluNode>;
 	using QuantNode = cutlass::epilogue::fusion::Sm90EVT<Compute<quant_fn, e4m3_t>, GNode, OutScale>;
 	using Residual = cutlass::epilogue::fusion::Sm90SrcFetch<bf16_t>;
-	using GateNode = cutlass::epilogue::fusion::Sm90EVT<Compute<gate_residual_fn, bf16_t>,
-							   PerBatchRowLoad, DNode, Residual>;
+	using Gate = PerBatchRowLoad<typename Kind::TileShape>;
+	using GateNode = cutlass::epilogue::fusion::Sm90EVT<Compute<gate_residual_fn, bf16_t>, Gate,
+							   DNode, Residual>;
 	using Fusion = cute::conditional_t<Kind::gelu, QuantNode,
 					   cute::conditional_t<Kind::residual, GateNode, DNode>>;
 };
@@ -614,7 +657,7 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 		x.epilogue.ptr_D = reinterpret_cast<e4m3_t *>(q);
 	} else if constexpr (T::residual) {
 		typename T::GateNode::Arguments gn{};
-		gemm::PerBatchRowLoad::Arguments g{};
+		typename T::Gate::Arguments g{};
 		g.ptr = reinterpret_cast<const bf16_t *>(gate);
 		g.rows_per_batch = (int)L;
 		g.ld = n;

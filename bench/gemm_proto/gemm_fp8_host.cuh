@@ -118,7 +118,7 @@ template <class P> struct op_t final : op {
 		} else if constexpr (T::residual) {
 			// out: {gate, d, residual (C), compute}
 			typename T::GateNode::Arguments gn{};
-			jitk::gemm::PerBatchRowLoad::Arguments g{};
+			typename T::Gate::Arguments g{};
 			g.ptr = static_cast<const bf16_t *>(p.gate);
 			g.rows_per_batch = p.rows_per_batch;
 			g.ld = p.n;
