@@ -179,6 +179,62 @@ def check_gelu_every_value():
         print(f"every bf16 v through the fused GELU, M={m}: {covered} distinct values of d, fused == split")
 
 
+def check_ops():
+    """The family's ops as PyTorch ops: torch.library.opcheck (schema, fake
+    kernel, dispatcher) on each symbol's functional and .out variants; a
+    function of two of them under torch.compile(fullgraph=True) and
+    replayed from a CUDA graph on new inputs, the bytes of eager's."""
+    from torch.library import opcheck
+    x = Inputs(127, 3072, 3072, 11)
+    x.gate_residual(1, 12)
+    os_ = torch.tensor([0.4754464328289032], device="cuda")
+    for sym in ("gemm_fp8_gelu_tanh_fp8", "gemm_fp8_gelu_tanh_fp8_out"):
+        jitk.configure(sym, "out_scale", os_)
+    m, n = x.m, x.n
+    cases = [
+        ("gemm_fp8", (x.a, x.b, x.a_scale, x.b_scale), {"out": torch.empty(m, n, dtype=torch.bfloat16,
+                                                                           device="cuda")}),
+        ("gemm_fp8_bias", (x.a, x.b, x.a_scale, x.b_scale, x.bias),
+         {"out": torch.empty(m, n, dtype=torch.bfloat16, device="cuda")}),
+        ("gemm_fp8_gelu_tanh_fp8", (x.a, x.b, x.a_scale, x.b_scale, x.bias, os_),
+         {"q": torch.empty(m, n, dtype=E4M3, device="cuda")}),
+        ("gemm_fp8_gate_residual", (x.a, x.b, x.a_scale, x.b_scale, x.bias, x.gate, x.residual, x.L),
+         {"out": torch.empty(m, n, dtype=torch.bfloat16, device="cuda")}),
+    ]
+    done = 0
+    for sym, args, outs in cases:
+        packet = getattr(ops, sym)
+        for op, kw in ((packet.default, {}), (packet.out, outs)):
+            try:
+                opcheck(op, args, kw)
+                done += 1
+            except Exception as e:  # opcheck raises OpCheckError
+                fail(f"opcheck {op}: {str(e).splitlines()[0][:300]}")
+
+    def mlp(a, b, a_scale, b_scale, bias, scale):
+        return ops.gemm_fp8_gelu_tanh_fp8(ops.gemm_fp8_gelu_tanh_fp8(a, b, a_scale, b_scale, bias, scale),
+                                          b, a_scale, b_scale, bias, scale)
+    sq = Inputs(256, 3072, 3072, 13)  # N = K: the second GEMM takes the first's q
+    args = (sq.a, sq.b, sq.a_scale, sq.b_scale, sq.bias, os_)
+    want = mlp(*args)
+    got = torch.compile(mlp, fullgraph=True)(*args)
+    if not same_bytes(got, want):
+        fail("torch.compile(fullgraph=True) of two gemm_fp8_gelu_tanh_fp8: differs from eager")
+    static = [t.clone() for t in args]
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        res = mlp(*static)
+    fresh = Inputs(256, 3072, 3072, 14)
+    static[0].copy_(fresh.a)
+    g.replay()
+    torch.cuda.synchronize()
+    if not same_bytes(res, mlp(fresh.a, *args[1:])):
+        fail("a CUDA graph of two gemm_fp8_gelu_tanh_fp8 replayed on new inputs: differs from eager")
+    jitk.unconfigure(os_)
+    print(f"ops: opcheck passed for {done} of {2 * len(cases)} variants; torch.compile(fullgraph=True) and "
+          "a CUDA graph replayed on new inputs give eager's bytes")
+
+
 def check_bad_input():
     x = Inputs(64, 3072, 3072, 7)
     cases = [
@@ -335,6 +391,7 @@ def main():
         if not args.quick:
             print("\n| bad input | named | message |\n|---|---|---|")
             check_bad_input()
+            check_ops()
     if not args.no_perf and not args.quick:
         perf(args)
     print(f"\n{len(failures)} checks failed" if failures else "\nall checks passed")
