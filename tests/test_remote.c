@@ -1836,6 +1836,146 @@ static void test_a_lease_outlives_its_ttl_while_its_holder_compiles(void **state
 	free(url), free(dir), free(rdir), free(cache);
 }
 
+/* One command to a Redis server on fd (inline), and its answer in out: a
+ * status, error or integer line, or a bulk string's text. Fails the test
+ * when none comes within 10 s. */
+static void redis_ask(int fd, const char *cmd, char *out, size_t cap)
+{
+	struct timeval tv = { 10, 0 };
+	size_t n = 0, want = 0;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	send_all(fd, cmd, strlen(cmd));
+	send_all(fd, "\r\n", 2);
+	for (;;) {
+		char *eol;
+		ssize_t k = recv(fd, out + n, cap - 1 - n, 0);
+
+		assert_true(k > 0);
+		out[n += (size_t)k] = 0;
+		if (!(eol = strstr(out, "\r\n")))
+			continue;
+		if (out[0] != '$')
+			break;
+		want = (size_t)(eol - out) + 2 + strtoul(out + 1, NULL, 10) + 2;
+		assert_true(want < cap);
+		if (n >= want)
+			break;
+	}
+}
+
+/* In a child of a process whose lease is being renewed: take a lease on
+ * a key of its own through the parent's lease object, see it held, give
+ * it back and close the lease (joining the child's own renewer). 0, or
+ * the step that failed; a step that hangs ends in SIGALRM after 20 s. */
+static int lease_in_child(jitk_lease *l, int i)
+{
+	char hex[2 * JITK_HASH_SIZE + 1];
+	long left;
+	int rc = 0;
+
+	signal(SIGALRM, SIG_DFL); /* not the test runner's own timeout */
+	alarm(20);
+	snprintf(hex, sizeof(hex), "c0ffee%058x", (unsigned)i);
+	if (jitk__lease_take(l, hex, &left) != JITK_LEASE_TAKEN)
+		rc = 1;
+	else if (jitk__lease_check(l, hex, &left) != JITK_LEASE_HELD)
+		rc = 2;
+	if (!rc) {
+		jitk__lease_release(l, hex);
+		if (jitk__lease_check(l, hex, &left) != JITK_LEASE_FREE)
+			rc = 3;
+	}
+	jitk__lease_close(l);
+	return rc;
+}
+
+/* Fork a child that runs lease_in_child on l and see it succeed; the
+ * fork's time in *fork_ms. */
+static void child_takes_a_lease(jitk_lease *l, int i, double *fork_ms)
+{
+	double t0 = jitk__now_ms();
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(lease_in_child(l, i));
+	*fork_ms = jitk__now_ms() - t0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+		fail_msg("child %d: a lease operation hung (its 20 s alarm went off)", i);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail_msg("child %d: %s %d", i, WIFEXITED(st) ? "failed at step" : "killed by signal",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
+/* A process forked while its lease's renewer thread held one of the
+ * lease's mutexes (the connection's, held across each command, for up to
+ * the timeout) gave its child a mutex locked for ever: the child's first
+ * lease operation hung (a Python program forking workers after a compile
+ * with JITK_REMOTE_LEASE set). And a child of a renewer waiting on its
+ * condition variable hung in the lease's close (glibc's destroy waits for
+ * that waiter, which is not in the child). Here the renewer is caught
+ * inside its command for certain: the server is paused for writes
+ * (CLIENT PAUSE WRITE, 1 s), so the renewal's EVAL waits unanswered, and
+ * the test forks once the server counts it blocked. Then 50 forks at
+ * moments spread over the renewer's period. Each child takes, checks and
+ * gives back a lease of its own through the inherited object, and closes
+ * it, under a 20 s alarm. */
+static void test_a_child_forked_while_the_renewer_holds_the_lock_takes_a_lease(void **state)
+{
+	fixture *f = *state;
+	char *dir = fresh(f, "renew-fork"), hex[2 * JITK_HASH_SIZE + 1], info[4096];
+	jitk_lease *l;
+	server redis;
+	double t0, ms, most = 0;
+	long left;
+	int fd;
+
+	if (redis_start(&redis, dir)) {
+		free(dir);
+		skip();
+	}
+	/* a timeout longer than the pause: the renewal waits it out */
+	assert_int_equal(jitk__lease_open(&l, redis.url, 10000, 200, NULL), 0);
+	hex_of(hex, f->key);
+	assert_int_equal(jitk__lease_take(l, hex, &left), JITK_LEASE_TAKEN);
+	assert_true((fd = connect_to(redis.port)) >= 0);
+	redis_ask(fd, "CLIENT PAUSE 1000 WRITE", info, sizeof(info));
+	assert_string_equal(info, "+OK\r\n");
+	/* the renewal comes within 50 ms (ttl / 4); INFO is no write */
+	t0 = jitk__now_ms();
+	do {
+		assert_true(jitk__now_ms() - t0 < 10000);
+		usleep(5000);
+		redis_ask(fd, "INFO clients", info, sizeof(info));
+	} while (!strstr(info, "blocked_clients:1\r\n"));
+	child_takes_a_lease(l, 0, &ms);
+	printf("remote: fork while the renewer's command waits on a paused server: the fork took "
+	       "%.0f ms (until the command's answer)\n",
+	       ms);
+	/* the key may have expired in the pause: the renewer renews another */
+	hex[0] = hex[0] == 'f' ? '0' : 'f';
+	assert_int_equal(jitk__lease_take(l, hex, &left), JITK_LEASE_TAKEN);
+	for (int i = 1; i <= 50; i++) {
+		usleep((useconds_t)(i * 7919 % 50000));
+		child_takes_a_lease(l, i, &ms);
+		most = ms > most ? ms : most;
+	}
+	printf("remote: 50 forks while the lease renews every 50 ms: each child took a lease; "
+	       "the slowest fork took %.1f ms\n",
+	       most);
+	/* and the parent's lease works on */
+	jitk__lease_release(l, hex);
+	assert_int_equal(jitk__lease_check(l, hex, &left), JITK_LEASE_FREE);
+	assert_int_equal(atomic_load(&jitk__lease_counters(l)->errors), 0);
+	jitk__lease_close(l);
+	close(fd);
+	server_free(&redis);
+	free(dir);
+}
+
 static void test_32_processes_with_and_without_lease(void **state)
 {
 	fixture *f = *state;
@@ -2331,6 +2471,7 @@ int main(void)
 		cmocka_unit_test(test_a_lease_held_for_ever_costs_one_wait),
 		cmocka_unit_test(test_32_processes_with_and_without_lease),
 		cmocka_unit_test(test_a_lease_outlives_its_ttl_while_its_holder_compiles),
+		cmocka_unit_test(test_a_child_forked_while_the_renewer_holds_the_lock_takes_a_lease),
 		cmocka_unit_test(test_s3_signing),
 		cmocka_unit_test(test_bundles),
 	};

@@ -63,6 +63,7 @@ struct jitk_lease {
 	int stop;
 	pid_t renewer_pid; /* the process the thread runs in (0: none) */
 	pthread_t renewer;
+	struct jitk_lease *next; /* in the list of live leases (fork safety) */
 };
 
 /* ---------------------------------------------------------------- open */
@@ -139,6 +140,67 @@ static void make_token(jitk_lease *l)
 /* hiredis, loaded by the first lease server (optlib.h; once per process) */
 #define hr (jitk__hiredis(NULL))
 
+/* ---------------------------------------------------------------- fork */
+
+/* fork() copies the lease's mutexes as they are: one that another thread
+ * held (the renewer, inside a command, for up to the timeout) stayed
+ * locked for ever in the child, which has no such thread, and the child's
+ * first lease operation hung (a Python program forking its workers after
+ * a compile). So every live lease is in a list, and around fork() the
+ * forking thread takes all their locks and gives them back on both sides:
+ * the child's copies are then unlocked by their owner. A fork waits for a
+ * command in flight, which its deadlines bound. The order is the list's
+ * lock, then each lease's held_lock, then its lock; the rest of this file
+ * never holds both of a lease's locks at once, nor either while taking
+ * the list's, so no order of theirs crosses this one. */
+static pthread_mutex_t leases_lock = PTHREAD_MUTEX_INITIALIZER;
+static jitk_lease *leases;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_err; /* pthread_atfork's error, if it failed */
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&leases_lock);
+	for (jitk_lease *l = leases; l; l = l->next) {
+		pthread_mutex_lock(&l->held_lock);
+		pthread_mutex_lock(&l->lock);
+	}
+}
+
+static void fork_parent(void)
+{
+	for (jitk_lease *l = leases; l; l = l->next) {
+		pthread_mutex_unlock(&l->lock);
+		pthread_mutex_unlock(&l->held_lock);
+	}
+	pthread_mutex_unlock(&leases_lock);
+}
+
+/* The renewer is not in the child: the keys it renewed are the parent's,
+ * and the child starts its own at its first take (held_add). It may have
+ * been waiting on wake, a waiter that glibc's condition variable counts
+ * and that never leaves in the child (destroying it, in close, waited for
+ * ever): made anew, not destroyed. The token names the child; the
+ * connection is the parent's, and the child's first command makes its own
+ * (connect_now, by pid). */
+static void fork_child(void)
+{
+	for (jitk_lease *l = leases; l; l = l->next) {
+		l->renewer_pid = 0;
+		l->nheld = 0;
+		pthread_cond_init(&l->wake, NULL);
+		make_token(l);
+		pthread_mutex_unlock(&l->lock);
+		pthread_mutex_unlock(&l->held_lock);
+	}
+	pthread_mutex_unlock(&leases_lock);
+}
+
+static void fork_register(void)
+{
+	fork_err = pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long ttl_ms,
 		     const jitk_logger *log)
 {
@@ -186,7 +248,18 @@ int jitk__lease_open(jitk_lease **out, const char *url, long timeout_ms, long tt
 			return 0;
 		}
 	}
+	pthread_once(&fork_once, fork_register);
+	if (fork_err) {
+		jitk__log(&l->log, JITK_LOG_WARN, "lease server %s not used: no fork handlers (%s); "
+			  "compiling without leases in this process", l->url, strerror(fork_err));
+		jitk__lease_close(l);
+		return 0;
+	}
 	make_token(l);
+	pthread_mutex_lock(&leases_lock);
+	l->next = leases;
+	leases = l;
+	pthread_mutex_unlock(&leases_lock);
 	*out = l;
 	return 0;
 }
@@ -197,6 +270,13 @@ void jitk__lease_close(jitk_lease *l)
 
 	if (!l)
 		return;
+	pthread_mutex_lock(&leases_lock);
+	for (jitk_lease **p = &leases; *p; p = &(*p)->next)
+		if (*p == l) {
+			*p = l->next;
+			break;
+		}
+	pthread_mutex_unlock(&leases_lock);
 	pthread_mutex_lock(&l->held_lock);
 	join = l->renewer_pid && l->renewer_pid == getpid();
 	l->stop = 1;
@@ -715,8 +795,9 @@ static void *renew_loop(void *arg)
 }
 
 /* Remember a key this process took, and see that the renewer runs here
- * (after a fork, the parent's thread is not in the child: the child's
- * own starts, and the parent's keys are not the child's to renew). */
+ * (after a fork, the parent's thread is not in the child: fork_child
+ * cleared renewer_pid and the parent's keys, and the child's own starts
+ * here). */
 static void held_add(jitk_lease *l, const char *hex)
 {
 	pid_t me = getpid();
@@ -725,8 +806,6 @@ static void held_add(jitk_lease *l, const char *hex)
 	if (l->renewer_pid != me) {
 		int e;
 
-		l->nheld = 0;
-		l->stop = 0;
 		e = pthread_create(&l->renewer, NULL, renew_loop, l);
 		l->renewer_pid = e ? 0 : me;
 		if (e)
