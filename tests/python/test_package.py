@@ -546,5 +546,55 @@ class CommandTests(unittest.TestCase):
         self.assertIn(os.path.join(pkg, "specs", "static_quant_fp8.yaml:"), r.stdout)
 
 
+@unittest.skipIf(INSTALLED, "the build backend is the source tree's")
+class ExtensionBuildTests(unittest.TestCase):
+    """What backend.py checks after compiling jitk/_torch.cpp: a copy of
+    libstdc++ linked into the extension (a compiler that links it
+    statically) is seen, and PyTorch's shared libstdc++ is found through
+    libc10's dependencies. On the H200 machine such a copy crashed the
+    process at the first number an op's warning formatted (std::locale's
+    facets of the two runtimes disagree)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import shutil
+        for tool in ("c++", "nm", "ldd"):
+            if not shutil.which(tool):
+                raise unittest.SkipTest(f"no {tool}")
+        spec = importlib.util.spec_from_file_location(
+            "jitk_backend", os.path.join(ROOT, "bindings", "python", "_build", "backend.py"))
+        cls.backend = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.backend)
+        cls.dir = tempfile.TemporaryDirectory()
+        src = os.path.join(cls.dir.name, "x.cpp")
+        with open(src, "w") as f:
+            f.write('#include <sstream>\n#include <string>\n'
+                    '__attribute__((visibility("default"))) std::string fmt(unsigned long v) '
+                    '{ std::ostringstream s; s << std::hex << v; return s.str(); }\n')
+        cls.shared = os.path.join(cls.dir.name, "libc10.so")  # stands in for PyTorch's
+        cls.static = os.path.join(cls.dir.name, "static.so")
+        for out, extra in ((cls.shared, []), (cls.static, ["-static-libstdc++"])):
+            r = subprocess.run(["c++", "-shared", "-fPIC", "-fvisibility=hidden", src, "-o", out,
+                                *extra], capture_output=True, text=True)
+            if r.returncode:
+                raise unittest.SkipTest(f"c++ {' '.join(extra)}: {r.stderr.strip()[:200]}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_a_static_libstdcxx_is_seen(self):
+        self.assertTrue(self.backend.cxx_runtime_copied(self.static))
+        self.assertFalse(self.backend.cxx_runtime_copied(self.shared))
+        self.assertFalse(self.backend.cxx_runtime_copied(os.path.join(self.dir.name, "none.so")))
+
+    def test_torchs_libstdcxx_is_found_through_libc10(self):
+        found = self.backend.torch_libstdcxx([os.path.join(self.dir.name, "nothing"), self.dir.name])
+        self.assertIsNotNone(found)
+        self.assertRegex(os.path.basename(found), r"^libstdc\+\+\.so")
+        self.assertTrue(os.path.exists(found))
+        self.assertIsNone(self.backend.torch_libstdcxx([os.path.join(self.dir.name, "nothing")]))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

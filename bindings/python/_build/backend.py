@@ -12,7 +12,10 @@ C++ extension jitk/_torch.cpp against libtorch where PyTorch imports
 jitk/specs, jitk/templates and jitk/include inside.
 
 Environment: JITK_CONFIGURE_ARGS (more ./configure options, e.g.
---cuda=DIR), CXX (the C++ compiler for _torch.cpp; default c++),
+--cuda=DIR), CXX (the C++ compiler for _torch.cpp; default c++; one that
+links libstdc++ into the extension statically is made to link PyTorch's
+libstdc++.so instead, or the extension is left out, saying why: two C++
+runtimes in one process crash the first time an op formats a number),
 JITK_TORCH_EXT=0 (no _torch.cpp; the values of the library's switches: any
 case of 1/true/yes/on, 0/false/no/off; anything else is warned about and
 taken as 0).
@@ -178,13 +181,63 @@ def torch_extension(include, out, cuda=None):
                               "-I" + os.path.join(cuda, "include")]
     cmd += ["-I" + d for d in t["include"]]
     cmd += [os.path.join(HERE, "jitk", "_torch.cpp"), "-o", target]
-    cmd += ["-L" + d for d in t["lib"]]
-    cmd += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda"]
-    _run(cmd, out)
+    libs = ["-L" + d for d in t["lib"]] + ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu",
+                                           "-ltorch_cuda"]
+    _run(cmd + libs, out)
+    if cxx_runtime_copied(target):
+        # A compiler that links libstdc++ statically (one seen on a GPU
+        # machine's image did, by default) puts a second C++ runtime in
+        # the process beside PyTorch's: the two disagree on the locale's
+        # facets, and the first number an error or warning of an op
+        # formats crashed the process. Linked again against the
+        # libstdc++ PyTorch loads, the extension takes every symbol that
+        # one has from it.
+        shared = torch_libstdcxx(t["lib"])
+        print(f"jitk build: {cxx} linked a copy of libstdc++ into {os.path.basename(target)}; "
+              f"linking again against PyTorch's ({shared or 'not found'})", flush=True)
+        if shared:
+            try:
+                _run(cmd + [shared] + libs, out)
+            except RuntimeError as e:
+                print(e, flush=True)
+                shared = None
+        if not shared or cxx_runtime_copied(target):
+            if os.path.exists(target):
+                os.remove(target)
+            print(f"jitk build: no jitk._torch: {cxx} links its own copy of libstdc++, which "
+                  "cannot share a process with PyTorch's (set CXX to a compiler that links "
+                  "libstdc++ as a shared library)", flush=True)
+            return []
     stamp = os.path.join(out, "_torch.version")
     with open(stamp, "w") as f:
         f.write(t["version"] + "\n")
     return [target, stamp]
+
+
+def cxx_runtime_copied(lib):
+    """True when the shared object lib defines the C++ runtime's locale
+    itself (libstdc++ linked into it statically) instead of taking it from
+    libstdc++.so; False when it does not, or when nm cannot tell."""
+    try:
+        r = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True)
+    except OSError:
+        return False
+    return r.returncode == 0 and re.search(r" _ZNSt6locale", r.stdout) is not None
+
+
+def torch_libstdcxx(libdirs):
+    """The libstdc++.so.6 that PyTorch's libc10 loads (ldd), or None."""
+    for d in libdirs:
+        c10 = os.path.join(d, "libc10.so")
+        if not os.path.exists(c10):
+            continue
+        try:
+            text = subprocess.run(["ldd", c10], capture_output=True, text=True).stdout
+        except OSError:
+            return None
+        m = re.search(r"libstdc\+\+\.so[.0-9]* => (/\S+)", text)
+        return m.group(1) if m else None
+    return None
 
 
 def _cuda_of(src):
