@@ -348,7 +348,8 @@ template <class CtaTileShapeMNK> struct PerBatchRowLoad {
 			coord, args.tile_shape_mnk, args.tile_coord_mnkl, args.epi_tile,
 			args.tiled_copy, args.thread_idx);
 		Tensor tC_r = make_tensor<bf16_t>(take<0, 3>(shape(tC_c)));
-		static_assert(int(size<1>(CtaTileShapeMNK{})) == tile_n, "one tile shape");
+		static_assert(decltype(size<1>(args.tile_shape_mnk))::value == tile_n,
+			      "the leaf's tile is the epilogue's");
 		const int tile_m = size<0>(args.tile_shape_mnk);
 		const int rows = params_ptr->rows_per_batch;
 		const int first = int(m) * tile_m;
