@@ -7,6 +7,15 @@
 set -eu
 b=${1:-build}
 d=${2:-.dev/b}
+# what it stages is built first (the test binaries come with `ninja test`
+# only: a copy made before had none, and the GPU machine found no tests)
+if [ "$b" = build ]; then
+	ninja all test-binaries >/dev/null
+fi
+[ -x "$b/tests/test_gpu" ] || {
+	echo "device_stage.sh: $b/tests/test_gpu is not built" >&2
+	exit 1
+}
 rm -rf "$d"
 mkdir -p "$d/tests"
 cp -P "$b"/jitk "$b"/libjitk.so* "$d/"
