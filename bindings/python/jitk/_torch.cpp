@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -184,9 +185,17 @@ void check_watched(const Op &op, const at::Tensor &t, jitk_devptr data, int d)
 		return;
 	if (rt && lib.unconfigure)
 		lib.unconfigure(rt, data);
-	TORCH_WARN("jitk: the configured tensor at 0x", std::hex, data,
-		   " was written after configure: it is no longer taken as validated "
-		   "(configure it again)");
+	/* a Python RuntimeWarning, as Runtime._stale gives: TORCH_WARN from a
+	 * kernel that torch.ops called reaches c10's handler (stderr), not
+	 * Python's warnings, so that catch_warnings and filters never see it */
+	std::ostringstream msg;
+	msg << "jitk: the configured tensor at 0x" << std::hex << data
+	    << " was written after configure: it is no longer taken as validated (configure it again)";
+	py::gil_scoped_acquire gil;
+	if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.str().c_str(), 1) < 0) {
+		py::error_already_set e; /* a filter made the warning an error */
+		TORCH_CHECK(false, "jitk::", op.name, ": ", e.what());
+	}
 }
 
 /* ------------------------------------------------------- shape programs */
