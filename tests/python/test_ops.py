@@ -90,7 +90,7 @@ class OpsTests(unittest.TestCase):
             env[p["name"]] = p["codes"][p["values"].index(v)] if p["type"] == "enum" else int(v)
         B = 256 if inst.get("modulation") == "per_token" else 2
         env.update(rows=256, n=3 * 4096, B=B, L=256 // B, H=3072, tokens=64, q_heads=4,
-                   k_heads=4, heads=4, table_rows=64)
+                   k_heads=4, heads=4, table_rows=64, cols=192, m=256, k=1024)
         if "head_dim" in env:
             env["rotary"] = env["head_dim"]
         if "hidden" not in env:
@@ -108,6 +108,8 @@ class OpsTests(unittest.TestCase):
                 return self.bf16(*shp, scale=0.3 if len(shp) == 1 else 1.0)
             if dt == "f32":
                 return torch.rand(*shp, device="cuda", generator=self.g) * 2 - 1
+            if dt == "fp8_e4m3":
+                return (torch.randn(*shp, device="cuda", generator=self.g) * 4).to(torch.float8_e4m3fn)
             if dt == "u8":
                 return torch.randint(0, 2, shp, device="cuda", dtype=torch.uint8, generator=self.g)
             if dt in ("i32", "i64"):
