@@ -222,10 +222,15 @@ def check_ops():
                     fail(f"{op}: an input was written")
                 meta = op(*[t.to("meta") if isinstance(t, torch.Tensor) else t for t in args],
                           **{k: v.to("meta") for k, v in kw.items()})
-                real = real if isinstance(real, (tuple, list)) else (real,)
-                meta = meta if isinstance(meta, (tuple, list)) else (meta,)
-                if [(tuple(r.shape), r.dtype) for r in real] != [(tuple(m.shape), m.dtype) for m in meta]:
-                    fail(f"{op}: the fake kernel's outputs are not the real one's")
+                if kw:  # .out returns nothing: its outputs are the caller's
+                    if real is not None or meta is not None:
+                        fail(f"{op}: .out returned {type(real).__name__} / {type(meta).__name__}")
+                else:
+                    real = real if isinstance(real, (tuple, list)) else (real,)
+                    meta = meta if isinstance(meta, (tuple, list)) else (meta,)
+                    if [(tuple(r.shape), r.dtype) for r in real] != \
+                            [(tuple(m.shape), m.dtype) for m in meta]:
+                        fail(f"{op}: the fake kernel's outputs are not the real one's")
                 opcheck(op, args, kw, test_utils=utils)
                 done += 1
             except Exception as e:  # opcheck raises OpCheckError
