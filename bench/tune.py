@@ -12,7 +12,7 @@ with JITK_SPECS naming the variant's directory, and the lines it names
 are printed under the variant's label. The winner goes into specs/ by
 hand, with the table in docs/performance.md.
 
-tune.py gemm [BUILD] [--write FILE] [--only REGEX] - the FP8 GEMM's tile
+tune.py gemm [BUILD] [--write FILE] [--only REGEX] [--cache DIR] - the FP8 GEMM's tile
 configurations and the scheduler's swizzle and raster order per size
 class (--only: the variants whose label matches, beside the shipped one):
 every variant's instances are precompiled at once into one cache (an instance a variant leaves as shipped is one key, compiled once),
@@ -20,7 +20,9 @@ then each is timed by `jitk bench --family gemm_fp8` (the block's eight
 shapes and the MLP's bias and GELU cases, L2 flushed); the winner of each class is the
 variant with the least total time over that class's shapes. --write FILE
 writes specs/gemm_fp8.yaml with the winners' entries appended to its
-tuning list (what goes into specs/ once reviewed).
+tuning list (what goes into specs/ once reviewed). --cache DIR: the
+variants' cache, kept (a check of the written spec then finds the
+winners' instances there); else a temporary one, removed.
 
 Sets:
   q_only  the norm family's outputs-q instances (jitk bench --family axes)
@@ -185,11 +187,12 @@ def variant_class(entry):
     return m.group(1) if m else None
 
 
-def tune_classes(s, build, write):
-    """The gemm set: precompile every variant at once into one cache, time
-    each, pick the winner per class, optionally write the spec."""
+def tune_classes(s, build, write, keep=None):
+    """The gemm set: precompile every variant at once into one cache (keep:
+    that directory, left in place, else a temporary one), time each, pick
+    the winner per class, optionally write the spec."""
     base = tempfile.mkdtemp(prefix="jitk-tune-")
-    cache = os.path.join(base, "cache")
+    cache = keep or os.path.join(base, "cache")
     jitk = os.path.join(build, "jitk")
     failed = 0
     try:
@@ -273,6 +276,13 @@ def main():
             raise SystemExit("tune.py: --write needs a file")
         write = args[i + 1]
         del args[i:i + 2]
+    keep = None
+    if "--cache" in args:
+        i = args.index("--cache")
+        if i + 1 >= len(args):
+            raise SystemExit("tune.py: --cache needs a directory")
+        keep = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
     if "--only" in args:
         i = args.index("--only")
         if i + 1 >= len(args):
@@ -282,7 +292,7 @@ def main():
         s = dict(s, variants=[v for v in s["variants"] if v[0] == "shipped" or only.search(v[0])])
     build = args[0] if args else os.path.join(ROOT, "build")
     if "classes" in s:
-        sys.exit(tune_classes(s, build, write))
+        sys.exit(tune_classes(s, build, write, keep))
     base = tempfile.mkdtemp(prefix="jitk-tune-")
     failed = 0
     try:
