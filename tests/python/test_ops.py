@@ -90,7 +90,9 @@ class OpsTests(unittest.TestCase):
             env[p["name"]] = p["codes"][p["values"].index(v)] if p["type"] == "enum" else int(v)
         B = 256 if inst.get("modulation") == "per_token" else 2
         env.update(rows=256, n=3 * 4096, B=B, L=256 // B, H=3072, tokens=64, q_heads=4,
-                   k_heads=4, heads=4, table_rows=64, cols=192, m=256, k=1024)
+                   k_heads=4, heads=4, table_rows=64)
+        for k, v in dict(cols=192, m=256, k=1024).items():  # where no parameter names them
+            env.setdefault(k, v)
         if "head_dim" in env:
             env["rotary"] = env["head_dim"]
         if "hidden" not in env:
