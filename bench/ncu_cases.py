@@ -6,6 +6,9 @@ fourth launch: warm caches, resolved kernel).
     qk       qk_norm_rope in place, Qwen-Image (24 + 24 heads of 128), 16384 tokens
     norm_q   fused_norm_scale_shift_fp8_q_only, 16384 x 3072
     norm_yq  fused_norm_scale_shift_fp8, 16384 x 3072
+    gemm:WHO:M:N:K  the FP8 GEMM with bf16 out, per-tensor scales: WHO jitk
+             (gemm_fp8 through the C plan, Runtime.call: no extension
+             needed) or cublas (torch._scaled_mm, the same inputs)
 """
 import os
 import sys
@@ -51,6 +54,23 @@ def main(case):
                 fn(x, sc, sh, s, q=qo)
             else:
                 fn(x, sc, sh, s, y=y, q=qo)
+    elif case.startswith("gemm:"):
+        who, m, n, k = case.split(":")[1:]
+        m, n, k = int(m), int(n), int(k)
+        e4m3 = torch.float8_e4m3fn
+        a = torch.randn(m, k, device=dev, generator=g).to(e4m3)
+        b = torch.randn(n, k, device=dev, generator=g).to(e4m3)
+        sa, sb = torch.tensor([0.5], device=dev), torch.tensor([0.25], device=dev)
+        out = torch.empty(m, n, device=dev, dtype=bf16)
+        rt = jitk.runtime()
+
+        def run():
+            if who == "jitk":
+                rt.call("gemm_fp8", a=a, b=b, a_scale=sa, b_scale=sb, out=out)
+            elif who == "cublas":
+                torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=bf16)
+            else:
+                raise SystemExit(__doc__)
     else:
         raise SystemExit(__doc__)
     for _ in range(6):
