@@ -124,7 +124,7 @@ static int teardown(void **state)
 }
 
 /* dir/name, the caller's to free. */
-static char *sub(const fixture *f, const char *name)
+static char *fixture_path(const fixture *f, const char *name)
 {
 	return t_path(f->dir, name);
 }
@@ -207,7 +207,7 @@ static jitk_stats stats_of(jitk_runtime *rt, const char *name)
 static void test_seal_error_refuses_a_miss(void **state)
 {
 	fixture *f = *state;
-	char *cache = sub(f, "cache"), key[2 * JITK_HASH_SIZE + 1], want[512];
+	char *cache = fixture_path(f, "cache"), key[2 * JITK_HASH_SIZE + 1], want[512];
 	fake_device fake;
 	jitk_runtime *rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_OFF, NULL);
 	jitk_tensor out, x, y;
@@ -260,7 +260,7 @@ static void test_seal_error_refuses_a_miss(void **state)
 static void test_seal_warn_logs_and_compiles(void **state)
 {
 	fixture *f = *state;
-	char *cache = sub(f, "cache"), key[2 * JITK_HASH_SIZE + 1], want[512];
+	char *cache = fixture_path(f, "cache"), key[2 * JITK_HASH_SIZE + 1], want[512];
 	fake_device fake;
 	jitk_runtime *rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_WARN, NULL);
 	jitk_kernel *k;
@@ -392,7 +392,7 @@ static void test_seal_with_version_3_options(void **state)
 static void test_seal_covers_the_recompile_after_a_driver_rejection(void **state)
 {
 	fixture *f = *state;
-	char *cache = sub(f, "cache");
+	char *cache = fixture_path(f, "cache");
 	fake_device fake;
 	jitk_runtime *rt;
 	jitk_kernel *k;
@@ -431,7 +431,7 @@ static void test_seal_covers_the_recompile_after_a_driver_rejection(void **state
 static void test_seal_covers_the_runtime_s_compiler(void **state)
 {
 	fixture *f = *state;
-	char *cache = sub(f, "cache");
+	char *cache = fixture_path(f, "cache");
 	fake_device fake;
 	jitk_runtime *rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_ERROR, NULL);
 	jitk_origin o = JITK_ORIGIN_MEMORY;
@@ -462,7 +462,7 @@ static void test_seal_covers_the_runtime_s_compiler(void **state)
 static void test_seal_keeps_a_rejected_entry(void **state)
 {
 	fixture *f = *state;
-	char *cache = sub(f, "cache"), *names[1] = { "_Z1kv" };
+	char *cache = fixture_path(f, "cache"), *names[1] = { "_Z1kv" };
 	fake_device fake;
 	jitk_runtime *rt = runtime_over(f, &fake, 90, cache, NULL, JITK_SEAL_ERROR, NULL);
 	jitk_cache_entry e;
@@ -494,7 +494,7 @@ static void test_seal_keeps_a_rejected_entry(void **state)
 static void test_seal_message_under_force_compile(void **state)
 {
 	fixture *f = *state;
-	char *cache = sub(f, "cache");
+	char *cache = fixture_path(f, "cache");
 	fake_device fake;
 	jitk_runtime *rt;
 	jitk_kernel *k;
@@ -521,8 +521,8 @@ static void test_seal_message_under_force_compile(void **state)
 static void test_manifest_records_and_precompiles(void **state)
 {
 	fixture *f = *state;
-	char *m1 = sub(f, "m1.txt"), *m2 = sub(f, "m2.txt"), *cache = sub(f, "cache"),
-	     *text;
+	char *m1 = fixture_path(f, "m1.txt"), *m2 = fixture_path(f, "m2.txt"),
+	     *cache = fixture_path(f, "cache"), *text;
 	fake_device fake;
 	jitk_runtime *rt = runtime_over(f, &fake, 90, NULL, NULL, JITK_SEAL_OFF, m1);
 	jitk_precompile_counts n = JITK_PRECOMPILE_COUNTS_INIT;
@@ -599,7 +599,7 @@ static void on_progress(void *ctx, size_t i, size_t n, const jitk_manifest_item 
 static void test_manifest_from_the_environment(void **state)
 {
 	fixture *f = *state;
-	char *m = sub(f, "warm.txt"), *cache = sub(f, "cache"), *text;
+	char *m = fixture_path(f, "warm.txt"), *cache = fixture_path(f, "cache"), *text;
 	fake_device fake;
 	jitk_runtime *rt;
 	jitk_manifest_item *items;
@@ -655,8 +655,9 @@ static void test_manifest_from_the_environment(void **state)
 static void test_outputs_are_regular_files(void **state)
 {
 	fixture *f = *state;
-	char *fifo = sub(f, "fifo"), *target = sub(f, "target"), *link = sub(f, "link");
-	char *dump = sub(f, "dump"), *planted, *text, hex[2 * JITK_HASH_SIZE + 1], name[160];
+	char *fifo = fixture_path(f, "fifo"), *target = fixture_path(f, "target"),
+	     *link = fixture_path(f, "link");
+	char *dump = fixture_path(f, "dump"), *planted, *text, hex[2 * JITK_HASH_SIZE + 1], name[160];
 	fake_device fake;
 	jitk_runtime *rt;
 	jitk_compiler *c;
@@ -733,7 +734,7 @@ static void test_outputs_are_regular_files(void **state)
 static void test_manifest_reading(void **state)
 {
 	fixture *f = *state;
-	char *m = sub(f, "m.txt"), want[512];
+	char *m = fixture_path(f, "m.txt"), want[512];
 	jitk_compiler *c = t_compiler(SPECS, NULL, NULL, NULL);
 	jitk_manifest_item *items;
 	size_t n;
@@ -877,7 +878,7 @@ static void test_lookup_order(void **state)
 	size_t i;
 
 	for (i = 0; i < NTARGETS; i++) {
-		char *dir = sub(f, cached_targets[i]);
+		char *dir = fixture_path(f, cached_targets[i]);
 
 		precompile(dir, I64, cached_targets[i]);
 		free(dir);
@@ -955,7 +956,7 @@ static void test_run_targets(void **state)
 static void test_explain_with_a_cache(void **state)
 {
 	fixture *f = *state;
-	char *cache = sub(f, "cache"), *text, *root, want[1024], k100f[2 * JITK_HASH_SIZE + 1],
+	char *cache = fixture_path(f, "cache"), *text, *root, want[1024], k100f[2 * JITK_HASH_SIZE + 1],
 	     k103[2 * JITK_HASH_SIZE + 1];
 	jitk_compiler *c;
 
@@ -1038,7 +1039,7 @@ static void test_profiler_ranges(void **state)
 	skip(); /* built without NVTX3 headers: no ranges */
 #else
 	fixture *f = *state;
-	char *cache = sub(f, "cache");
+	char *cache = fixture_path(f, "cache");
 	fake_device fake;
 	jitk_runtime *rt;
 	jitk_kernel *k;

@@ -118,7 +118,7 @@ const char *jitk__spec_quote(const char *s)
 	return buf;
 }
 
-static const char *q(const char *s)
+static const char *quoted(const char *s)
 {
 	return jitk__spec_quote(s);
 }
@@ -131,7 +131,7 @@ int jitk__spec_arch_error(const char *text, size_t len)
 	memcpy(shown, text, n);
 	shown[n] = '\0';
 	return jitk__spec_error(JITK_EINVAL, NULL,
-				"'%s' is not an architecture (sm_90, sm_100a, compute_90...)", q(shown));
+				"'%s' is not an architecture (sm_90, sm_100a, compute_90...)", quoted(shown));
 }
 
 #define EXCERPT_WIDTH 160 /* characters of a long line shown around col */
@@ -337,7 +337,7 @@ static int check_cxx_name(const sctx *c, const ynode *n, const char *path, const
 
 	if (!why)
 		return 0;
-	return ERR(c, n, path, "'%s' is %s, so it cannot be %s", q(n->str), why, what);
+	return ERR(c, n, path, "'%s' is %s, so it cannot be %s", quoted(n->str), why, what);
 }
 
 static int get_ident(const sctx *c, const ynode *n, const char *path, char **out)
@@ -349,7 +349,7 @@ static int get_ident(const sctx *c, const ynode *n, const char *path, char **out
 	if (!is_ident(n->str))
 		return ERR(c, n, path,
 			   "'%s' is not a name (letters, digits and '_', not starting with a digit)",
-			   q(n->str));
+			   quoted(n->str));
 	return copy(c, out, n->str);
 }
 
@@ -363,24 +363,24 @@ static int get_int(const sctx *c, const ynode *n, const char *path, int64_t *out
 		return rc;
 	if (!n->plain)
 		return ERR(c, n, path, "expected an integer, got the quoted string '%s'",
-			   q(n->str));
+			   quoted(n->str));
 	if (*s == '-' || *s == '+')
 		neg = *s++ == '-';
 	if (!isdigit((unsigned char)*s))
-		return ERR(c, n, path, "expected an integer, got '%s'", q(n->str));
+		return ERR(c, n, path, "expected an integer, got '%s'", quoted(n->str));
 	if (s[0] == '0' && s[1])
 		return ERR(c, n, path,
 			   "'%s': leading zeros are not allowed (YAML 1.1 reads them as octal)",
-			   q(n->str));
+			   quoted(n->str));
 	for (; *s; s++) {
 		if (!isdigit((unsigned char)*s))
-			return ERR(c, n, path, "expected an integer, got '%s'", q(n->str));
+			return ERR(c, n, path, "expected an integer, got '%s'", quoted(n->str));
 		if (v > (UINT64_MAX - 9) / 10)
-			return ERR(c, n, path, "integer '%s' is out of range", q(n->str));
+			return ERR(c, n, path, "integer '%s' is out of range", quoted(n->str));
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	if (v > (uint64_t)INT64_MAX + (uint64_t)neg)
-		return ERR(c, n, path, "integer '%s' is out of range", q(n->str));
+		return ERR(c, n, path, "integer '%s' is out of range", quoted(n->str));
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return 0;
 }
@@ -392,7 +392,7 @@ static int get_bool(const sctx *c, const ynode *n, const char *path, int *out)
 	if ((rc = want_kind(c, n, path, YN_SCALAR, "true or false")))
 		return rc;
 	if (!n->plain || (strcmp(n->str, "true") && strcmp(n->str, "false")))
-		return ERR(c, n, path, "expected true or false, got '%s'", q(n->str));
+		return ERR(c, n, path, "expected true or false, got '%s'", quoted(n->str));
 	*out = !strcmp(n->str, "true");
 	return 0;
 }
@@ -406,7 +406,7 @@ static int get_arch(const sctx *c, const ynode *n, const char *path, int *out)
 		return rc;
 	if (jitk__arch_parse(&a, n->str) || a.kind != 's' || a.suffix)
 		return ERR(c, n, path, "expected an architecture like sm_90, got '%s'",
-			   q(n->str));
+			   quoted(n->str));
 	*out = a.cc;
 	return 0;
 }
@@ -490,8 +490,8 @@ static int check_keys(const sctx *c, const ynode *map, const char *path, const f
 			}
 		if (best)
 			return ERR(c, key, path, "unknown key '%s' (did you mean '%s'?)",
-				   q(key->str), best);
-		return ERR(c, key, path, "unknown key '%s'", q(key->str));
+				   quoted(key->str), best);
+		return ERR(c, key, path, "unknown key '%s'", quoted(key->str));
 	}
 	for (k = 0; t[k].key; k++)
 		if ((t[k].flags & F_REQ) && !jitk__ymap_get(map, t[k].key))
@@ -500,14 +500,14 @@ static int check_keys(const sctx *c, const ynode *map, const char *path, const f
 }
 
 /* path.key (key at the top level), in the file's scratch memory. */
-static const char *sub(const sctx *c, const char *path, const char *key)
+static const char *path_of_key(const sctx *c, const char *path, const char *key)
 {
 	return *path ? jitk__arena_printf(c->tmp, "%s.%s", path, key) : key;
 }
 
 static int parse_field(sctx *c, const ynode *v, const char *path, const field *fd, void *out)
 {
-	if ((fd->flags & F_SUB) && !(path = sub(c, path, fd->key ? fd->key : c->key->str)))
+	if ((fd->flags & F_SUB) && !(path = path_of_key(c, path, fd->key ? fd->key : c->key->str)))
 		return JITK_ENOMEM;
 	int rc = fd->what ? want_kind(c, v, path, fd->kind, fd->what) : 0;
 
@@ -562,14 +562,14 @@ static int read_items(sctx *c, const ynode *n, const char *path, const field *fd
 		c->key = k;
 		c->index = i;
 		if (k && !is_ident(k->str))
-			return ERR(c, k, path, "'%s' is not a name", q(k->str));
+			return ERR(c, k, path, "'%s' is not a name", quoted(k->str));
 		if ((rc = parse_field(c, k ? ymap_val(n, i) : n->kids[i], path, fd->item,
 				      items + i * fd->size)))
 			return rc;
 		for (j = 0, name = (char **)(void *)(items + i * fd->size); fd->dup && j < i; j++)
 			if (!strcmp(*(char **)(void *)(items + j * fd->size), *name))
 				return ERR(c, n->kids[i], path, "%s'%s' listed twice", fd->dup,
-					   q(*name));
+					   quoted(*name));
 	}
 	return 0;
 }
@@ -601,7 +601,7 @@ static int p_string(sctx *c, const ynode *v, const char *path, void *out, const 
 	size_t n = 0;
 
 	if (!rc && fd->arg && !is_qualified(*s))
-		return ERR(c, v, path, "'%s' is not a C++ %sname", q(*s), fd->arg == 1 ? "type " : "");
+		return ERR(c, v, path, "'%s' is not a C++ %sname", quoted(*s), fd->arg == 1 ? "type " : "");
 	/* each component: "jitk::int" is no more a type than "int" */
 	for (p = rc || !fd->arg ? "" : *s; *p; p += n + 2) {
 		n = strcspn(p, ":");
@@ -609,7 +609,7 @@ static int p_string(sctx *c, const ynode *v, const char *path, void *out, const 
 			break;
 	}
 	if (why)
-		return ERR(c, v, path, "'%s' is not a C++ %sname ('%.*s' is %s)", q(*s),
+		return ERR(c, v, path, "'%s' is not a C++ %sname ('%.*s' is %s)", quoted(*s),
 			   fd->arg == 1 ? "type " : "", (int)n, p, why);
 	return rc;
 }
@@ -659,7 +659,7 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 			jitk__jbuf_printf(&list, "%s%s", i ? ", " : "", p->values[i]);
 		rc = list.oom ? JITK_ENOMEM
 			: ERR(c, n, path, "value '%s' is not allowed for '%s' (allowed: %s)",
-			      q(n->str), q(p->name), q(list.data ? list.data : ""));
+			      quoted(n->str), quoted(p->name), quoted(list.data ? list.data : ""));
 		jitk__jbuf_free(&list);
 		return rc;
 	case PT_INT:
@@ -669,16 +669,16 @@ static int get_param_value(const sctx *c, const spec_param *p, const ynode *n,
 		return rc;
 	if (*out < p->min || *out > p->max)
 		return ERR(c, n, path, "value %lld is out of range for '%s' (%lld to %lld)",
-			   (long long)*out, q(p->name), (long long)p->min, (long long)p->max);
+			   (long long)*out, quoted(p->name), (long long)p->min, (long long)p->max);
 	if (p->multiple_of > 1 && *out % p->multiple_of)
 		return ERR(c, n, path, "value %lld for '%s' is not a multiple of %lld",
-			   (long long)*out, q(p->name), (long long)p->multiple_of);
+			   (long long)*out, quoted(p->name), (long long)p->multiple_of);
 	for (i = 0; i < p->nallowed; i++)
 		if (p->allowed[i] == *out)
 			return 0;
 	if (p->nallowed)
 		return ERR(c, n, path, "value %lld is not in the allowed values of '%s'",
-			   (long long)*out, q(p->name));
+			   (long long)*out, quoted(p->name));
 	return 0;
 }
 
@@ -725,7 +725,7 @@ static int p_cond(sctx *c, const ynode *n, const char *path, void *out, const fi
 		spec_term *t = &cond->terms[cond->n++];
 
 		if ((p = jitk__spec_param_index(c->f, k->str)) < 0)
-			return ERR(c, k, path, "unknown parameter '%s'", q(k->str));
+			return ERR(c, k, path, "unknown parameter '%s'", quoted(k->str));
 		t->param = (size_t)p;
 		rc = param_values(c, &c->f->params[p], ymap_val(n, i), path, 0, &t->vals, &t->nvals);
 	}
@@ -780,7 +780,7 @@ static int name_budget(const sctx *c, const spec_family *f, const ynode *n, cons
 		return 0;
 	return ERR(c, n, path, "'%s' is one name too many: a family has at most %d "
 		   "parameters, tuning keys and derived values together",
-		   q(n->str), SPEC_MAX_NAMES);
+		   quoted(n->str), SPEC_MAX_NAMES);
 }
 
 /* A parameter, tuning key or derived value: a member of the instance's
@@ -805,7 +805,7 @@ static int p_param_type(sctx *c, const ynode *v, const char *path, void *out, co
 	int i = choose(v->str, types);
 
 	if (i < 0)
-		return ERR(c, v, path, "unknown parameter type '%s' (int, bool or enum)", q(v->str));
+		return ERR(c, v, path, "unknown parameter type '%s' (int, bool or enum)", quoted(v->str));
 	p->type = (enum spec_ptype)i;
 	for (i = 0; i < 3 && p->type != PT_INT; i++)
 		if ((bad = jitk__ymap_get(d, int_only[i])))
@@ -893,7 +893,7 @@ static int p_param(sctx *c, const ynode *d, const char *path, void *out, const f
 			   "size_of makes a size class: only an int parameter can be one");
 	if (p->size_of && strchr(p->size_of, ':'))
 		return ERR(c, jitk__ymap_get(d, "size_of"), path,
-			   "size_of names a dimension of a tensor's shape, not '%s'", q(p->size_of));
+			   "size_of names a dimension of a tensor's shape, not '%s'", quoted(p->size_of));
 	return 0;
 }
 
@@ -935,13 +935,13 @@ static int tuning_value(sctx *c, spec_tuning *t, const ynode *k, const ynode *v)
 	int rc;
 
 	if (!is_ident(k->str))
-		return ERR(c, k, "tuning", "'%s' is not a name", q(k->str));
+		return ERR(c, k, "tuning", "'%s' is not a name", quoted(k->str));
 	if (jitk__spec_param_index(f, k->str) >= 0)
-		return ERR(c, k, "tuning", "'%s' is a parameter; tuning cannot set it", q(k->str));
+		return ERR(c, k, "tuning", "'%s' is a parameter; tuning cannot set it", quoted(k->str));
 	kv->loc = loc_of(c, k);
 	if (v->kind == YN_SCALAR && v->plain && (!strcmp(v->str, "true") || !strcmp(v->str, "false")))
 		kv->value = !strcmp(v->str, "true");
-	else if (!(path = sub(c, "tuning", k->str)))
+	else if (!(path = path_of_key(c, "tuning", k->str)))
 		return JITK_ENOMEM;
 	else if ((rc = get_int(c, v, path, &kv->value)))
 		return rc;
@@ -1042,7 +1042,7 @@ static int check_name(void *ctx, const char *name, int pos)
 				    nc->f->args[i].type == AT_I64)
 					return 0;
 				return err_at(nc->c, n->line, col, nc->path,
-					      "argument '%s' is not an integer", q(name));
+					      "argument '%s' is not an integer", quoted(name));
 			}
 	}
 	/* A derived value used by itself or before its definition: say so,
@@ -1056,13 +1056,13 @@ static int check_name(void *ctx, const char *name, int pos)
 			continue;
 		if (ymap_val(later, i) == n)
 			return err_at(nc->c, n->line, col, nc->path,
-				      "derived value '%s' uses itself", q(name));
+				      "derived value '%s' uses itself", quoted(name));
 		return err_at(nc->c, n->line, col, nc->path,
 			      "'%s' is derived later, at %d:%d (a derived value can use only "
-			      "the ones above it)", q(name), k->line, k->col);
+			      "the ones above it)", quoted(name), k->line, k->col);
 	}
 	return err_at(nc->c, n->line, col, nc->path,
-		      "unknown name '%s' in expression '%s'", q(name), q(n->str));
+		      "unknown name '%s' in expression '%s'", quoted(name), quoted(n->str));
 }
 
 static void free_expr(void *e)
@@ -1085,7 +1085,7 @@ static int parse_expr(sctx *c, const ynode *n, const char *path, size_t nderived
 	if (jitk__expr_parse(&out->e, n->str, msg, sizeof(msg), &pos))
 		return !strcmp(msg, "out of memory") ? JITK_ENOMEM
 		       : err_at(c, n->line, n->col + scalar_offset(c, n, pos), path,
-				"bad expression '%s': %s", q(n->str), msg);
+				"bad expression '%s': %s", quoted(n->str), msg);
 	if (jitk__arena_defer(c->a, free_expr, out->e)) {
 		out->e = NULL;
 		return JITK_ENOMEM;
@@ -1118,7 +1118,7 @@ static int check_constant(const sctx *c, const ynode *n, const spec_expr *x, con
 	if (names)
 		return 0;
 	if (jitk__expr_eval(x->e, NULL, NULL, &v, err, sizeof(err)))
-		return ERR(c, n, path, "'%s' cannot be evaluated: %s", q(x->text), err);
+		return ERR(c, n, path, "'%s' cannot be evaluated: %s", quoted(x->text), err);
 	if (v >= lo && v <= hi && !(pow2 && (v & (v - 1))))
 		return 0;
 	snprintf(err, sizeof(err), "%lld", (long long)v);
@@ -1126,7 +1126,7 @@ static int check_constant(const sctx *c, const ynode *n, const spec_expr *x, con
 		return ERR(c, n, path, "%lld is out of range; it must be %s%lld to %lld",
 			   (long long)v, pow2 ? "a power of two from " : "", (long long)lo,
 			   (long long)hi);
-	return ERR(c, n, path, "'%s' is %lld; it must be %s%lld to %lld", q(x->text),
+	return ERR(c, n, path, "'%s' is %lld; it must be %s%lld to %lld", quoted(x->text),
 		   (long long)v, pow2 ? "a power of two from " : "", (long long)lo,
 		   (long long)hi);
 }
@@ -1152,7 +1152,7 @@ static int p_derived(sctx *c, const ynode *v, const char *path, void *out, const
 	int rc;
 
 	if (name_defined(c->f, c->key->str, c->index))
-		return ERR(c, c->key, path, "'%s' is already defined", q(c->key->str));
+		return ERR(c, c->key, path, "'%s' is already defined", quoted(c->key->str));
 	if ((rc = member_name(c, c->f, c->key, path)) ||
 	    (rc = copy(c, &((spec_expr *)out)->name, c->key->str)))
 		return rc;
@@ -1248,12 +1248,12 @@ static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, cons
 	if (len && s[len - 1] == '*')
 		return ERR(c, t, path,
 			   "'%s': pointer arguments are tensors: write the element type "
-			   "('const bf16' for an input) and give a shape", q(t->str));
+			   "('const bf16' for an input) and give a shape", quoted(t->str));
 	if (len >= sizeof(name) || !(a->elem = (snprintf(name, sizeof(name), "%s", s),
 						  jitk__spec_elem(name))))
 		return ERR(c, t, path,
 			   "unknown type '%s' (bf16, fp8_e4m3, f32, i32, i64, u8; 'const' for input tensors)",
-			   q(t->str));
+			   quoted(t->str));
 	a->io = IO_IN;
 	if (jitk__ymap_get(c->map, "shape")) {
 		a->type = AT_TENSOR;
@@ -1280,7 +1280,7 @@ static int p_io(sctx *c, const ynode *v, const char *path, void *out, const fiel
 	int i = choose(v->str, names);
 
 	if (i < 0)
-		return ERR(c, v, path, "expected in, out or inout, got '%s'", q(v->str));
+		return ERR(c, v, path, "expected in, out or inout, got '%s'", quoted(v->str));
 	a->io = (enum spec_io)i;
 	if (a->is_const && a->io != IO_IN)
 		return ERR(c, v, path, "a const tensor is an input; drop 'const' to write it");
@@ -1294,7 +1294,7 @@ static int p_configured(sctx *c, const ynode *v, const char *path, void *out, co
 	spec_arg *a = out;
 
 	if (strcmp(v->str, "positive_finite"))
-		return ERR(c, v, path, "unknown rule '%s' (positive_finite)", q(v->str));
+		return ERR(c, v, path, "unknown rule '%s' (positive_finite)", quoted(v->str));
 	if (strcmp(a->elem->name, "f32") || !a->is_const)
 		return ERR(c, v, path, "a configured tensor is a const f32");
 	a->configured = RULE_POSITIVE_FINITE;
@@ -1322,7 +1322,7 @@ static int p_default(sctx *c, const ynode *v, const char *path, void *out, const
 	errno = 0;
 	a->def_f = strtof(v->str, &end);
 	if (!v->plain || end == v->str || *end || errno || !isfinite(a->def_f))
-		return ERR(c, v, path, "expected a finite number, got '%s'", q(v->str));
+		return ERR(c, v, path, "expected a finite number, got '%s'", quoted(v->str));
 	return 0;
 }
 
@@ -1377,7 +1377,7 @@ static int p_tma_oob(sctx *c, const ynode *v, const char *path, void *out, const
 	spec_tma *t = ((spec_arg *)out)->tma;
 
 	if (strcmp(v->str, "zero") && strcmp(v->str, "nan"))
-		return ERR(c, v, path, "expected zero or nan, got '%s'", q(v->str));
+		return ERR(c, v, path, "expected zero or nan, got '%s'", quoted(v->str));
 	t->oob_nan = !strcmp(v->str, "nan");
 	return 0;
 }
@@ -1407,7 +1407,7 @@ static int tma_link(sctx *c, spec_family *f, spec_arg *a, const ynode *e)
 	if (k < 0 || f->args[k].type != AT_TENSOR)
 		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
 			      "'%s' is not a tensor argument of %s (a TMA descriptor describes one)",
-			      q(t->tensor), f->name);
+			      quoted(t->tensor), f->name);
 	x = &f->args[k];
 	t->tensor_arg = (size_t)k;
 	if (x->ndim + (t->batch ? 1 : 0) > SPEC_TMA_MAX_RANK)
@@ -1485,7 +1485,7 @@ static int p_arg(sctx *c, const ynode *e, const char *path, void *out, const fie
 	if (a->type != AT_TENSOR &&
 	    (name_defined(c->f, k->str, c->f->nderived) || !strcmp(k->str, "sm_count")))
 		return ERR(c, k, path, "argument '%s' has the name of a parameter, tuning key "
-			   "or derived value", q(k->str));
+			   "or derived value", quoted(k->str));
 	return 0;
 }
 
@@ -1528,13 +1528,13 @@ static int p_dim_name(sctx *c, const ynode *n, const char *path, void *out, cons
 	size_t i;
 
 	if (!rc && name_defined(c->f, *(char **)out, c->f->nderived))
-		return ERR(c, n, path, "'%s' is already defined", q(n->str));
+		return ERR(c, n, path, "'%s' is already defined", quoted(n->str));
 	/* An argument of that name (read later) would take the name's
 	 * place in every shape, and the dim would never be bound. */
 	for (i = 0; !rc && args && args->kind == YN_MAP && i < args->n; i++)
 		if (!strcmp(ymap_key(args, i)->str, n->str))
 			return ERR(c, n, path, "'%s' is already defined (an argument, at %d:%d)",
-				   q(n->str), ymap_key(args, i)->line, ymap_key(args, i)->col);
+				   quoted(n->str), ymap_key(args, i)->line, ymap_key(args, i)->col);
 	return rc;
 }
 
@@ -1553,7 +1553,7 @@ static int p_alias(sctx *c, const ynode *p, const char *path, void *out, const f
 		k = jitk__spec_arg_index(c->f, p->kids[j]->str);
 		if (k < 0 || c->f->args[k].type != AT_TENSOR)
 			return ERR(c, p->kids[j], path, "'%s' is not a tensor argument",
-				   q(p->kids[j]->str));
+				   quoted(p->kids[j]->str));
 		((size_t *)out)[j] = (size_t)k;
 	}
 	return 0;
@@ -1648,7 +1648,7 @@ static int p_step(sctx *c, const ynode *step, const char *path, void *out, const
 					    : jitk__arena_strdup(c->a, t)))
 			return JITK_ENOMEM;
 		if (!is_ident(am->caller))
-			return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", q(t));
+			return ERR(c, cv, path, "'%s' is not an argument name or flat(name)", quoted(t));
 	}
 	return 0;
 }
@@ -1677,16 +1677,16 @@ static int count_instances(const sctx *c, const spec_family *f, spec_symbol *s)
 		return err_at(c, line, col, "symbols",
 			      "symbol '%s' expands to more than 2^64 instances (one per "
 			      "combination of the listed values); the limit is %d",
-			      q(s->name), SPEC_MAX_SYMBOL_INSTANCES);
+			      quoted(s->name), SPEC_MAX_SYMBOL_INSTANCES);
 	if (total > SPEC_MAX_SYMBOL_INSTANCES)
 		return err_at(c, line, col, "symbols",
 			      "symbol '%s' expands to %zu instances (one per combination of the "
 			      "listed values); the limit is %d",
-			      q(s->name), total, SPEC_MAX_SYMBOL_INSTANCES);
+			      quoted(s->name), total, SPEC_MAX_SYMBOL_INSTANCES);
 	if (total > SPEC_MAX_INSTANCES - c->set->nplanned)
 		return err_at(c, line, col, "symbols",
 			      "symbol '%s' brings the spec set to %zu instances; the limit is %d",
-			      q(s->name), c->set->nplanned + total, SPEC_MAX_INSTANCES);
+			      quoted(s->name), c->set->nplanned + total, SPEC_MAX_INSTANCES);
 	c->set->nplanned += total;
 	s->ninsts = total;
 	return 0;
@@ -1706,11 +1706,11 @@ static int p_symbol_params(sctx *c, const ynode *params, const char *path, void 
 	for (i = 0; i < params->n; i++)
 		if (jitk__spec_param_index(f, ymap_key(params, i)->str) < 0)
 			return ERR(c, ymap_key(params, i), path, "unknown parameter '%s' of family '%s'",
-				   q(ymap_key(params, i)->str), q(f->name));
+				   quoted(ymap_key(params, i)->str), quoted(f->name));
 	for (i = 0; i < f->nparams; i++) {
 		if (!(pv = jitk__ymap_get(params, f->params[i].name)))
 			return ERR(c, params, path, "missing value for parameter '%s'",
-				   q(f->params[i].name));
+				   quoted(f->params[i].name));
 		if ((rc = param_values(c, &f->params[i], pv, path, 1, &s->vals[i], &s->nvals[i])))
 			return rc;
 	}
@@ -1824,7 +1824,7 @@ static int p_find(sctx *c, const ynode *n, const char *path, void *out, const fi
 	if (!f->configured && !f->env && !f->path)
 		return ERR(c, n, path, "a place to look needs env (and path), path or configured");
 	if (f->env && f->path && (why = rel_dir_problem(f->path)))
-		return ERR(c, pn, path, "path '%s' below $%s %s", q(f->path), f->env, why);
+		return ERR(c, pn, path, "path '%s' below $%s %s", quoted(f->path), f->env, why);
 	/* Without env, a relative path is relative to this file (like a
 	 * spec's template): a package kept next to the specs. */
 	if (!f->env && f->path && f->path[0] != '/') {
@@ -1847,7 +1847,7 @@ static int p_search_dir(sctx *c, const ynode *v, const char *path, void *out, co
 	int rc = get_string(c, v, path, s);
 
 	if (!rc && (why = rel_dir_problem(*s)))
-		return ERR(c, v, path, "search directory '%s' %s", q(*s), why);
+		return ERR(c, v, path, "search directory '%s' %s", quoted(*s), why);
 	return rc;
 }
 
@@ -1884,11 +1884,11 @@ static int p_package(sctx *c, const ynode *d, const char *path, void *out, const
 	if (!package_name_ok(c->key->str))
 		return ERR(c, c->key, path, "package name '%s' is not lower-case letters, digits "
 			   "and '_' (it also names the variable JITK_PACKAGE_<NAME>, in capitals)",
-			   q(c->key->str));
+			   quoted(c->key->str));
 	for (i = 0; i < c->set->npackages; i++)
 		if (!strcmp(c->set->packages[i].name, c->key->str))
 			return ERR(c, c->key, path, "package '%s' is already defined at %s:%d:%d",
-				   q(c->key->str), c->set->packages[i].loc.file,
+				   quoted(c->key->str), c->set->packages[i].loc.file,
 				   c->set->packages[i].loc.line, c->set->packages[i].loc.col);
 	if ((rc = copy(c, &p->name, c->key->str)) || (rc = parse_map(c, d, path, package_fields, p)))
 		return rc;
@@ -1926,7 +1926,7 @@ static int p_packages(sctx *c, const ynode *n, const char *path, void *out, cons
 		int rc;
 
 		c->key = k;
-		if (!(sub_path = sub(c, path, k->str)))
+		if (!(sub_path = path_of_key(c, path, k->str)))
 			return JITK_ENOMEM;
 		if ((rc = parse_field(c, ymap_val(n, i), sub_path, &package_item,
 				      &set->packages[set->npackages])))
@@ -2005,9 +2005,9 @@ static int link_packages(spec_set *set, const texts_t *tx)
 			}
 			if (best)
 				return link_error(tx, set, &inc->loc, "unknown header package '%s' (did "
-						  "you mean '%s'?)", q(inc->name), best);
+						  "you mean '%s'?)", quoted(inc->name), best);
 			return link_error(tx, set, &inc->loc, "unknown header package '%s' (%s)",
-					  q(inc->name), set->npackages
+					  quoted(inc->name), set->npackages
 						  ? "it is in no packages.yaml of the spec directories"
 						  : "the spec directories have no packages.yaml");
 		}
@@ -2035,21 +2035,21 @@ static int p_template(sctx *c, const ynode *v, const char *path, void *out, cons
 	if (!f->template_path)
 		return JITK_ENOMEM;
 	if (stat(f->template_path, &st))
-		return ERR(c, v, path, "template file '%s' not found (%s)", q(v->str),
+		return ERR(c, v, path, "template file '%s' not found (%s)", quoted(v->str),
 			   strerror(errno));
 	rc = jitk__read_file(&text, &len, f->template_path, SPEC_MAX_TEMPLATE_BYTES);
 	if (rc == JITK_EINVAL)
 		return ERR(c, v, path, "template '%s' is larger than the %u-byte limit",
-			   q(v->str), SPEC_MAX_TEMPLATE_BYTES);
+			   quoted(v->str), SPEC_MAX_TEMPLATE_BYTES);
 	if (rc && rc != JITK_ENOMEM)
 		return (why = jitk__arena_strdup(c->tmp, read_reason(f->template_path)))
-			? ERR(c, v, path, "template '%s' cannot be read: %s", q(v->str), why)
+			? ERR(c, v, path, "template '%s' cannot be read: %s", quoted(v->str), why)
 			: JITK_ENOMEM;
 	for (i = 0; i < len && isspace((unsigned char)text[i]); i++)
 		;
 	free(text);
 	if (!rc && i == len)
-		return ERR(c, v, path, "template '%s' is empty", q(v->str));
+		return ERR(c, v, path, "template '%s' is empty", quoted(v->str));
 	return rc;
 }
 
@@ -2062,7 +2062,7 @@ static int p_family_name(sctx *c, const ynode *v, const char *path, void *out,
 	for (prev = c->set->fams; !rc && *prev != f; prev++)
 		if (!strcmp((*prev)->name, f->name))
 			return ERR(c, v, path, "family '%s' is already defined at %s:%d:%d",
-				   q(f->name), (*prev)->loc.file, (*prev)->loc.line, (*prev)->loc.col);
+				   quoted(f->name), (*prev)->loc.file, (*prev)->loc.line, (*prev)->loc.col);
 	return rc;
 }
 
@@ -2085,10 +2085,10 @@ static int p_bench_tensor(sctx *c, const ynode *n, const char *path, void *out, 
 			break;
 	if (i == f->nargs || f->args[i].type != AT_TENSOR)
 		return ERR(c, c->key, path, "'%s' is not a tensor argument of family '%s'",
-			   q(t->name), q(f->name));
+			   quoted(t->name), quoted(f->name));
 	t->arg = i;
 	if (n->n != f->args[i].ndim)
-		return ERR(c, n, path, "%zu dimensions, but '%s' has %zu", n->n, q(t->name),
+		return ERR(c, n, path, "%zu dimensions, but '%s' has %zu", n->n, quoted(t->name),
 			   f->args[i].ndim);
 	if (!(t->dims = ARRAY(c, n->n ? n->n : 1, int64_t)))
 		return JITK_ENOMEM;
@@ -2132,7 +2132,7 @@ static int p_bench_peak(sctx *c, const ynode *v, const char *path, void *out, co
 	int rc = get_string(c, v, path, s);
 
 	if (!rc && strcmp(*s, "fp8_dense") && strcmp(*s, "bf16_dense"))
-		return ERR(c, v, path, "peak is fp8_dense or bf16_dense, not '%s'", q(*s));
+		return ERR(c, v, path, "peak is fp8_dense or bf16_dense, not '%s'", quoted(*s));
 	return rc;
 }
 
@@ -2337,11 +2337,11 @@ static int sort_names(spec_set *set, const texts_t *tx)
 	if (first->sym != second->sym && !strcmp(first->sym->name, second->sym->name))
 		return link_error(tx, set, &second->sym->loc,
 				  "symbol '%s' is already defined at %s:%d:%d (at symbols)",
-				  q(second->sym->name), first->sym->loc.file,
+				  quoted(second->sym->name), first->sym->loc.file,
 				  first->sym->loc.line, first->sym->loc.col);
 	return link_error(tx, set, &second->sym->loc,
 			  "instance name '%s' clashes with symbol '%s' at %s:%d:%d",
-			  q(second->name), q(first->sym->name), first->sym->loc.file,
+			  quoted(second->name), quoted(first->sym->name), first->sym->loc.file,
 			  first->sym->loc.line, first->sym->loc.col);
 }
 
@@ -2407,13 +2407,13 @@ static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
 		if (t0 < 0) {
 			rc = link_error(tx, set, l,
 					"fallback '%s' is not a symbol (at symbols.%s.fallback)",
-					q(name), q(s->name));
+					quoted(name), quoted(s->name));
 			break;
 		}
 		t = set->syms[t0];
 		if (t == s) {
 			rc = link_error(tx, set, l, "symbol '%s' cannot fall back to itself",
-					q(s->name));
+					quoted(s->name));
 			break;
 		}
 		conv = jitk__arena_array(tmp, t->fam->nparams, sizeof(*conv));
@@ -2462,7 +2462,7 @@ static int link_fallbacks(spec_set *set, spec_symbol *s, const texts_t *tx)
 			}
 			if (jj < t->fam->nparams)
 				rc = link_error(tx, set, l, "fallback '%s' has no instance matching '%s'",
-						q(name), q(in->name));
+						quoted(name), quoted(in->name));
 			in->fallback[j] = t->first + target;
 			in->nfallback++;
 		}
@@ -2645,7 +2645,7 @@ static int check_tuning_coverage(const spec_set *set, const spec_symbol *s,
 				rc = link_error(tx, set, l,
 						"tuning key '%s' has no value on %s for '%s' (no tuning "
 						"entry that applies there sets it)",
-						q(f->tuning_keys[j]), range, q(in->name));
+						quoted(f->tuning_keys[j]), range, quoted(in->name));
 			}
 		}
 	}
@@ -2671,19 +2671,19 @@ static int link_argmaps(const spec_set *set, const spec_symbol *s, const texts_t
 			if (ce < 0)
 				return link_error(tx, set, &am->loc,
 						  "'%s' has no argument '%s' (at symbols.%s.fallback)",
-						  q(fb->symbol), q(am->callee), q(s->name));
+						  quoted(fb->symbol), quoted(am->callee), quoted(s->name));
 			if (cr < 0)
 				return link_error(tx, set, &am->loc,
 						  "'%s' has no argument '%s' to pass to %s (at symbols.%s.fallback)",
-						  q(s->name), q(am->caller), q(fb->symbol), q(s->name));
+						  quoted(s->name), quoted(am->caller), quoted(fb->symbol), quoted(s->name));
 			if (am->flat && s->fam->args[cr].type != AT_TENSOR)
 				return link_error(tx, set, &am->loc,
 						  "flat(%s): '%s' is not a tensor (at symbols.%s.fallback)",
-						  q(am->caller), q(am->caller), q(s->name));
+						  quoted(am->caller), quoted(am->caller), quoted(s->name));
 			if ((s->fam->args[cr].type == AT_TENSOR) != (callee->args[ce].type == AT_TENSOR))
 				return link_error(tx, set, &am->loc,
 						  "'%s' and '%s' are not both tensors or both scalars (at symbols.%s.fallback)",
-						  q(am->caller), q(am->callee), q(s->name));
+						  quoted(am->caller), quoted(am->callee), quoted(s->name));
 		}
 	}
 	return 0;
@@ -2860,7 +2860,7 @@ static int sel_error(int status, const char *sel, const char *at, const char *fm
 	if (msg.oom || detail.oom)
 		rc = jitk__error(JITK_ENOMEM, "out of memory");
 	else
-		rc = jitk__spec_error(status, detail.data, "'%s': column %d: %s", q(sel), col,
+		rc = jitk__spec_error(status, detail.data, "'%s': column %d: %s", quoted(sel), col,
 				      msg.data);
 	jitk__jbuf_free(&msg);
 	jitk__jbuf_free(&detail);
@@ -2898,7 +2898,7 @@ static int parse_selector_list(const spec_symbol *sym, const char *sel, const ch
 				k = (int)i;
 		if (k < 0)
 			return sel_error(JITK_EINVAL, sel, name, "%s has no parameter '%s'", sym->name,
-					 q(bare_name(name, (size_t)(p - name))));
+					 quoted(bare_name(name, (size_t)(p - name))));
 		if (given[k])
 			return sel_error(JITK_EINVAL, sel, name, "parameter '%s' given twice",
 					 f->params[k].name);
@@ -2920,7 +2920,7 @@ static int parse_selector_list(const spec_symbol *sym, const char *sel, const ch
 		if (i == sym->nvals[k])
 			return sel_error(JITK_ENOENT, sel, val, "%s has no instance with %s=%s (see jitk list)",
 					 sym->name, f->params[k].name,
-					 q(bare_name(val, (size_t)(end - val))));
+					 quoted(bare_name(val, (size_t)(end - val))));
 		given[k] = 1;
 		want[k] = sym->vals[k][i];
 		p = end + 1;
@@ -2962,9 +2962,9 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 		if (near)
 			return jitk__spec_error(JITK_ENOENT, NULL,
 						"no symbol named '%s' (did you mean '%s'? see jitk list)",
-						q(bare_name(sel, nlen)), near);
+						quoted(bare_name(sel, nlen)), near);
 		return jitk__spec_error(JITK_ENOENT, NULL, "no symbol named '%s' (see jitk list)",
-					q(bare_name(sel, nlen)));
+					quoted(bare_name(sel, nlen)));
 	}
 	f = sym->fam;
 	if (f->nparams > JITK_ARRAY_SIZE(want))
@@ -2990,7 +2990,7 @@ int jitk__spec_select(spec_selection *out, const spec_set *s, const char *sel)
 	if (!out->n) {
 		jitk__spec_selection_free(out);
 		return jitk__spec_error(JITK_ENOENT, NULL, "'%s' selects no instance (see jitk list)",
-					q(sel));
+					quoted(sel));
 	}
 	return JITK_OK;
 }
@@ -3140,8 +3140,8 @@ static int link_bench(spec_set *set, const texts_t *tx)
 			rc = sel.sym->fam != f;
 			if (rc)
 				rc = link_error(tx, set, &b->loc, "bench symbol '%s' is of family "
-						"'%s', not of '%s'", q(b->symbol), q(sel.sym->fam->name),
-						q(f->name));
+						"'%s', not of '%s'", quoted(b->symbol), quoted(sel.sym->fam->name),
+						quoted(f->name));
 			jitk__spec_selection_free(&sel);
 			if (rc)
 				return rc;

@@ -302,8 +302,8 @@ int jitk__bundle_entry(jitk_bundle *b, uint32_t i, jitk_cache_entry *out, const 
 
 /* ------------------------------------------------------------- public */
 
-static void say(jitk_bundle_report_fn report, void *payload, const char *what,
-		const char *problem)
+static void report_problem(jitk_bundle_report_fn report, void *payload, const char *what,
+			   const char *problem)
 {
 	if (report)
 		report(payload, what, problem);
@@ -380,7 +380,7 @@ static int bundle_verify(jitk_bundle_summary *out, const char *file, jitk_bundle
 				problem = "padding after the entry is not zero";
 		if (problem) {
 			record_name(what, sizeof(what), r);
-			say(report, payload, what, problem);
+			report_problem(report, payload, what, problem);
 			if (out)
 				out->bad++;
 		} else if (out) {
@@ -436,7 +436,7 @@ static void pack_bad(void *ctx, const char *path, const char *problem)
 {
 	pack_ctx *p = ctx;
 
-	say(p->report, p->payload, path, problem);
+	report_problem(p->report, p->payload, path, problem);
 	if (p->out)
 		p->out->bad++;
 }
@@ -764,7 +764,7 @@ static int cache_unpack(jitk_bundle_summary *out, const char *file, const char *
 			jitk__cache_entry_free(&e);
 		if (problem) {
 			record_name(what, sizeof(what), r);
-			say(report, payload, what, problem);
+			report_problem(report, payload, what, problem);
 			if (out)
 				out->bad++;
 			continue;
