@@ -500,5 +500,25 @@ class RuntimeWithoutGpuTests(unittest.TestCase):
         self.assertIn("libcuda.so.1", e.exception.message)
 
 
+class StaleScaleTests(unittest.TestCase):
+    def test_a_warning_made_an_error_still_leaves_the_scale_unconfigured(self):
+        # a configured scale written since configure is forgotten before
+        # the warning (as jitk/_torch.cpp does), so a filter that turns the
+        # warning into an error cannot leave it taken as validated
+        import warnings
+        rt = jitk.Runtime.__new__(jitk.Runtime)
+        rt._h, rt.device = None, 0
+        rt._configured, rt._configured_keep = {0x1000: 3, 0x2000: 5}, {0x1000: "kept"}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with self.assertRaisesRegex(RuntimeWarning, "0x1000 was written after configure"):
+                rt._stale(0x1000)
+        self.assertEqual((rt._configured, rt._configured_keep), ({0x2000: 5}, {}))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            rt._stale(0x1000)  # forgotten already: no second warning
+        self.assertEqual(w, [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

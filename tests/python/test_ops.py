@@ -336,6 +336,23 @@ class OpsTests(unittest.TestCase):
             self.assertIn("was written after configure", str(w[0].message))
             s.fill_(0.5)
             jitk.configure("fused_norm_scale_shift_fp8", "input_scale", s)
+        # a filter that makes the warning an error: the call raises it and
+        # launches nothing, and the scale stays unconfigured (the next call,
+        # without the filter, takes the split path with no second warning)
+        for call in calls:
+            n = fused_launches()
+            s.fill_(-3.0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with self.assertRaisesRegex((RuntimeError, RuntimeWarning), "written after configure"):
+                    call(x, scale, shift, s)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                call(x, scale, shift, s)
+            self.assertEqual(fused_launches(), n)
+            self.assertEqual([m for m in w if "written after" in str(m.message)], [])
+            s.fill_(0.5)
+            jitk.configure("fused_norm_scale_shift_fp8", "input_scale", s)
         p = s.data_ptr()
         del s
         kept = [torch.tensor([-3.0], device="cuda") for _ in range(64)]

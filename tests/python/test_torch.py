@@ -176,6 +176,17 @@ class TorchTests(unittest.TestCase):
         rt.configure_input_scale(s)      # configured again after the write
         *_, fused = rt.auto_norm_scale_shift_fp8(x, scale, shift, s)
         self.assertTrue(fused)
+        # a filter that makes the warning an error: the call raises it, and
+        # the scale stays unconfigured (refused, with no second warning)
+        s.fill_(-3.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with self.assertRaisesRegex(RuntimeWarning, "written after configure"):
+                rt.auto_norm_scale_shift_fp8(x, scale, shift, s)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            self.refused(rt, x, scale, shift, s)
+        self.assertEqual([m for m in w if "written after" in str(m.message)], [])
         rt.close()
 
     def test_devices_and_foreign_tensors(self):

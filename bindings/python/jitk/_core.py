@@ -829,12 +829,15 @@ class Runtime(_Handle):
 
     def _stale(self, data):
         """Forget a configured address whose tensor was written after
-        configure: the library no longer takes it as validated."""
-        if data in self._configured:
+        configure: the library no longer takes it as validated. Forgotten
+        before the warning, as the C++ kernels do, so that a filter making
+        the warning an error leaves it unconfigured too."""
+        was = data in self._configured
+        self._forget(data)
+        if was:
             warnings.warn(f"jitk: the configured tensor at 0x{data:x} was written after "
                           "configure: it is no longer taken as validated (configure it again)",
                           RuntimeWarning, stacklevel=2)
-        self._forget(data)
 
     def _forget(self, data):
         self._configured.pop(data, None)

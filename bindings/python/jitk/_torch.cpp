@@ -187,12 +187,15 @@ void check_watched(const Op &op, const at::Tensor &t, jitk_devptr data, int d)
 		lib.unconfigure(rt, data);
 	/* a Python RuntimeWarning, as Runtime._stale gives: TORCH_WARN from a
 	 * kernel that torch.ops called reaches c10's handler (stderr), not
-	 * Python's warnings, so that catch_warnings and filters never see it */
+	 * Python's warnings, so that catch_warnings and filters never see it.
+	 * After the unconfigure, as in Python: a filter that makes it an error
+	 * leaves the scale unconfigured. Level 2: the line that called the op
+	 * (level 1 is torch's OpOverload.__call__). */
 	std::ostringstream msg;
 	msg << "jitk: the configured tensor at 0x" << std::hex << data
 	    << " was written after configure: it is no longer taken as validated (configure it again)";
 	py::gil_scoped_acquire gil;
-	if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.str().c_str(), 1) < 0) {
+	if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.str().c_str(), 2) < 0) {
 		py::error_already_set e; /* a filter made the warning an error */
 		TORCH_CHECK(false, "jitk::", op.name, ": ", e.what());
 	}
