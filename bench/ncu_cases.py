@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ncu_cases.py CASE - launch one jitk kernel a few times at a benchmark's
-shape, for Nsight Compute (ncu --launch-skip 3 --launch-count 1 takes the
-fourth launch: warm caches, resolved kernel).
+shape, for Nsight Compute (with --kernel-name naming the kernel, ncu
+--launch-skip 3 --launch-count 1 takes its fourth launch: warm caches,
+resolved kernel; the inputs' own kernels count too without the filter).
 
     qk       qk_norm_rope in place, Qwen-Image (24 + 24 heads of 128), 16384 tokens
     norm_q   fused_norm_scale_shift_fp8_q_only, 16384 x 3072
@@ -55,8 +56,11 @@ def main(case):
             else:
                 fn(x, sc, sh, s, y=y, q=qo)
     elif case.startswith("gemm:"):
-        who, m, n, k = case.split(":")[1:]
-        m, n, k = int(m), int(n), int(k)
+        parts = case.split(":")
+        if len(parts) != 5 or parts[1] not in ("jitk", "cublas") or \
+                not all(p.isdigit() for p in parts[2:]):
+            raise SystemExit(__doc__)
+        who, m, n, k = parts[1], int(parts[2]), int(parts[3]), int(parts[4])
         e4m3 = torch.float8_e4m3fn
         a = torch.randn(m, k, device=dev, generator=g).to(e4m3)
         b = torch.randn(n, k, device=dev, generator=g).to(e4m3)
@@ -67,10 +71,8 @@ def main(case):
         def run():
             if who == "jitk":
                 rt.call("gemm_fp8", a=a, b=b, a_scale=sa, b_scale=sb, out=out)
-            elif who == "cublas":
-                torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=bf16)
             else:
-                raise SystemExit(__doc__)
+                torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=bf16)
     else:
         raise SystemExit(__doc__)
     for _ in range(6):

@@ -293,6 +293,8 @@ def main():
     build = args[0] if args else os.path.join(ROOT, "build")
     if "classes" in s:
         sys.exit(tune_classes(s, build, write, keep))
+    if keep or write:
+        raise SystemExit("tune.py: --cache and --write are for the gemm set (its classes)")
     base = tempfile.mkdtemp(prefix="jitk-tune-")
     failed = 0
     try:
