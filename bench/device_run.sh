@@ -324,6 +324,22 @@ if has profile; then
 		ran $? "ncu $c"
 		grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Block Limit|Stall|Warp Cycles Per Issued" "$OUT/ncu_$c.log" | head -24
 	done
+	# the FP8 GEMM where it trails cuBLAS (M = 512), jitk's kernel and
+	# cuBLAS's on the same inputs (jitk's compiled on first use if the
+	# gemm step did not precompile it)
+	for s in 512:9216:3072 512:3072:12288; do
+		for who in jitk cublas; do
+			re=gemm_fp8
+			[ $who = cublas ] && re="gemm|xmma|cutlass|nvjet|sm90"
+			f="$OUT/ncu_gemm_${who}_$(echo $s | tr : x).log"
+			timeout 200 ncu --clock-control none --launch-skip 3 --launch-count 1 \
+				--kernel-name regex:"$re" --section SpeedOfLight --section LaunchStats \
+				--section Occupancy --section ComputeWorkloadAnalysis \
+				python3 bench/ncu_cases.py "gemm:$who:$s" >"$f" 2>&1
+			ran $? "ncu gemm $who $s"
+			grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Grid Size|Cluster Size|Waves Per SM|Registers Per|Issue Slots Busy|Executed Ipc Active" "$f" | head -12
+		done
+	done
 fi
 # Inductor's caches (FX graphs, GEMM autotuning) in an ignored folder of the
 # tree, which a warm device machine keeps between calls: the autotune step
