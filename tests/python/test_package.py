@@ -551,7 +551,7 @@ class ExtensionBuildTests(unittest.TestCase):
     """What backend.py checks after compiling jitk/_torch.cpp: a copy of
     libstdc++ linked into the extension (a compiler that links it
     statically) is seen, and PyTorch's shared libstdc++ is found through
-    libc10's dependencies. On the H200 machine such a copy crashed the
+    libc10's dependencies. On the GPU machines such a copy crashed the
     process at the first number an op's warning formatted (std::locale's
     facets of the two runtimes disagree)."""
 
