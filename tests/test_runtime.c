@@ -1431,6 +1431,39 @@ static void test_programmatic_launch(void **state)
 	/* version 1 options have no such field: the 1 set here is not read */
 	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, 1), 0);
 	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, 2), 1);
+	/* version 2 said "nonzero": its -1 is on, never the environment */
+	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, 2), 1);
+	/* -1 (the default): $JITK_PROGRAMMATIC; an explicit 0 or 1 wins */
+	unsetenv("JITK_PROGRAMMATIC");
+	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	setenv("JITK_PROGRAMMATIC", "1", 1);
+	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
+	assert_int_equal(programmatic_launch(f, 90, 0, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	assert_int_equal(programmatic_launch(f, 80, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	setenv("JITK_PROGRAMMATIC", "ON", 1);
+	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
+	setenv("JITK_PROGRAMMATIC", "off", 1);
+	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
+	/* a value that is neither fails creation, naming it; the device is closed */
+	setenv("JITK_PROGRAMMATIC", "yes please", 1);
+	{
+		jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+		fake_device fake;
+		jitk_runtime *rt = NULL;
+
+		memset(&fake, 0, sizeof(fake));
+		fake.cc = 90;
+		o.programmatic = -1;
+		assert_int_equal(jitk__runtime_new_with(&rt, &o, &fake_ops, &fake), JITK_EINVAL);
+		assert_string_equal(jitk_error_last()->message,
+				    "JITK_PROGRAMMATIC='yes please' is not 1, on, 0 or off");
+		assert_null(rt);
+		assert_int_equal(fake.closed, 1);
+	}
+	/* the option set: the environment is not read */
+	assert_int_equal(programmatic_launch(f, 90, 0, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	unsetenv("JITK_PROGRAMMATIC");
 	/* a family that does not declare it */
 	t_copy_tree(dir, "  programmatic: true", "  programmatic: false");
 	assert_int_equal(programmatic_launch(f, 90, 1, specs, JITK_RUNTIME_OPTIONS_VERSION), 0);

@@ -127,7 +127,7 @@ static int read_options(jitk_runtime_options *o, jitk_compiler_options *comp,
 
 		o->device = v->device;
 		o->capture = v->capture;
-		o->programmatic = in->version == 2 ? v->programmatic : 0;
+		o->programmatic = in->version == 2 && v->programmatic != 0; /* nonzero: on */
 		return jitk__compiler_options_read(comp, (const jitk_compiler_options *)(const void *)&v->compiler);
 	}
 	if (in->version < 3 || in->version > JITK_RUNTIME_OPTIONS_VERSION)
@@ -164,6 +164,22 @@ static int initial_seal(int *out, int opt)
 	return 0;
 }
 
+/* jitk_runtime_options.programmatic: positive on, 0 off, negative
+ * $JITK_PROGRAMMATIC (1 or on; unset, 0 or off: off). */
+static int programmatic_mode(int opt, int *out)
+{
+	const char *v;
+
+	*out = opt > 0;
+	if (opt >= 0 || !(v = jitk__env("JITK_PROGRAMMATIC")) || !strcmp(v, "0") ||
+	    !strcasecmp(v, "off"))
+		return 0;
+	if (strcmp(v, "1") && strcasecmp(v, "on"))
+		return jitk__error(JITK_EINVAL, "JITK_PROGRAMMATIC='%.40s' is not 1, on, 0 or off", v);
+	*out = 1;
+	return 0;
+}
+
 int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 			   const jitk_device_ops *ops, void *impl)
 {
@@ -171,14 +187,15 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	jitk_compiler_options co;
 	jitk_runtime *rt = NULL;
 	size_t i;
-	int rc, seal;
+	int rc, seal, programmatic;
 
 	if (!out) {
 		rc = jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
 		goto fail_impl;
 	}
 	*out = NULL;
-	if ((rc = read_options(&o, &co, opts)) || (rc = initial_seal(&seal, o.seal)))
+	if ((rc = read_options(&o, &co, opts)) || (rc = initial_seal(&seal, o.seal)) ||
+	    (rc = programmatic_mode(o.programmatic, &programmatic)))
 		goto fail_impl;
 	rt = calloc(1, sizeof(*rt));
 	if (!rt) {
@@ -190,7 +207,7 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	rt->id = jitk__runtime_id();
 	rt->device = o.device;
 	rt->capture = o.capture;
-	rt->programmatic = o.programmatic != 0;
+	rt->programmatic = programmatic;
 	rt->manifest_fd = -1;
 	pthread_mutex_init(&rt->ops_mu, NULL);
 	pthread_rwlock_init(&rt->configured_mu, NULL);

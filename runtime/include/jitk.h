@@ -653,12 +653,14 @@ typedef enum {
  * versions 1 and 2 (embedded) are still accepted from older programs.
  *   device       CUDA device ordinal
  *   capture      see jitk_capture_policy
- *   programmatic nonzero: on sm_90 and newer, launch the kernels of
+ *   programmatic positive: on sm_90 and newer, launch the kernels of
  *                families that declare `launch: { programmatic: true }`
  *                (their templates wait with griddepcontrol.wait before
  *                touching memory) with programmatic dependent launch, so
  *                that a launch and its set-up overlap the end of the kernel
  *                before it on the stream. Results are the same either way.
+ *                0: never; -1 (default from version 3 on):
+ *                $JITK_PROGRAMMATIC=1|on, else off
  *   compiler     the compiler's options (NULL: every default)
  *   seal         a jitk_seal_mode the runtime starts with; -1 (default):
  *                $JITK_SEAL=off|warn|error, else off
@@ -677,7 +679,7 @@ typedef struct {
 
 #define JITK_RUNTIME_OPTIONS_VERSION 4
 #define JITK_RUNTIME_OPTIONS_INIT                                             \
-	{ JITK_RUNTIME_OPTIONS_VERSION, 0, JITK_CAPTURE_ERROR, 0, NULL, -1, NULL }
+	{ JITK_RUNTIME_OPTIONS_VERSION, 0, JITK_CAPTURE_ERROR, -1, NULL, -1, NULL }
 
 /* Defaults for the given version (1 to JITK_RUNTIME_OPTIONS_VERSION; for
  * 1 or 2, opts points to a struct of that version's layout, as an older

@@ -586,7 +586,8 @@ class Runtime(_Handle):
     requested during graph capture raises ECAPTURE; use preload) or
     'resolve'. programmatic: launch with programmatic dependent launch
     where the spec family allows it (sm_90+): each kernel's launch overlaps
-    the end of the one before it on the stream; results are the same.
+    the end of the one before it on the stream; results are the same
+    (None: $JITK_PROGRAMMATIC=1|on, else off).
 
     Every symbol is called through call(selector, mode, **arguments), which
     the library checks against the spec's argument table; the norm family's
@@ -595,7 +596,7 @@ class Runtime(_Handle):
     _free = staticmethod(_runtime_free)
 
     def __init__(self, device=None, specs=None, cache_dir=None, cache_path=None,
-                 no_compile=None, force_compile=None, capture="error", programmatic=False,
+                 no_compile=None, force_compile=None, capture="error", programmatic=None,
                  seal=None, manifest=None):
         """seal: "off", "warn" or "error" (what a resolve that would compile
         does: docs/ci-images.md), None: $JITK_SEAL; manifest: a file recording
@@ -609,7 +610,8 @@ class Runtime(_Handle):
         o = _RuntimeOptions()
         _check(_runtime_options_init(_c.byref(o), _RUNTIME_OPTIONS_VERSION))
         o.device = self.device
-        o.programmatic = 1 if programmatic else 0
+        if programmatic is not None:
+            o.programmatic = 1 if programmatic else 0
         o.capture = {"error": 0, "resolve": 1}[capture]
         o.compiler = _c.pointer(self._copts)
         if seal is not None:
