@@ -32,6 +32,7 @@ gemm_epilogue(const bf16 *d, fp8_e4m3 *q, bf16 *g, const float *out_scale, const
 
 	(void)B;
 
+	wait_for_prior_kernels(); /* launch.programmatic */
 	if constexpr (P::op == GemmElementwise::gelu_tanh_quant_fp8)
 		rcp = reciprocal_div_full(*out_scale);
 	for (long long i = (long long)blockIdx.x * P::threads + threadIdx.x; i < vecs; i += step) {

@@ -198,6 +198,97 @@ template <int N> struct gate_residual_fn<Array<float, N>> {
 };
 
 // ---------------------------------------------------------------------
+// A leaf node of the visitor tree: the product of Count fp32 scalars read
+// from device memory (alpha = a_scale * b_scale, or out_scale), read at
+// each tile's epilogue rather than when the kernel starts.
+//
+// CUTLASS's Sm90ScalarBroadcast reads its scalars in its constructor, and
+// the kernel constructs the epilogue in every warp before the producer
+// waits for the kernel before it (griddepcontrol.wait). Under programmatic
+// dependent launch (the spec's launch.programmatic) that read could see a
+// scale that the kernel before it has not finished writing. Read here, a
+// tile's scalars come after its mainloop, which consumes what the
+// producer loaded after its wait. The product is the same fp32 multiply
+// in the same order (p[0] * p[1]), so the bytes are the same.
+template <int Count> struct LateScalar {
+	static_assert(Count >= 1, "one scalar or more");
+	struct SharedStorage {};
+	struct Arguments {
+		float const *scalar_ptrs[Count] = {};
+	};
+	using Params = Arguments;
+
+	template <class ProblemShape>
+	static constexpr Params to_underlying_arguments(ProblemShape const &, Arguments const &args,
+							void *)
+	{
+		return args;
+	}
+	template <class ProblemShape>
+	static bool can_implement(ProblemShape const &, Arguments const &args)
+	{
+		for (int i = 0; i < Count; ++i)
+			if (args.scalar_ptrs[i] == nullptr)
+				return false;
+		return true;
+	}
+	template <class ProblemShape>
+	static size_t get_workspace_size(ProblemShape const &, Arguments const &)
+	{
+		return 0;
+	}
+	template <class ProblemShape>
+	static cutlass::Status initialize_workspace(ProblemShape const &, Arguments const &, void *,
+						    cudaStream_t, cutlass::CudaHostAdapter * = nullptr)
+	{
+		return cutlass::Status::kSuccess;
+	}
+
+	CUTLASS_HOST_DEVICE LateScalar() {}
+	CUTLASS_HOST_DEVICE LateScalar(Params const &params, SharedStorage const &)
+		: params_ptr(&params)
+	{
+	}
+	Params const *params_ptr = nullptr;
+
+	CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
+	CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
+
+	template <class... Args>
+	CUTLASS_DEVICE auto get_producer_load_callbacks(
+		cutlass::epilogue::fusion::detail::ProducerLoadArgs<Args...> const &)
+	{
+		return cutlass::epilogue::fusion::detail::EmptyProducerLoadCallbacks{};
+	}
+
+	struct ConsumerStoreCallbacks
+		: cutlass::epilogue::fusion::detail::EmptyConsumerStoreCallbacks {
+		CUTLASS_DEVICE explicit ConsumerStoreCallbacks(float scalar) : scalar(scalar) {}
+		float scalar;
+
+		template <typename ElementAccumulator, int FragmentSize>
+		CUTLASS_DEVICE Array<float, FragmentSize>
+		visit(Array<ElementAccumulator, FragmentSize> const &, int, int, int)
+		{
+			Array<float, FragmentSize> v;
+			v.fill(scalar);
+			return v;
+		}
+	};
+
+	template <bool ReferenceSrc, class... Args>
+	CUTLASS_DEVICE auto get_consumer_store_callbacks(
+		cutlass::epilogue::fusion::detail::ConsumerStoreArgs<Args...> const &)
+	{
+		float s = params_ptr->scalar_ptrs[0][0];
+		CUTLASS_PRAGMA_UNROLL
+		for (int i = 1; i < Count; ++i)
+			s = s * params_ptr->scalar_ptrs[i][0];
+		return ConsumerStoreCallbacks(s);
+	}
+};
+
+// ---------------------------------------------------------------------
 // A leaf node of the visitor tree: the gate of row r, gate[(r / L) * ld + n]
 // (bf16, [B, N] with ld = N in the contract), L rows per batch.
 //
@@ -405,11 +496,10 @@ template <class P, class GStore_> struct gemm_fp8_evt : gemm_fp8_kind<P> {
 	template <template <class> class Fn, class Out>
 	using Compute = cutlass::epilogue::fusion::Sm90Compute<Fn, Out, float, round>;
 	using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
-	// alpha = a_scale * b_scale, both read from device memory, once.
-	using Alpha = cutlass::epilogue::fusion::Sm90ScalarBroadcast<
-		float, cute::Stride<cute::_0, cute::_0, int64_t>, 2>;
-	using OutScale = cutlass::epilogue::fusion::Sm90ScalarBroadcast<
-		float, cute::Stride<cute::_0, cute::_0, int64_t>, 1>;
+	// alpha = a_scale * b_scale, both read from device memory at each
+	// tile's epilogue (LateScalar: safe under programmatic launch)
+	using Alpha = LateScalar<2>;
+	using OutScale = LateScalar<1>;
 	using Bias = cutlass::epilogue::fusion::Sm90RowBroadcast<
 		0, typename Kind::TileShape, bf16_t, float, cute::Stride<cute::_0, cute::_1, int64_t>, 8,
 		false>;
@@ -624,7 +714,6 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	const typename K::StrideD stride_d{int64_t(n), _1{}, int64_t(m) * n};
 
 	typename T::Alpha::Arguments alpha{};
-	alpha.scalars[0] = alpha.scalars[1] = 1.0f;
 	alpha.scalar_ptrs[0] = a_scale;
 	alpha.scalar_ptrs[1] = b_scale;
 	typename T::DNode::Arguments dn{};
@@ -639,7 +728,6 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	x.epilogue.ptr_C = nullptr;
 	if constexpr (T::gelu) {
 		typename T::OutScale::Arguments os{};
-		os.scalars[0] = 1.0f;
 		os.scalar_ptrs[0] = out_scale;
 		typename T::GeluNode::Arguments ge{};
 		ge.op_0 = dn;
