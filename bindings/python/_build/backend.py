@@ -173,17 +173,34 @@ def torch_extension(include, out, cuda=None):
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     target = os.path.join(out, "_torch" + suffix)
     cxx = os.environ.get("CXX", "c++")
-    cmd = shlex.split(cxx) + ["-shared", "-fPIC", "-O2", "-std=" + t.get("std", "c++17"), "-Wall",
-                              "-fvisibility=hidden",
-                              f"-D_GLIBCXX_USE_CXX11_ABI={t['abi']}",
-                              f'-DJITK_TORCH_VERSION="{t["version"]}"',
-                              "-I" + sysconfig.get_paths()["include"], "-I" + include,
-                              "-I" + os.path.join(cuda, "include")]
-    cmd += ["-I" + d for d in t["include"]]
-    cmd += [os.path.join(HERE, "jitk", "_torch.cpp"), "-o", target]
+    obj = os.path.join(out, "_torch.o")
+    compile_cmd = shlex.split(cxx) + ["-c", "-fPIC", "-O2", "-std=" + t.get("std", "c++17"), "-Wall",
+                                      "-fvisibility=hidden",
+                                      f"-D_GLIBCXX_USE_CXX11_ABI={t['abi']}",
+                                      f'-DJITK_TORCH_VERSION="{t["version"]}"',
+                                      "-I" + sysconfig.get_paths()["include"], "-I" + include,
+                                      "-I" + os.path.join(cuda, "include")]
+    compile_cmd += ["-I" + d for d in t["include"]]
+    compile_cmd += [os.path.join(HERE, "jitk", "_torch.cpp"), "-o", obj]
+    # compiled once, linked once or twice (below): the compile is the
+    # minute, the link a second
+    cmd = shlex.split(cxx) + ["-shared", obj, "-o", target]
     libs = ["-L" + d for d in t["lib"]] + ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu",
                                            "-ltorch_cuda"]
-    _run(cmd + libs, out)
+    try:
+        _run(compile_cmd, out)
+        _run(cmd + libs, out)
+        return _checked_runtime(target, cmd, libs, out, t, cxx)
+    finally:
+        if os.path.exists(obj):
+            os.remove(obj)
+
+
+def _checked_runtime(target, cmd, libs, out, t, cxx):
+    """The extension at target, linked by cmd + libs, linked again against
+    PyTorch's libstdc++ when its compiler copied one in (or removed, saying
+    why, when that cannot be undone); then its version stamp. Returns the
+    files written."""
     if cxx_runtime_copied(target):
         # A compiler that links libstdc++ statically (one seen on a GPU
         # machine's image did, by default) puts a second C++ runtime in
