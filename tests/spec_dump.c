@@ -340,11 +340,12 @@ static void specialize_all(const spec_set *s, int with_tu)
 				       (long long)v.env[k].value);
 			printf("\n");
 			if (with_tu && a == 1 && v.available) {
-				char *text = NULL;
+				jitk_template tpl;
 				jitk_tu tu;
 
-				if (jitk__inline_template(&text, s->insts[i].sym->fam->template_path) ||
-				    jitk__tu_make(&tu, &v, text)) {
+				memset(&tpl, 0, sizeof(tpl));
+				if (jitk__template_load(&tpl, s->insts[i].sym->fam->template_path, 1) ||
+				    jitk__tu_make(&tu, &v, &tpl)) {
 					printf("  tu: %s\n", jitk_error_last()->message);
 				} else {
 					printf("  tu name_expr=%s\n%s\n", tu.name_expr, tu.source);
@@ -352,7 +353,7 @@ static void specialize_all(const spec_set *s, int with_tu)
 						printf("  option %s\n", tu.options[k]);
 					jitk__tu_free(&tu);
 				}
-				free(text);
+				jitk__template_free(&tpl);
 			}
 		}
 	}

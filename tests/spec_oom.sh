@@ -19,7 +19,7 @@ cfg() { sed -n "s/^$1 = //p" config.ninja; }
 flags="$(cfg yaml_cflags) $(cfg crypto_cflags) $(cfg curl_cflags) $(cfg hiredis_cflags) $(cfg xxhash_cflags) $(cfg hash_cflags) $(cfg nvtx_cflags)"
 libs="$(cfg yaml_libs) $(cfg crypto_libs) $(cfg curl_libs) $(cfg hiredis_libs)"
 mkdir -p "$b/tests"
-cc -std=c11 -D_GNU_SOURCE -O1 -g -DSPEC_DUMP_OOM -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" $flags \
+cc -std=c11 -D_GNU_SOURCE -O1 -g -Werror=incompatible-pointer-types -DSPEC_DUMP_OOM -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" $flags \
 	-Iruntime/include -Iruntime -I"$b" -I"$cuda/include" tests/spec_dump.c runtime/base/*.c \
 	runtime/spec/*.c runtime/store/*.c runtime/compile/*.c -o "$b/tests/spec_oom" $libs -L"$cudalib" \
 	-Wl,-rpath,"$cudalib" -lnvrtc -ldl -lpthread -lm || { echo "spec_oom: cannot build"; exit 1; }
