@@ -198,24 +198,9 @@ template <int N> struct gate_residual_fn<Array<float, N>> {
 };
 
 // ---------------------------------------------------------------------
-// A leaf node of the visitor tree: the product of Count fp32 scalars read
-// from device memory (alpha = a_scale * b_scale, or out_scale), read at
-// each tile's epilogue rather than when the kernel starts.
-//
-// CUTLASS's Sm90ScalarBroadcast reads its scalars in its constructor, and
-// the kernel constructs the epilogue in every warp before the producer
-// waits for the kernel before it (griddepcontrol.wait). Under programmatic
-// dependent launch (the spec's launch.programmatic) that read could see a
-// scale that the kernel before it has not finished writing. Read here, a
-// tile's scalars come after its mainloop, which consumes what the
-// producer loaded after its wait. The product is the same fp32 multiply
-// in the same order (p[0] * p[1]), so the bytes are the same.
-template <int Count> struct LateScalar {
-	static_assert(Count >= 1, "one scalar or more");
-	struct SharedStorage {};
-	struct Arguments {
-		float const *scalar_ptrs[Count] = {};
-	};
+// What jitk's leaf nodes of the visitor tree share: Params are the
+// Arguments, no workspace, nothing for the producer warp to load.
+template <class Arguments> struct ConsumerLeaf {
 	using Params = Arguments;
 
 	template <class ProblemShape>
@@ -223,14 +208,6 @@ template <int Count> struct LateScalar {
 							void *)
 	{
 		return args;
-	}
-	template <class ProblemShape>
-	static bool can_implement(ProblemShape const &, Arguments const &args)
-	{
-		for (int i = 0; i < Count; ++i)
-			if (args.scalar_ptrs[i] == nullptr)
-				return false;
-		return true;
 	}
 	template <class ProblemShape>
 	static size_t get_workspace_size(ProblemShape const &, Arguments const &)
@@ -244,13 +221,6 @@ template <int Count> struct LateScalar {
 		return cutlass::Status::kSuccess;
 	}
 
-	CUTLASS_HOST_DEVICE LateScalar() {}
-	CUTLASS_HOST_DEVICE LateScalar(Params const &params, SharedStorage const &)
-		: params_ptr(&params)
-	{
-	}
-	Params const *params_ptr = nullptr;
-
 	CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
 	CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
 
@@ -260,6 +230,46 @@ template <int Count> struct LateScalar {
 	{
 		return cutlass::epilogue::fusion::detail::EmptyProducerLoadCallbacks{};
 	}
+};
+
+// ---------------------------------------------------------------------
+// A leaf node of the visitor tree: the product of Count fp32 scalars read
+// from device memory (alpha = a_scale * b_scale, or out_scale), read at
+// each tile's epilogue rather than when the kernel starts.
+//
+// CUTLASS's Sm90ScalarBroadcast reads its scalars in its constructor, and
+// the kernel constructs the epilogue in every warp before the producer
+// waits for the kernel before it (griddepcontrol.wait). Under programmatic
+// dependent launch (the spec's launch.programmatic) that read could see a
+// scale that the kernel before it has not finished writing. Read here, a
+// tile's scalars come after its mainloop, which consumes what the
+// producer loaded after its wait. The product is the same fp32 multiply
+// in the same order (p[0] * p[1]), so the bytes are the same.
+template <int Count> struct LateScalarArguments {
+	float const *scalar_ptrs[Count] = {};
+};
+template <int Count> struct LateScalar : ConsumerLeaf<LateScalarArguments<Count>> {
+	static_assert(Count >= 1, "one scalar or more");
+	struct SharedStorage {};
+	using Arguments = LateScalarArguments<Count>;
+	using Params = Arguments;
+
+	template <class ProblemShape>
+	static bool can_implement(ProblemShape const &, Arguments const &args)
+	{
+		for (int i = 0; i < Count; ++i)
+			if (args.scalar_ptrs[i] == nullptr)
+				return false;
+		return true;
+	}
+
+	CUTLASS_HOST_DEVICE LateScalar() {}
+	CUTLASS_HOST_DEVICE LateScalar(Params const &params, SharedStorage const &)
+		: params_ptr(&params)
+	{
+	}
+	Params const *params_ptr = nullptr;
+
 
 	struct ConsumerStoreCallbacks
 		: cutlass::epilogue::fusion::detail::EmptyConsumerStoreCallbacks {
@@ -306,39 +316,23 @@ template <int Count> struct LateScalar {
 // The shared array is rewritten at the next tile's begin() only after the
 // barrier that ends each subtile's register-to-shared store of D, which
 // follows every read of this tile's values.
-template <class CtaTileShapeMNK> struct PerBatchRowLoad {
+struct PerBatchRowArguments {
+	bf16_t const *ptr = nullptr;
+	int rows_per_batch = 1; // L, >= 1
+	int64_t ld = 0;         // elements between two batches' rows
+};
+template <class CtaTileShapeMNK> struct PerBatchRowLoad : ConsumerLeaf<PerBatchRowArguments> {
 	static constexpr int tile_n = int(cute::size<1>(CtaTileShapeMNK{}));
 	struct SharedStorage {
 		cute::array_aligned<bf16_t, tile_n> gate;
 	};
-	struct Arguments {
-		bf16_t const *ptr = nullptr;
-		int rows_per_batch = 1; // L, >= 1
-		int64_t ld = 0;         // elements between two batches' rows
-	};
+	using Arguments = PerBatchRowArguments;
 	using Params = Arguments;
 
-	template <class ProblemShape>
-	static constexpr Params to_underlying_arguments(ProblemShape const &, Arguments const &args,
-							void *)
-	{
-		return args;
-	}
 	template <class ProblemShape>
 	static bool can_implement(ProblemShape const &, Arguments const &args)
 	{
 		return args.ptr != nullptr && args.rows_per_batch > 0;
-	}
-	template <class ProblemShape>
-	static size_t get_workspace_size(ProblemShape const &, Arguments const &)
-	{
-		return 0;
-	}
-	template <class ProblemShape>
-	static cutlass::Status initialize_workspace(ProblemShape const &, Arguments const &, void *,
-						    cudaStream_t, cutlass::CudaHostAdapter * = nullptr)
-	{
-		return cutlass::Status::kSuccess;
 	}
 
 	CUTLASS_HOST_DEVICE PerBatchRowLoad() {}
@@ -349,15 +343,6 @@ template <class CtaTileShapeMNK> struct PerBatchRowLoad {
 	Params const *params_ptr = nullptr;
 	bf16_t *smem = nullptr;
 
-	CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
-	CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
-
-	template <class... Args>
-	CUTLASS_DEVICE auto get_producer_load_callbacks(
-		cutlass::epilogue::fusion::detail::ProducerLoadArgs<Args...> const &)
-	{
-		return cutlass::epilogue::fusion::detail::EmptyProducerLoadCallbacks{};
-	}
 
 	template <class CTensor, class RTensor>
 	struct ConsumerStoreCallbacks
