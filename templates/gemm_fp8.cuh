@@ -241,10 +241,9 @@ template <class Arguments> struct ConsumerLeaf {
 // the kernel constructs the epilogue in every warp before the producer
 // waits for the kernel before it (griddepcontrol.wait). Under programmatic
 // dependent launch (the spec's launch.programmatic) that read could see a
-// scale that the kernel before it has not finished writing. Read here, a
-// tile's scalars come after its mainloop, which consumes what the
-// producer loaded after its wait. The product is the same fp32 multiply
-// in the same order (p[0] * p[1]), so the bytes are the same.
+// scale that the kernel before it has not finished writing. Here each
+// tile's epilogue waits, then reads. The product is the same fp32
+// multiply in the same order (p[0] * p[1]), so the bytes are the same.
 template <int Count> struct LateScalarArguments {
 	float const *scalar_ptrs[Count] = {};
 };
@@ -286,10 +285,17 @@ template <int Count> struct LateScalar : ConsumerLeaf<LateScalarArguments<Count>
 		}
 	};
 
+	// The wait (griddepcontrol.wait, when compiled with CUTLASS's GDC):
+	// at once on sm_90, where the mainloop before it already followed the
+	// producer's wait; sm_100's epilogue warps call this before they wait
+	// for the accumulators and wait nowhere else. Every tree has alpha and
+	// the epilogue makes every node's callbacks before any node's begin(),
+	// so the bias's and the gate's reads follow this wait too.
 	template <bool ReferenceSrc, class... Args>
 	CUTLASS_DEVICE auto get_consumer_store_callbacks(
 		cutlass::epilogue::fusion::detail::ConsumerStoreArgs<Args...> const &)
 	{
+		cutlass::arch::wait_on_dependent_grids();
 		float s = params_ptr->scalar_ptrs[0][0];
 		CUTLASS_PRAGMA_UNROLL
 		for (int i = 1; i < Count; ++i)

@@ -41,6 +41,7 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 
+	unsetenv("JITK_PROGRAMMATIC"); /* test_programmatic_launch's, should it fail midway */
 	t_scratch_free(f->dir, f->cache, f->specs);
 	free(f->specs_ref);
 	free(f);
