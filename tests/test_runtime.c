@@ -1441,29 +1441,32 @@ static void test_programmatic_launch(void **state)
 	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
 	assert_int_equal(programmatic_launch(f, 90, 0, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
 	assert_int_equal(programmatic_launch(f, 80, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
-	setenv("JITK_PROGRAMMATIC", "ON", 1);
+	setenv("JITK_PROGRAMMATIC", "True", 1); /* the spellings of every boolean variable */
 	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
 	setenv("JITK_PROGRAMMATIC", "off", 1);
 	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
 	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
-	/* a value that is neither fails creation, naming it; the device is closed */
-	setenv("JITK_PROGRAMMATIC", "yes please", 1);
+	/* a value that is not a boolean: off, with one warning naming it */
+	setenv("JITK_PROGRAMMATIC", "sometimes", 1);
 	{
+		jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
 		jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+		t_log log = { 0 };
 		fake_device fake;
-		jitk_runtime *rt = NULL;
+		jitk_runtime *rt;
 
-		memset(&fake, 0, sizeof(fake));
-		fake.cc = 90;
-		o.programmatic = -1;
-		assert_int_equal(jitk__runtime_new_with(&rt, &o, &fake_ops, &fake), JITK_EINVAL);
-		assert_string_equal(jitk_error_last()->message,
-				    "JITK_PROGRAMMATIC='yes please' is not 1, on, 0 or off");
-		assert_null(rt);
-		assert_int_equal(fake.closed, 1);
+		co.log = t_log_fn;
+		co.log_payload = &log;
+		o.compiler = &co;
+		rt = runtime_with(f, &fake, 90, f->specs, &o);
+		assert_int_equal(log.warnings, 1);
+		assert_non_null(strstr(log.last, "JITK_PROGRAMMATIC='sometimes' is not one of"));
+		assert_non_null(strstr(log.last, "taken as 0 (off: launched the ordinary way)"));
+		jitk_runtime_free(rt);
 	}
+	assert_int_equal(programmatic_launch(f, 90, -1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
 	/* the option set: the environment is not read */
-	assert_int_equal(programmatic_launch(f, 90, 0, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 0);
+	assert_int_equal(programmatic_launch(f, 90, 1, f->specs, JITK_RUNTIME_OPTIONS_VERSION), 1);
 	unsetenv("JITK_PROGRAMMATIC");
 	/* a family that does not declare it */
 	t_copy_tree(dir, "  programmatic: true", "  programmatic: false");

@@ -164,22 +164,6 @@ static int initial_seal(int *out, int opt)
 	return 0;
 }
 
-/* jitk_runtime_options.programmatic: positive on, 0 off, negative
- * $JITK_PROGRAMMATIC (1 or on; unset, 0 or off: off). */
-static int programmatic_mode(int opt, int *out)
-{
-	const char *v;
-
-	*out = opt > 0;
-	if (opt >= 0 || !(v = jitk__env("JITK_PROGRAMMATIC")) || !strcmp(v, "0") ||
-	    !strcasecmp(v, "off"))
-		return 0;
-	if (strcmp(v, "1") && strcasecmp(v, "on"))
-		return jitk__error(JITK_EINVAL, "JITK_PROGRAMMATIC='%.40s' is not 1, on, 0 or off", v);
-	*out = 1;
-	return 0;
-}
-
 int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 			   const jitk_device_ops *ops, void *impl)
 {
@@ -187,15 +171,14 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	jitk_compiler_options co;
 	jitk_runtime *rt = NULL;
 	size_t i;
-	int rc, seal, programmatic;
+	int rc, seal;
 
 	if (!out) {
 		rc = jitk__error(JITK_EINVAL, "jitk_runtime_new: out is NULL");
 		goto fail_impl;
 	}
 	*out = NULL;
-	if ((rc = read_options(&o, &co, opts)) || (rc = initial_seal(&seal, o.seal)) ||
-	    (rc = programmatic_mode(o.programmatic, &programmatic)))
+	if ((rc = read_options(&o, &co, opts)) || (rc = initial_seal(&seal, o.seal)))
 		goto fail_impl;
 	rt = calloc(1, sizeof(*rt));
 	if (!rt) {
@@ -207,7 +190,6 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	rt->id = jitk__runtime_id();
 	rt->device = o.device;
 	rt->capture = o.capture;
-	rt->programmatic = programmatic;
 	rt->manifest_fd = -1;
 	pthread_mutex_init(&rt->ops_mu, NULL);
 	pthread_rwlock_init(&rt->configured_mu, NULL);
@@ -221,6 +203,12 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 		goto fail;
 	/* the seal is the compiler's: every build of it obeys it */
 	atomic_store(&rt->comp->seal, seal);
+	/* positive on, 0 off, negative $JITK_PROGRAMMATIC (a value that is
+	 * not a boolean: off, with a warning) */
+	rt->programmatic = o.programmatic > 0 ||
+			   (o.programmatic < 0 &&
+			    jitk__env_bool(&rt->comp->log, "JITK_PROGRAMMATIC", 0,
+					   "off: launched the ordinary way"));
 	if ((rc = pick_arch(rt)))
 		goto fail;
 	jitk__arch_format(rt->arch_str, rt->arch);

@@ -660,7 +660,7 @@ typedef enum {
  *                that a launch and its set-up overlap the end of the kernel
  *                before it on the stream. Results are the same either way.
  *                0: never; -1 (default from version 3 on):
- *                $JITK_PROGRAMMATIC=1|on, else off
+ *                $JITK_PROGRAMMATIC (1, true, yes, on), else off
  *   compiler     the compiler's options (NULL: every default)
  *   seal         a jitk_seal_mode the runtime starts with; -1 (default):
  *                $JITK_SEAL=off|warn|error, else off
