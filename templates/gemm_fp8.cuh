@@ -590,10 +590,12 @@ struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
 	// residual descriptors box: what EpilogueTileAuto picks for the
 	// cooperative kernel (128 x 32), and 64 x 32 for ping-pong (where Auto
 	// would take 64 columns for an fp8 D; one tile width keeps one set of
-	// boxes and swizzles for every epilogue).
+	// boxes and swizzles for every epilogue); 16 columns for a tile whose
+	// columns are not a multiple of 32 (the spec's swizzles follow).
 	static_assert(P::epi_m == (cooperative ? cute::min(128, int(P::tile_m)) : 64) &&
-			      P::epi_n == 32 && P::tile_n % 32 == 0,
-		      "the epilogue tile is 128 (cooperative) or 64 (ping-pong) rows of 32 columns");
+			      (P::epi_n == 32 || P::epi_n == 16) && P::tile_n % P::epi_n == 0,
+		      "the epilogue tile is 128 (cooperative) or 64 (ping-pong) rows of 32 "
+		      "columns, or 16 where the tile's columns are not a multiple of 32");
 
 	using Collectives =
 		gemm_fp8_collectives<P, cutlass::arch::Sm90,
