@@ -53,6 +53,27 @@ if "$jitk" explain gemm_fp8 --arch sm_120 --specs specs >"$w/gate.txt" 2>&1; the
 	exit 1
 fi
 grep -q "sm_120 has no tcgen05" "$w/gate.txt"
+# the epilogue's descriptors: 32-column boxes (64-byte swizzle for bf16);
+# a tile whose columns are not a multiple of 32 (144, on a copy of the
+# spec) takes 16-column ones, swizzled as CUTLASS lays out 32-byte bf16
+# and 16-byte e4m3 rows (32 bytes, none); one that is not a multiple of
+# 16 is refused at the spec's constraint
+grep -q "out_map .*box \[128, 32\], swizzle 64" "$w/big.txt"
+mkdir -p "$w/t"
+cp -R specs templates "$w/t/"
+sed 's/^    tile_n: 96$/    tile_n: 144/' specs/gemm_fp8.yaml >"$w/t/specs/gemm_fp8.yaml"
+"$jitk" explain 'gemm_fp8_gelu_tanh_fp8_out[mclass=512]' --arch sm_90a --specs "$w/t/specs" >"$w/x144.txt" 2>&1 ||
+	{ cat "$w/x144.txt"; exit 1; }
+grep -q "tile_n=144 .*epi_n=16 " "$w/x144.txt"
+grep -q "b_map .*box \[144, 128\], swizzle 128" "$w/x144.txt"
+grep -q "out_map .*box \[128, 16\], swizzle 32," "$w/x144.txt"
+grep -q "q_map .*box \[128, 16\], swizzle 0," "$w/x144.txt"
+sed 's/^    tile_n: 96$/    tile_n: 136/' specs/gemm_fp8.yaml >"$w/t/specs/gemm_fp8.yaml"
+if "$jitk" explain 'gemm_fp8[mclass=512]' --arch sm_90a --specs "$w/t/specs" >"$w/x136.txt" 2>&1; then
+	echo "a 136-column tile was taken"
+	exit 1
+fi
+grep -q "tiles are 16-column multiples" "$w/x136.txt"
 echo "gemm: explain in $(($(date +%s) - t0)) s"
 start=$(date +%s)
 # (no PCH: the second target's compile would make one and gain nothing)
