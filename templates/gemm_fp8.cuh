@@ -269,7 +269,6 @@ template <int Count> struct LateScalar : ConsumerLeaf<LateScalarArguments<Count>
 	}
 	Params const *params_ptr = nullptr;
 
-
 	struct ConsumerStoreCallbacks
 		: cutlass::epilogue::fusion::detail::EmptyConsumerStoreCallbacks {
 		CUTLASS_DEVICE explicit ConsumerStoreCallbacks(float scalar) : scalar(scalar) {}
@@ -348,7 +347,6 @@ template <class CtaTileShapeMNK> struct PerBatchRowLoad : ConsumerLeaf<PerBatchR
 	}
 	Params const *params_ptr = nullptr;
 	bf16_t *smem = nullptr;
-
 
 	template <class CTensor, class RTensor>
 	struct ConsumerStoreCallbacks
