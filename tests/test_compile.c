@@ -182,6 +182,74 @@ static void test_keys(void **state)
 	free(specs);
 }
 
+/* Size classes (size_of) choose tuning, never the math: they are not
+ * members of the parameter struct, and one that changes nothing for an
+ * instance on an architecture stays out of its name too, so that its
+ * instances are one translation unit - one key, one compile. */
+static void test_size_class_keys(void **state)
+{
+	char *dir = t_tmpdir(), *cache, *p;
+	jitk_compiler *c;
+	uint8_t a[JITK_HASH_SIZE], b[JITK_HASH_SIZE];
+	jitk_origin o1, o2;
+	jitk_tu tu;
+	jitk_variant v;
+
+	(void)state;
+	p = t_path(dir, "sc.yaml");
+	t_writef(p, "family: sc\ntemplate: sc.cuh\nkernel: sck\n"
+		    "params:\n"
+		    "  mclass: { type: int, values: [512, 4096], size_of: m }\n"
+		    "  nclass: { type: int, values: [64, 1024], size_of: n }\n"
+		    "tuning:\n  - threads: 128\n"
+		    "  - when: { mclass: [512], nclass: [1024] }\n    threads: 64\n"
+		    "  - arch: { min: sm_100 }\n    threads: 256\n"
+		    "args:\n  x: { type: f32, shape: [m, n], io: out }\n  m: { type: i64 }\n"
+		    "  n: { type: i64 }\n"
+		    "launch:\n  grid: m\n  block: threads\n"
+		    "symbols:\n  sc: { params: { mclass: [512, 4096], nclass: [64, 1024] } }\n");
+	free(p);
+	p = t_path(dir, "sc.cuh");
+	t_writef(p, "template <class P> __global__ void sck(float *x, long long m, long long n)\n"
+		    "{ if (threadIdx.x < P::threads && blockIdx.x < m) x[blockIdx.x * n] = 1.0f; }\n");
+	free(p);
+	cache = t_path(dir, "cache");
+	c = t_compiler(dir, cache, NULL, NULL);
+
+	/* (512, 64), (4096, 64) and (4096, 1024) tune alike: one translation
+	 * unit, named for none of the classes (none has one value in all) */
+	key_of(c, "sc[mclass=4096,nclass=64]", "sm_90", a);
+	key_of(c, "sc[mclass=4096,nclass=1024]", "sm_90", b);
+	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	key_of(c, "sc[mclass=512,nclass=64]", "sm_90", b);
+	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	prepare(c, "sc[mclass=4096,nclass=1024]", "sm_90", &tu, b, &v);
+	assert_non_null(strstr(tu.name_expr, "sck<sc>"));
+	assert_null(strstr(tu.source, "nclass"));
+	assert_null(strstr(tu.source, "mclass")); /* never a member */
+	jitk__tu_free(&tu);
+	/* (512, 1024) tunes apart, named for both of its classes */
+	key_of(c, "sc[mclass=512,nclass=1024]", "sm_90", b);
+	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
+	prepare(c, "sc[mclass=512,nclass=1024]", "sm_90", &tu, b, &v);
+	assert_non_null(strstr(tu.name_expr, "sck<sc_mclass_512_nclass_1024>"));
+	assert_non_null(strstr(tu.source, "family sc (mclass=512 nclass=1024)"));
+	jitk__tu_free(&tu);
+	/* sm_100's entry sets them all alike: one for all four */
+	key_of(c, "sc[mclass=512,nclass=1024]", "sm_100", a);
+	key_of(c, "sc[mclass=4096,nclass=64]", "sm_100", b);
+	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	/* one compile serves both */
+	assert_int_equal(jitk_precompile(&o1, c, "sc[mclass=4096,nclass=64]", "sm_90"), 0);
+	assert_int_equal(jitk_precompile(&o2, c, "sc[mclass=4096,nclass=1024]", "sm_90"), 0);
+	assert_int_equal(o1, JITK_ORIGIN_COMPILED);
+	assert_int_equal(o2, JITK_ORIGIN_CACHE);
+	jitk_compiler_free(c);
+	t_rmtree(dir);
+	free(cache);
+	free(dir);
+}
+
 /* Builds instance i for arch and checks it is clean; says why and returns
  * 1 when not. */
 static int clean_build(jitk_compiler *c, size_t i, const char *archname)
@@ -1267,6 +1335,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_specialization),
 		cmocka_unit_test(test_keys),
+		cmocka_unit_test(test_size_class_keys),
 		cmocka_unit_test(test_explain_gates),
 		cmocka_unit_test(test_compile_errors),
 		cmocka_unit_test(test_vector_loads),

@@ -1009,20 +1009,86 @@ static void render_member(jbuf *b, const jitk_variant *v, size_t i)
 				  (long long)e->value);
 }
 
+/* Whether two variants of one symbol bind each tuning key and derived
+ * value alike for the same target (the parameters, env[0..nparams),
+ * aside). */
+static int same_tuning(const jitk_variant *x, const jitk_variant *y, size_t nparams)
+{
+	size_t i;
+
+	if (x->nenv != y->nenv || x->target.cc != y->target.cc || x->target.kind != y->target.kind ||
+	    x->target.suffix != y->target.suffix || x->available != y->available)
+		return 0;
+	for (i = nparams; i < x->nenv; i++) {
+		int64_t val;
+
+		if (jitk__variant_lookup((void *)y, x->env[i].name, &val) || val != x->env[i].value)
+			return 0;
+	}
+	return 1;
+}
+
+/* Which size classes the parameter struct's name leaves out (omit[p]).
+ * A size class never reaches the template (it chooses the tuning, never
+ * the math), so the instances of a symbol that differ in size classes
+ * alone and specialize to the same target and tuning have one translation
+ * unit: one key, one compile, one cache entry (docs/spec-format.md). Its
+ * name keeps the size classes whose value all of them share, and leaves
+ * out the others. */
+static void shared_size_classes(const jitk_variant *v, unsigned char *omit)
+{
+	const spec_instance *in = &v->set->insts[v->inst];
+	const spec_symbol *s = in->sym;
+	const spec_family *f = s->fam;
+	jitk_variant *sib = NULL;
+	size_t i, q;
+
+	memset(omit, 0, f->nparams);
+	for (q = 0; q < f->nparams; q++)
+		if (f->params[q].size_of && s->nvals[q] > 1)
+			break;
+	if (q == f->nparams || !(sib = malloc(sizeof(*sib))))
+		return; /* no size class; out of memory: every one named */
+	for (i = s->first; i < s->first + s->ninsts; i++) {
+		const spec_instance *o = &v->set->insts[i];
+
+		if (i == v->inst)
+			continue;
+		for (q = 0; q < f->nparams; q++)
+			if (!f->params[q].size_of && o->vals[q] != in->vals[q])
+				break;
+		if (q < f->nparams || jitk__specialize(sib, v->set, i, v->arch) ||
+		    !same_tuning(v, sib, f->nparams))
+			continue; /* another parameter, or another tuning */
+		for (q = 0; q < f->nparams; q++)
+			if (o->vals[q] != in->vals[q])
+				omit[q] = 1;
+	}
+	free(sib);
+}
+
 /* The parameter struct's name: the instance's name as an identifier
  * ("tadd3[cols=256]" -> "tadd3_cols_256"), so that profilers show which
- * instance a kernel is. */
-static void render_struct_name(jbuf *b, const char *inst)
+ * instance a kernel is - less the size classes its tuning does not
+ * depend on (shared_size_classes), which would make instances that
+ * compile alike differ in name. */
+static void render_struct_name(jbuf *b, const jitk_variant *v, const unsigned char *inert)
 {
-	const char *p;
+	const spec_instance *in = &v->set->insts[v->inst];
+	const spec_symbol *s = in->sym;
+	const spec_family *f = s->fam;
+	size_t i;
 
-	for (p = inst; *p; p++) {
-		if (*p == '[' || *p == '=' || *p == ',')
-			jitk__jbuf_puts(b, "_");
-		else if (*p == '-')
-			jitk__jbuf_puts(b, "m");
-		else if (*p != ']')
-			jitk__jbuf_put(b, p, 1);
+	jitk__jbuf_puts(b, s->name);
+	for (i = 0; i < f->nparams; i++) {
+		char buf[32];
+		const char *t;
+
+		if (s->nvals[i] < 2 || inert[i])
+			continue;
+		jitk__jbuf_printf(b, "_%s_", f->params[i].name);
+		for (t = jitk__spec_value_text(&f->params[i], in->vals[i], buf); *t; t++)
+			jitk__jbuf_put(b, *t == '-' ? "m" : t, 1);
 	}
 }
 
@@ -1044,22 +1110,32 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 {
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_family *f = in->sym->fam;
-	char target[JITK_ARCH_STRLEN], params[256];
+	char target[JITK_ARCH_STRLEN];
+	unsigned char inert[SPEC_MAX_NAMES]; /* size classes left out */
 	jbuf src, ex, bx;
 	size_t i, n = 0;
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
+	shared_size_classes(v, inert);
 	jitk__jbuf_init(&src);
 	jitk__jbuf_init(&ex);
 	jitk__jbuf_init(&bx);
 	jitk__jbuf_printf(&ex, "%s<", f->kernel);
-	render_struct_name(&ex, in->name);
+	render_struct_name(&ex, v, inert);
 	jitk__jbuf_puts(&ex, ">");
 
 	jitk__arch_format(target, v->target);
-	jitk__jbuf_printf(&src, "// jitk translation unit: family %s (%s), target %s\n",
-		    f->name, jitk__variant_params(v, params, sizeof(params)), target);
+	jitk__jbuf_printf(&src, "// jitk translation unit: family %s (", f->name);
+	for (i = 0; i < f->nparams; i++) {
+		char buf[32];
+
+		if (!inert[i])
+			jitk__jbuf_printf(&src, "%s%s=%s", n++ ? " " : "", f->params[i].name,
+					  jitk__spec_value_text(&f->params[i], in->vals[i], buf));
+	}
+	n = 0;
+	jitk__jbuf_printf(&src, "), target %s\n", target);
 	/* Package includes first, before any code: NVRTC's automatic PCH
 	 * covers what comes before the first line of code. */
 	for (i = 0; i < tpl->nangle; i++)
@@ -1084,10 +1160,11 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	jitk__jbuf_puts(&src, tpl->text);
 	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
-	render_struct_name(&src, in->name);
+	render_struct_name(&src, v, inert);
 	jitk__jbuf_puts(&src, " {\n");
 	for (i = 0; i < v->nenv; i++)
-		render_member(&src, v, i);
+		if (i >= f->nparams || !f->params[i].size_of) /* never the template's */
+			render_member(&src, v, i);
 	jitk__jbuf_puts(&src, "};\n");
 	/* The signature check needs nothing from the template's headers. */
 	jitk__jbuf_puts(&src, "namespace jitk_check {\n"
@@ -1098,7 +1175,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 		/* The builder takes the args after where it writes; the kernel
 		 * takes what it wrote (any one parameter). */
 		jitk__jbuf_printf(&bx, "%s<", f->builder);
-		render_struct_name(&bx, in->name);
+		render_struct_name(&bx, v, inert);
 		jitk__jbuf_puts(&bx, ">");
 	}
 	jitk__jbuf_printf(&src, "static_assert(jitk_check::same<decltype(&%s), void (*)(%s",
