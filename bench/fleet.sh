@@ -6,11 +6,11 @@
 # as N nodes of a fleet meeting a new kernel would. Prints, per process,
 # what it compiled and fetched and its wall time, and the totals: with
 # the lease, one compile per key. Default: 8 processes, the FP8 GEMM's
-# gemm_fp8_bias[mclass=65536] (a minute of NVRTC). No GPU needed.
+# gemm_fp8_bias[mclass=65536,nclass=9216] (a minute of NVRTC). No GPU needed.
 set -u
 b=${1:-build}
 nodes=${2:-8}
-[ $# -gt 2 ] && shift 2 || set -- 'gemm_fp8_bias[mclass=65536]'
+[ $# -gt 2 ] && shift 2 || set -- 'gemm_fp8_bias[mclass=65536,nclass=9216]'
 jitk=$b/jitk
 here=$(dirname "$0")
 w=$(mktemp -d "${TMPDIR:-/tmp}/jitk-fleet-XXXXXX")

@@ -3,7 +3,8 @@
 # no GPU: explain shows its builder, its size classes on sm_90a and
 # sm_100a and its gate on sm_120; one NVRTC precompile of gemm_fp8_bias
 # for sm_90a and one for sm_100a, side by side (about a minute and 3.4 GB
-# each), whose cache entries have the kernel and its parameter builder;
+# each), whose cache entries have the kernel and its parameter builder
+# and serve the N class that tunes alike too (one translation unit);
 # the sm_100a cubin's SASS has tcgen05's instructions and no local memory
 # (with cuobjdump; skipped, saying so, without it); then
 # tests/gemm_checks.c over that cache on the fake device as an sm_90 and
@@ -24,29 +25,43 @@ if ! "$jitk" explain gemm_fp8_bias --arch sm_90a --specs specs >"$w/explain.txt"
 	cat "$w/explain.txt"
 	exit 1
 fi
-grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_65536>$" "$w/explain.txt"
-grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias_mclass_65536> " "$w/explain.txt"
-# the size class: M > 512 takes 128 x 192 tiles, M <= 512 128 x 96 over a
-# 1 x 2 cluster (A's box is half a tile: each CTA multicasts its half)
-sed -n '/^gemm_fp8_bias\[mclass=65536\]/,/^$/p' "$w/explain.txt" >"$w/big.txt"
-sed -n '/^gemm_fp8_bias\[mclass=512\]/,/^$/p' "$w/explain.txt" >"$w/small.txt"
-grep -q "tile_n=192 .*sm100=0 block_threads=384 " "$w/big.txt"
+# the size classes: M > 512 takes 128 x 192 tiles whatever N (both N
+# classes: one kernel); M <= 512 128 x 96 over a 1 x 2 cluster (A's box is
+# half a tile: each CTA multicasts its half), and with N > 9216 128 x 192
+# over a 2 x 1 (B's box half a tile)
+sed -n '/^gemm_fp8_bias\[mclass=65536,nclass=9216\]/,/^$/p' "$w/explain.txt" >"$w/big.txt"
+sed -n '/^gemm_fp8_bias\[mclass=65536,nclass=65536\]/,/^$/p' "$w/explain.txt" >"$w/bigwide.txt"
+sed -n '/^gemm_fp8_bias\[mclass=512,nclass=9216\]/,/^$/p' "$w/explain.txt" >"$w/small.txt"
+sed -n '/^gemm_fp8_bias\[mclass=512,nclass=65536\]/,/^$/p' "$w/explain.txt" >"$w/smallwide.txt"
+for f in big bigwide; do
+	grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_65536>$" "$w/$f.txt"
+	grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias_mclass_65536> " "$w/$f.txt"
+	grep -q "tile_n=192 .*cluster_m=1 cluster_n=1 .*sm100=0 block_threads=384 " "$w/$f.txt"
+done
 grep -q "b_map .*box \[192, 128\], swizzle 128" "$w/big.txt"
 grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/big.txt"
-grep -q "tile_n=96 .*cluster_n=2 " "$w/small.txt"
+grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_512_nclass_9216>$" "$w/small.txt"
+grep -q "tile_n=96 .*cluster_m=1 cluster_n=2 " "$w/small.txt"
 grep -q "a_map .*box \[64, 128\], swizzle 128" "$w/small.txt"
 grep -q "b_map .*box \[96, 128\], swizzle 128" "$w/small.txt"
+grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_512_nclass_65536>$" "$w/smallwide.txt"
+grep -q "tile_n=192 .*cluster_m=2 cluster_n=1 " "$w/smallwide.txt"
+grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/smallwide.txt"
+grep -q "b_map .*box \[96, 128\], swizzle 128" "$w/smallwide.txt"
 # sm_100a: the 1-SM UMMA kernel, 128 x 256 tiles (M <= 512: 128 x 128),
 # no cluster in either class, 256 threads
 "$jitk" explain gemm_fp8_bias --arch sm_100a --specs specs >"$w/explain100.txt" 2>&1 ||
 	{ cat "$w/explain100.txt"; exit 1; }
-sed -n '/^gemm_fp8_bias\[mclass=65536\]/,/^$/p' "$w/explain100.txt" >"$w/big100.txt"
-sed -n '/^gemm_fp8_bias\[mclass=512\]/,/^$/p' "$w/explain100.txt" >"$w/small100.txt"
+# (the N class tunes nothing there: one kernel per M class)
+sed -n '/^gemm_fp8_bias\[mclass=65536,nclass=9216\]/,/^$/p' "$w/explain100.txt" >"$w/big100.txt"
+sed -n '/^gemm_fp8_bias\[mclass=512,nclass=65536\]/,/^$/p' "$w/explain100.txt" >"$w/small100.txt"
 grep -q "^  target:   sm_100a$" "$w/big100.txt"
-grep -q "tile_n=256 .*cluster_n=1 .*sm100=1 block_threads=256 " "$w/big100.txt"
+grep -q "tile_n=256 .*cluster_m=1 cluster_n=1 .*sm100=1 block_threads=256 " "$w/big100.txt"
 grep -q "b_map .*box \[256, 128\], swizzle 128" "$w/big100.txt"
-grep -q "tile_n=128 .*cluster_n=1 .*sm100=1 " "$w/small100.txt"
+grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_65536>$" "$w/big100.txt"
+grep -q "tile_n=128 .*cluster_m=1 cluster_n=1 .*sm100=1 " "$w/small100.txt"
 grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/small100.txt"
+grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_512>$" "$w/small100.txt"
 # sm_120 (consumer Blackwell) has no tcgen05: gated, with the reason
 if "$jitk" explain gemm_fp8 --arch sm_120 --specs specs >"$w/gate.txt" 2>&1; then
 	echo "gemm_fp8 runs on sm_120?"
@@ -62,7 +77,7 @@ grep -q "out_map .*box \[128, 32\], swizzle 64" "$w/big.txt"
 mkdir -p "$w/t"
 cp -R specs templates "$w/t/"
 sed 's/^    tile_n: 96$/    tile_n: 144/' specs/gemm_fp8.yaml >"$w/t/specs/gemm_fp8.yaml"
-"$jitk" explain 'gemm_fp8_gelu_tanh_fp8_out[mclass=512]' --arch sm_90a --specs "$w/t/specs" >"$w/x144.txt" 2>&1 ||
+"$jitk" explain 'gemm_fp8_gelu_tanh_fp8_out[mclass=512,nclass=9216]' --arch sm_90a --specs "$w/t/specs" >"$w/x144.txt" 2>&1 ||
 	{ cat "$w/x144.txt"; exit 1; }
 grep -q "tile_n=144 .*epi_n=16 " "$w/x144.txt"
 grep -q "b_map .*box \[144, 128\], swizzle 128" "$w/x144.txt"
@@ -77,9 +92,13 @@ grep -q "tiles are 16-column multiples" "$w/x136.txt"
 echo "gemm: explain in $(($(date +%s) - t0)) s"
 start=$(date +%s)
 # (no PCH: the second target's compile would make one and gain nothing)
-JITK_PCH=0 "$jitk" precompile 'gemm_fp8_bias[mclass=65536]' --arch sm_90,sm_100 --specs specs --cache "$w/c" -j 2 \
-	>"$w/pre.txt" 2>&1 || { cat "$w/pre.txt"; exit 1; }
+JITK_PCH=0 "$jitk" precompile 'gemm_fp8_bias[mclass=65536,nclass=65536]' --arch sm_90,sm_100 --specs specs \
+	--cache "$w/c" -j 2 >"$w/pre.txt" 2>&1 || { cat "$w/pre.txt"; exit 1; }
 grep -q ": 2 compiled, 0 cached, 0 remote, 0 failed, 0 gated$" "$w/pre.txt"
+# the other N class of M > 512 is the same translation unit: cached
+"$jitk" precompile 'gemm_fp8_bias[mclass=65536,nclass=9216]' --arch sm_90,sm_100 --specs specs \
+	--cache "$w/c" >"$w/pre2.txt" 2>&1 || { cat "$w/pre2.txt"; exit 1; }
+grep -q ": 0 compiled, 2 cached, 0 remote, 0 failed, 0 gated$" "$w/pre2.txt"
 echo "gemm: precompiled gemm_fp8_bias for sm_90a and sm_100a (2 at a time) in $(($(date +%s) - start)) s"
 # both entry points are in each image
 for entry in $(find "$w/c" -name '*.jitk'); do

@@ -170,18 +170,39 @@ static void test_bad_input_is_refused_before_launch(void **state)
 	refused(f, "a");
 }
 
-/* The size class: M = 512 takes the mclass=512 instance (sm_90: 128 x 96
- * tiles over a 1 x 2 cluster; sm_100: 128 x 128), which gemm.sh did not
- * precompile: the call says which it needed. */
+/* The size classes: M = 512 takes an mclass=512 instance (sm_90: 128 x 96
+ * tiles over a 1 x 2 cluster, 128 x 192 over 2 x 1 for N > 9216; sm_100:
+ * 128 x 128), which gemm.sh did not precompile: the call says which it
+ * needed. */
 static void test_small_m_takes_its_own_instance(void **state)
 {
 	fixture *f = *state;
 
 	problem(f, 512, 3072, 3072);
 	assert_int_not_equal(call(f), 0);
-	if (!strstr(jitk_error_last()->message, "mclass=512"))
-		fail_msg("'%s' does not name the mclass=512 instance", jitk_error_last()->message);
+	if (!strstr(jitk_error_last()->message, "mclass=512,nclass=9216"))
+		fail_msg("'%s' does not name the mclass=512,nclass=9216 instance",
+			 jitk_error_last()->message);
+	problem(f, 512, 12288, 3072);
+	assert_int_not_equal(call(f), 0);
+	if (!strstr(jitk_error_last()->message, "mclass=512,nclass=65536"))
+		fail_msg("'%s' does not name the mclass=512,nclass=65536 instance",
+			 jitk_error_last()->message);
 	assert_int_equal(f->fake.nlaunches, 0);
+}
+
+/* M > 512 with N > 9216: the other N class, which tunes alike there - the
+ * translation unit gemm.sh precompiled (for N = 12288's class) serves N =
+ * 3072 too (test_good_call...) and N = 12288 itself. */
+static void test_wide_n_shares_the_big_m_kernel(void **state)
+{
+	fixture *f = *state;
+
+	problem(f, 4096, 12288, 3072);
+	if (call(f))
+		fail_msg("%s", jitk_error_last()->message);
+	assert_int_equal(f->fake.nlaunches, 1);
+	assert_int_equal(f->fake.launches[0].block[0], block_threads());
 }
 
 int main(void)
@@ -190,6 +211,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_good_call_launches_the_built_block, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_is_refused_before_launch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_small_m_takes_its_own_instance, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wide_n_shares_the_big_m_kernel, setup, teardown),
 	};
 
 	const char *arch = getenv("JITK_TEST_GEMM_CC");
