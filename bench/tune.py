@@ -14,20 +14,24 @@ hand, with the table in docs/performance.md.
 
 tune.py gemm [BUILD] [--write FILE] [--only REGEX] [--cache DIR] - the FP8 GEMM's tile
 configurations and the scheduler's swizzle and raster order per size
-class (--only: the variants whose label matches, beside the shipped one):
-every variant's instances are precompiled at once into one cache (an instance a variant leaves as shipped is one key, compiled once),
-then each is timed by `jitk bench --family gemm_fp8` (the block's eight
-shapes and the MLP's bias and GELU cases, L2 flushed); the winner of each class is the
-variant with the least total time over that class's shapes. --write FILE
-writes specs/gemm_fp8.yaml with the winners' entries appended to its
-tuning list (what goes into specs/ once reviewed). --cache DIR: the
+class (the spec's M and N classes: M <= 512 with N <= 9216, M <= 512 with
+N > 9216, M > 512; --only: the variants whose label matches, beside the
+shipped one): every variant's instances are precompiled at once into one
+cache (an instance a variant leaves as shipped is one key, compiled
+once), then each is timed by `jitk bench --family gemm_fp8` (the block's
+eight shapes and the MLP's bias and GELU cases, L2 flushed). An M <= 512
+variant tunes both N classes and is a candidate in each; the winner of a
+class is the candidate with the least total time over the class's
+shapes. --write FILE writes specs/gemm_fp8.yaml with each class's winner
+appended to its tuning list under the class's own `when`, for sm_90 (what
+was timed) only: what goes into specs/ once reviewed. --cache DIR: the
 variants' cache, kept (a check of the written spec then finds the
 winners' instances there); else a temporary one, removed.
 
 Sets:
   q_only  the norm family's outputs-q instances (jitk bench --family axes)
   qk      QK-RMSNorm + RoPE in place (jitk bench --family qk)
-  gemm    gemm_fp8's tiles and clusters, per M class (jitk bench --family gemm_fp8)
+  gemm    gemm_fp8's tiles and clusters, per size class (jitk bench --family gemm_fp8)
 """
 import os
 import re
@@ -84,7 +88,13 @@ SETS = {
         # the winner: the least total over the plain GEMM's shapes (the
         # MLP's bias and GELU lines are printed beside them)
         "total": r"^gemm_fp8 ",
-        "classes": {"512": lambda m: m <= 512, "65536": lambda m: m > 512},
+        # the spec's size classes (mclass, nclass): the shapes each holds,
+        # and the tuning entry's `when` that reaches its instances only
+        "classes": {
+            "M<=512, N<=9216": (lambda m, n: m <= 512 and n <= 9216, {"mclass": "512", "nclass": "9216"}),
+            "M<=512, N>9216": (lambda m, n: m <= 512 and n > 9216, {"mclass": "512", "nclass": "65536"}),
+            "M>512": (lambda m, n: m > 512, {"mclass": "65536"}),
+        },
         "variants": [
             ("shipped", None, []),
         ] + [
@@ -102,6 +112,9 @@ SETS = {
                 # B multicast over the four 128-row tiles of M = 512 (4 x 1),
                 # and A over pairs too (4 x 2): each B tile leaves L2 once
                 ("512", 128, 96, 4, 1), ("512", 128, 128, 4, 1), ("512", 128, 96, 4, 2),
+                # 144 columns: cuBLAS's tile at 512 x 9216 (two waves of
+                # 128 x 144 tiles on 132 SMs where 128 x 96 takes three)
+                ("512", 128, 144, 2, 1), ("512", 128, 144, 1, 2), ("512", 128, 144, 1, 1),
                 ("65536", 128, 192, 2, 1), ("65536", 128, 192, 1, 2), ("65536", 128, 128, 2, 1),
                 ("65536", 128, 128, 1, 2), ("65536", 256, 64, 1, 1), ("65536", 128, 160, 1, 1),
                 ("65536", 128, 160, 2, 1),
@@ -182,9 +195,24 @@ def check(build):
     return 1 if bad else 0
 
 
-def variant_class(entry):
-    m = re.search(r"mclass: \[(\d+)\]", entry or "")
-    return m.group(1) if m else None
+def entry_when(entry):
+    """A tuning entry's `when`: {param: "value"} (one value each)."""
+    m = re.search(r"when: \{([^}]*)\}", entry or "")
+    return dict(re.findall(r"(\w+): \[(\w+)\]", m.group(1))) if m else {}
+
+
+def covers(entry, when):
+    """Whether a variant's entry reaches every instance of a class (its
+    `when` names a subset of the class's values): an M <= 512 entry
+    tunes both N classes, and is a candidate in each."""
+    return all(when.get(k) == v for k, v in entry_when(entry).items())
+
+
+def class_entry(entry, when):
+    """The variant's entry with the class's own `when`: what the winner of
+    that class adds to the spec."""
+    w = "when: { " + ", ".join(f"{k}: [{v}]" for k, v in when.items()) + " }"
+    return re.sub(r"when: \{[^}]*\}", w, entry, count=1)
 
 
 def tune_classes(s, build, write, keep=None):
@@ -234,24 +262,29 @@ def tune_classes(s, build, write, keep=None):
                 print(line, flush=True)
                 if not re.search(s.get("total", s["lines"]), line):
                     continue
-                m = re.search(r"\ba\[(\d+),", line)
+                m = re.search(r"\ba\[(\d+),\d+\] b\[(\d+),", line)
                 us = float(line.split()[-5 if line.rstrip().endswith("%") else -4])
-                for cls, holds in s["classes"].items():
-                    if m and holds(int(m.group(1))):
+                for cls, (holds, _) in s["classes"].items():
+                    if m and holds(int(m.group(1)), int(m.group(2))):
                         totals.setdefault(cls, {}).setdefault(label, []).append(us)
         winners = {}
+        entries = {l: e for l, e, _ in dirs}
         for cls, by in totals.items():
             full = {k: sum(v) for k, v in by.items() if len(v) == max(map(len, by.values()))}
             # a variant that tunes another class runs this class as shipped
-            cands = {k: v for k, v in full.items()
-                     if k == "shipped" or variant_class(dict((l, e) for l, e, _ in dirs)[k]) == cls}
+            when = s["classes"][cls][1]
+            cands = {k: v for k, v in full.items() if k == "shipped" or covers(entries[k], when)}
             best = min(cands, key=cands.get)
             winners[cls] = best
-            print(f"# class mclass={cls}: winner {best} ({cands[best]:.1f} us over its shapes; "
+            print(f"# class {cls}: winner {best} ({cands[best]:.1f} us over its shapes; "
                   f"shipped {cands.get('shipped', float('nan')):.1f})", flush=True)
         if write:
             src = open(os.path.join(ROOT, "specs", s["spec"])).read()
-            add = "".join(e for l, e, _ in dirs if l in winners.values() and e)
+            # each class's winner under the class's own `when`, for sm_90
+            # (what was compiled and timed) only
+            add = "".join(class_entry(entries[w], s["classes"][c][1]).replace(
+                              "  - when:", "  - arch: { max: sm_90 }\n    when:", 1)
+                          for c, w in sorted(winners.items()) if w != "shipped")
             if add:
                 m = re.search(r"^tuning:\n(?:(?:[ #].*)?\n)*", src, flags=re.M)
                 src = src[:m.end()] + "  # bench/tune.py gemm's winners\n" + add + src[m.end():]
