@@ -131,6 +131,26 @@ SETS = {
                 ("65536", 128, 2, 1), ("65536", 192, 2, 1), ("65536", 224, 1, 1),
             ]
         ] + [
+            # ping-pong on 128-row tiles: a warp group's 128 x 96 tile holds
+            # its accumulators and their promotion copy in 192 registers,
+            # as a cooperative 128 x 192 tile's warp group does, and one
+            # group's epilogue overlaps the other's mainloop
+            (f"{'M<=512' if c == '512' else 'M>512'}: ping-pong 128x{tn} c{cm}x{cn}",
+             f"  - when: {{ mclass: [{c}] }}\n    schedule: 1\n    tile_m: 128\n    tile_n: {tn}\n"
+             f"    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
+            for c, tn, cm, cn in [
+                ("65536", 96, 1, 1), ("65536", 96, 2, 1), ("65536", 96, 1, 2), ("512", 96, 1, 2),
+            ]
+        ] + [
+            # the same for the MLP's GELU epilogue alone, whose tanhf runs
+            # after each tile's mainloop in the cooperative kernel (about
+            # 45 us of 296 at 4096 x 12288 x 3072): no class's candidate
+            # (the plain GEMM decides a class), its gelu line printed
+            (f"M>512, GELU only: ping-pong 128x96 c{cm}x{cn}",
+             f"  - when: {{ mclass: [65536], epilogue: [gelu_tanh_fp8] }}\n    schedule: 1\n"
+             f"    tile_m: 128\n    tile_n: 96\n    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
+            for cm, cn in [(1, 1), (2, 1)]
+        ] + [
             # the persistent scheduler's walk over the tiles: which
             # operand's tiles stay in L2 while the other streams
             (f"{'M<=512' if c == '512' else 'M>512'}: swizzle {sw} raster {ra}",
