@@ -1,0 +1,101 @@
+#!/bin/bash
+# bench/gemm_classes.sh - one device call for the FP8 GEMM's size classes
+# (issue 24): what a class's new tiles need before they count, in the
+# order that matters if the call is cut short. Logs go to $OUT/L, packed
+# into $OUT/logs.tgz after every step (a call killed at its limit still
+# returns what it did). Steps that would not finish inside LIM seconds
+# (default 560) are skipped, saying so.
+#
+#   1. the package's extension (built on the machine) beside `jitk
+#      precompile` of the GEMM family and its split path for sm_90;
+#   2. bench/gemm_check.py: bytes (float64 reference, fused == split,
+#      every M class and N class) and times against cuBLAS in one process;
+#   3. bench/tune.py gemm --only TUNE (default: the 144-column M <= 512
+#      tiles, with 128 x 192 2 x 1 and 128 x 128 2 x 1 beside them, and
+#      ping-pong on 128 x 96 tiles, for the plain GEMM and for the GELU
+#      epilogue alone), its cache kept, its winners written to
+#      $OUT/L/gemm_fp8.tuned.yaml;
+#   4. Nsight Compute of cuBLAS and jitk at the M = 512 shapes NCU names
+#      (default the three not yet profiled: 3072 x 3072, 12288 x 3072,
+#      3072 x 12288);
+#   5. the Qwen-Image block, (b), (c), (e) and (E) (examples/qwen_image_block.py).
+#
+# Carry the build (JITK_BUILD, default .dev/b from bench/device_stage.sh)
+# and the cutlass package's include directory.
+set -u
+OUT=${OUT:-/tmp/jitk-out}
+b=${JITK_BUILD:-.dev/b}
+LIM=${LIM:-560}
+TUNE=${TUNE:-'M<=512: 128x144|M<=512: 128x192 c2x1|M<=512: 128x128 c2x1|ping-pong 128x96'}
+NCU=${NCU:-"512:3072:3072 512:12288:3072 512:3072:12288"}
+version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
+export JITK_PACKAGE_CUTLASS=${JITK_PACKAGE_CUTLASS:-$PWD/.pydeps/cutlass_library/source/include}
+export LD_LIBRARY_PATH="$PWD/$b/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PYTHONUNBUFFERED=1 \
+	JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/$b/libjitk.so.$version" PYTHONPATH="$PWD/bindings/python"
+export JITK_CACHE_DIR=${JITK_CACHE_DIR:-/tmp/jitk-gemm-cache}
+L=$OUT/L
+mkdir -p "$L"
+t0=$(date +%s)
+save() { tar czf "$OUT/logs.tgz" -C "$OUT" L; }
+# fits N: N more seconds still end inside LIM
+fits() {
+	[ $(($(date +%s) - t0 + $1)) -lt "$LIM" ] && return 0
+	echo "skipped: $2 (needs about $1 s, $(($(date +%s) - t0)) s used of $LIM)"
+	return 1
+}
+stamp() { echo "$1 rc=$2 ($(($(date +%s) - t0)) s)"; }
+
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "cores $(nproc)"; } | tee "$L/gpu.txt"
+
+# 1. the extension and the instances, side by side
+(python3 bindings/python/_build/backend.py torch-ext && python3 bindings/python/_build/backend.py frontend) \
+	>"$L/ext_build.log" 2>&1 &
+ext=$!
+"$b/jitk" precompile gemm_fp8 gemm_fp8_bias gemm_fp8_gelu_tanh_fp8 gemm_fp8_gelu_tanh_fp8_out \
+	gemm_fp8_gate_residual gelu_tanh_quant_fp8 gelu_tanh_quant_fp8_out gate_residual --arch sm_90 \
+	-j "$(nproc)" >"$L/precompile.log" 2>&1
+stamp precompile $?
+tail -1 "$L/precompile.log"
+wait $ext
+stamp extension $?
+save
+
+# 2. bytes and times against cuBLAS
+if fits 120 gemm_check; then
+	timeout 200 python3 bench/gemm_check.py >"$L/gemm_check.log" 2>&1
+	stamp gemm_check $?
+	grep -E "^FAIL|checks|geometric|^\| (4096|512) " "$L/gemm_check.log"
+	save
+fi
+
+# 3. tiles per class
+if fits 200 tune; then
+	timeout 300 python3 bench/tune.py gemm "$b" --only "$TUNE" --cache /tmp/jitk-tune-cache \
+		--write "$L/gemm_fp8.tuned.yaml" >"$L/tune.log" 2>&1
+	stamp tune $?
+	grep -E "^# class|FAILED" "$L/tune.log"
+	save
+fi
+
+# 4. what cuBLAS runs at the other M = 512 shapes, and ours beside it
+for s in $NCU; do
+	fits 40 "ncu $s" || break
+	for who in cublas jitk; do
+		re=$([ $who = jitk ] && echo gemm_fp8 || echo "nvjet|xmma|cutlass|sm90_")
+		f=$L/ncu_${who}_${s//:/x}.log
+		timeout 60 ncu --clock-control none --kernel-name regex:"$re" --launch-skip 3 --launch-count 1 \
+			--section SpeedOfLight --section LaunchStats python3 bench/ncu_cases.py "gemm:$who:$s" >"$f" 2>&1
+		stamp "ncu $who $s" $?
+		grep -E '==PROF== Profiling|Duration' "$f" | tr -s ' '
+	done
+	save
+done
+
+# 5. the block
+if fits 150 block; then
+	timeout 240 python3 examples/qwen_image_block.py --only bceE --no-autotune >"$L/block.log" 2>&1
+	stamp block $?
+	tail -14 "$L/block.log"
+fi
+echo "total $(($(date +%s) - t0)) s"
+save
