@@ -120,26 +120,21 @@ SETS = {
                 ("65536", 128, 160, 2, 1),
             ]
         ] + [
-            # ping-pong: each consumer warp group takes a 64-row tile of
-            # its own, and its epilogue overlaps the other's mainloop
-            (f"{'M<=512' if c == '512' else 'M>512'}: ping-pong 64x{tn} c{cm}x{cn}",
-             f"  - when: {{ mclass: [{c}] }}\n    schedule: 1\n    tile_m: 64\n    tile_n: {tn}\n"
+            # ping-pong: each consumer warp group takes a tile of its own,
+            # and its epilogue overlaps the other's mainloop. 64-row tiles
+            # fetch B once per 64 rows; a 128 x 96 tile's accumulators and
+            # their promotion copy take 192 registers of a warp group, as
+            # a cooperative 128 x 192 tile's do
+            (f"{'M<=512' if c == '512' else 'M>512'}: ping-pong {tm}x{tn} c{cm}x{cn}",
+             f"  - when: {{ mclass: [{c}] }}\n    schedule: 1\n    tile_m: {tm}\n    tile_n: {tn}\n"
              f"    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
-            for c, tn, cm, cn in [
-                ("512", 96, 1, 1), ("512", 128, 1, 1), ("512", 192, 1, 1), ("512", 128, 1, 2),
-                ("512", 192, 1, 2), ("65536", 128, 1, 1), ("65536", 192, 1, 1),
-                ("65536", 128, 2, 1), ("65536", 192, 2, 1), ("65536", 224, 1, 1),
-            ]
-        ] + [
-            # ping-pong on 128-row tiles: a warp group's 128 x 96 tile holds
-            # its accumulators and their promotion copy in 192 registers,
-            # as a cooperative 128 x 192 tile's warp group does, and one
-            # group's epilogue overlaps the other's mainloop
-            (f"{'M<=512' if c == '512' else 'M>512'}: ping-pong 128x{tn} c{cm}x{cn}",
-             f"  - when: {{ mclass: [{c}] }}\n    schedule: 1\n    tile_m: 128\n    tile_n: {tn}\n"
-             f"    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
-            for c, tn, cm, cn in [
-                ("65536", 96, 1, 1), ("65536", 96, 2, 1), ("65536", 96, 1, 2), ("512", 96, 1, 2),
+            for c, tm, tn, cm, cn in [
+                ("512", 64, 96, 1, 1), ("512", 64, 128, 1, 1), ("512", 64, 192, 1, 1),
+                ("512", 64, 128, 1, 2), ("512", 64, 192, 1, 2), ("65536", 64, 128, 1, 1),
+                ("65536", 64, 192, 1, 1), ("65536", 64, 128, 2, 1), ("65536", 64, 192, 2, 1),
+                ("65536", 64, 224, 1, 1),
+                ("65536", 128, 96, 1, 1), ("65536", 128, 96, 2, 1), ("65536", 128, 96, 1, 2),
+                ("512", 128, 96, 1, 2),
             ]
         ] + [
             # the same for the MLP's GELU epilogue alone, whose tanhf runs
