@@ -42,6 +42,16 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+def tiles(cls, tm, tn, cm, cn, pingpong=False, only=None):
+    """A GEMM variant: one class's tile and cluster (ping-pong or
+    cooperative), for every epilogue or only one (label, entry, [])."""
+    where = ("M<=512" if cls == "512" else "M>512") + (", GELU only" if only else "")
+    when = f"mclass: [{cls}]" + (f", epilogue: [{only}]" if only else "")
+    return (f"{where}: {'ping-pong ' if pingpong else ''}{tm}x{tn} c{cm}x{cn}",
+            f"  - when: {{ {when} }}\n" + ("    schedule: 1\n" if pingpong else "") +
+            f"    tile_m: {tm}\n    tile_n: {tn}\n    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
+
+
 # (label, tuning entry appended, [(old line, new line)])
 SETS = {
     "q_only": {
@@ -98,10 +108,7 @@ SETS = {
         "variants": [
             ("shipped", None, []),
         ] + [
-            (f"M<={c}: {tm}x{tn} c{cm}x{cn}" if c == "512" else f"M>512: {tm}x{tn} c{cm}x{cn}",
-             f"  - when: {{ mclass: [{c}] }}\n    tile_m: {tm}\n    tile_n: {tn}\n"
-             f"    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
-            for c, tm, tn, cm, cn in [
+            tiles(*t) for t in [
                 ("512", 128, 192, 1, 1), ("512", 128, 128, 2, 1), ("512", 128, 128, 1, 1),
                 ("512", 128, 64, 1, 2), ("512", 128, 64, 1, 1), ("512", 128, 96, 1, 2),
                 ("512", 128, 128, 1, 2),
@@ -125,10 +132,7 @@ SETS = {
             # fetch B once per 64 rows; a 128 x 96 tile's accumulators and
             # their promotion copy take 192 registers of a warp group, as
             # a cooperative 128 x 192 tile's do
-            (f"{'M<=512' if c == '512' else 'M>512'}: ping-pong {tm}x{tn} c{cm}x{cn}",
-             f"  - when: {{ mclass: [{c}] }}\n    schedule: 1\n    tile_m: {tm}\n    tile_n: {tn}\n"
-             f"    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
-            for c, tm, tn, cm, cn in [
+            tiles(*t, pingpong=True) for t in [
                 ("512", 64, 96, 1, 1), ("512", 64, 128, 1, 1), ("512", 64, 192, 1, 1),
                 ("512", 64, 128, 1, 2), ("512", 64, 192, 1, 2), ("65536", 64, 128, 1, 1),
                 ("65536", 64, 192, 1, 1), ("65536", 64, 128, 2, 1), ("65536", 64, 192, 2, 1),
@@ -141,9 +145,7 @@ SETS = {
             # after each tile's mainloop in the cooperative kernel (about
             # 45 us of 296 at 4096 x 12288 x 3072): no class's candidate
             # (the plain GEMM decides a class), its gelu line printed
-            (f"M>512, GELU only: ping-pong 128x96 c{cm}x{cn}",
-             f"  - when: {{ mclass: [65536], epilogue: [gelu_tanh_fp8] }}\n    schedule: 1\n"
-             f"    tile_m: 128\n    tile_n: 96\n    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
+            tiles("65536", 128, 96, cm, cn, pingpong=True, only="gelu_tanh_fp8")
             for cm, cn in [(1, 1), (2, 1)]
         ] + [
             # the persistent scheduler's walk over the tiles: which
