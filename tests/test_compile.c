@@ -182,66 +182,109 @@ static void test_keys(void **state)
 	free(specs);
 }
 
-/* Size classes (size_of) choose tuning, never the math: they are not
- * members of the parameter struct, and one that changes nothing for an
- * instance on an architecture stays out of its name too, so that its
- * instances are one translation unit - one key, one compile. */
-static void test_size_class_keys(void **state)
+/* A family NAME with two size classes (mclass by m, nclass by n) and the
+ * tuning entries TUNING, its template using P::threads. */
+static void size_class_family(const char *dir, const char *name, const char *tuning)
 {
-	char *dir = t_tmpdir(), *cache, *p;
-	jitk_compiler *c;
-	uint8_t a[JITK_HASH_SIZE], b[JITK_HASH_SIZE];
-	jitk_origin o1, o2;
-	jitk_tu tu;
-	jitk_variant v;
+	char *p, file[64];
 
-	(void)state;
-	p = t_path(dir, "sc.yaml");
-	t_writef(p, "family: sc\ntemplate: sc.cuh\nkernel: sck\n"
+	snprintf(file, sizeof(file), "%s.yaml", name);
+	p = t_path(dir, file);
+	t_writef(p, "family: %s\ntemplate: %s.cuh\nkernel: %sk\n"
 		    "params:\n"
 		    "  mclass: { type: int, values: [512, 4096], size_of: m }\n"
 		    "  nclass: { type: int, values: [64, 1024], size_of: n }\n"
-		    "tuning:\n  - threads: 128\n"
-		    "  - when: { mclass: [512], nclass: [1024] }\n    threads: 64\n"
-		    "  - arch: { min: sm_100 }\n    threads: 256\n"
+		    "tuning:\n%s"
 		    "args:\n  x: { type: f32, shape: [m, n], io: out }\n  m: { type: i64 }\n"
 		    "  n: { type: i64 }\n"
 		    "launch:\n  grid: m\n  block: threads\n"
-		    "symbols:\n  sc: { params: { mclass: [512, 4096], nclass: [64, 1024] } }\n");
+		    "symbols:\n  %s: { params: { mclass: [512, 4096], nclass: [64, 1024] } }\n",
+		 name, name, name, tuning, name);
 	free(p);
-	p = t_path(dir, "sc.cuh");
-	t_writef(p, "template <class P> __global__ void sck(float *x, long long m, long long n)\n"
-		    "{ if (threadIdx.x < P::threads && blockIdx.x < m) x[blockIdx.x * n] = 1.0f; }\n");
+	snprintf(file, sizeof(file), "%s.cuh", name);
+	p = t_path(dir, file);
+	t_writef(p, "template <class P> __global__ void %sk(float *x, long long m, long long n)\n"
+		    "{ if (threadIdx.x < P::threads && blockIdx.x < m) x[blockIdx.x * n] = 1.0f; }\n",
+		 name);
 	free(p);
-	cache = t_path(dir, "cache");
+}
+
+/* The name expression of NAME on ARCH holds WANT. */
+static void name_has(jitk_compiler *c, const char *name, const char *arch, const char *want)
+{
+	uint8_t key[JITK_HASH_SIZE];
+	jitk_variant v;
+	jitk_tu tu;
+
+	prepare(c, name, arch, &tu, key, &v);
+	if (!strstr(tu.name_expr, want))
+		fail_msg("%s on %s: kernel %s, not %s", name, arch, tu.name_expr, want);
+	assert_null(strstr(tu.source, "constexpr int mclass")); /* never a member */
+	assert_null(strstr(tu.source, "constexpr int nclass"));
+	jitk__tu_free(&tu);
+}
+
+/* Size classes (size_of) choose tuning, never the math: they are not
+ * members of the parameter struct, and instances that differ in them
+ * alone and tune alike share one translation unit - one key, one compile
+ * - under a name that no instance tuned otherwise has. */
+static void test_size_class_keys(void **state)
+{
+	char *dir = t_tmpdir(), *cache = t_path(dir, "cache");
+	jitk_compiler *c;
+	uint8_t a[JITK_HASH_SIZE], b[JITK_HASH_SIZE];
+	jitk_origin o1, o2;
+
+	(void)state;
+	/* (512, 1024) tunes apart from the other three */
+	size_class_family(dir, "sc", "  - threads: 128\n"
+				     "  - when: { mclass: [512], nclass: [1024] }\n    threads: 64\n"
+				     "  - arch: { min: sm_100 }\n    threads: 256\n");
+	/* all four alike, the keys set in another order for each M class */
+	size_class_family(dir, "so", "  - when: { mclass: [512] }\n    a: 1\n"
+				     "  - threads: 128\n    b: 2\n"
+				     "  - when: { mclass: [4096] }\n    a: 1\n");
+	/* (512, 64) and (4096, 1024) alike, (512, 1024) and (4096, 64) alike:
+	 * no class leaves out a size class without standing for both */
+	size_class_family(dir, "sx", "  - threads: 128\n"
+				     "  - when: { mclass: [512], nclass: [1024] }\n    threads: 64\n"
+				     "  - when: { mclass: [4096], nclass: [64] }\n    threads: 64\n");
 	c = t_compiler(dir, cache, NULL, NULL);
 
-	/* (512, 64), (4096, 64) and (4096, 1024) tune alike: one translation
-	 * unit, named for none of the classes (none has one value in all) */
-	key_of(c, "sc[mclass=4096,nclass=64]", "sm_90", a);
+	/* N = 64 tunes alike for both M: one translation unit, the M class
+	 * (the first in order) left out of its name */
+	key_of(c, "sc[mclass=512,nclass=64]", "sm_90", a);
+	key_of(c, "sc[mclass=4096,nclass=64]", "sm_90", b);
+	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	name_has(c, "sc[mclass=4096,nclass=64]", "sm_90", "sck<sc_nclass_64>");
+	/* (4096, 1024) tunes as they do, but leaving out both classes would
+	 * name (512, 1024) too: it leaves out N alone, a unit of its own */
 	key_of(c, "sc[mclass=4096,nclass=1024]", "sm_90", b);
-	assert_memory_equal(a, b, JITK_HASH_SIZE);
-	key_of(c, "sc[mclass=512,nclass=64]", "sm_90", b);
-	assert_memory_equal(a, b, JITK_HASH_SIZE);
-	prepare(c, "sc[mclass=4096,nclass=1024]", "sm_90", &tu, b, &v);
-	assert_non_null(strstr(tu.name_expr, "sck<sc>"));
-	assert_null(strstr(tu.source, "nclass"));
-	assert_null(strstr(tu.source, "mclass")); /* never a member */
-	jitk__tu_free(&tu);
+	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
+	name_has(c, "sc[mclass=4096,nclass=1024]", "sm_90", "sck<sc_mclass_4096>");
 	/* (512, 1024) tunes apart, named for both of its classes */
 	key_of(c, "sc[mclass=512,nclass=1024]", "sm_90", b);
 	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
-	prepare(c, "sc[mclass=512,nclass=1024]", "sm_90", &tu, b, &v);
-	assert_non_null(strstr(tu.name_expr, "sck<sc_mclass_512_nclass_1024>"));
-	assert_non_null(strstr(tu.source, "family sc (mclass=512 nclass=1024)"));
-	jitk__tu_free(&tu);
+	name_has(c, "sc[mclass=512,nclass=1024]", "sm_90", "sck<sc_mclass_512_nclass_1024>");
 	/* sm_100's entry sets them all alike: one for all four */
 	key_of(c, "sc[mclass=512,nclass=1024]", "sm_100", a);
 	key_of(c, "sc[mclass=4096,nclass=64]", "sm_100", b);
 	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	name_has(c, "sc[mclass=512,nclass=1024]", "sm_100", "sck<sc>");
+
+	/* the members in the spec's order, not the entries': one for all */
+	key_of(c, "so[mclass=512,nclass=64]", "sm_90", a);
+	key_of(c, "so[mclass=4096,nclass=1024]", "sm_90", b);
+	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	name_has(c, "so[mclass=4096,nclass=1024]", "sm_90", "sok<so>");
+
+	/* two tunings never share a name */
+	name_has(c, "sx[mclass=512,nclass=64]", "sm_90", "sxk<sx_mclass_512_nclass_64>");
+	name_has(c, "sx[mclass=512,nclass=1024]", "sm_90", "sxk<sx_mclass_512_nclass_1024>");
+
 	/* one compile serves both */
-	assert_int_equal(jitk_precompile(&o1, c, "sc[mclass=4096,nclass=64]", "sm_90"), 0);
-	assert_int_equal(jitk_precompile(&o2, c, "sc[mclass=4096,nclass=1024]", "sm_90"), 0);
+	assert_int_equal(jitk_precompile(&o1, c, "sc[mclass=512,nclass=64]", "sm_90"), 0);
+	assert_int_equal(jitk_precompile(&o2, c, "sc[mclass=4096,nclass=64]", "sm_90"), 0);
 	assert_int_equal(o1, JITK_ORIGIN_COMPILED);
 	assert_int_equal(o2, JITK_ORIGIN_CACHE);
 	jitk_compiler_free(c);

@@ -1030,41 +1030,88 @@ static int same_tuning(const jitk_variant *x, const jitk_variant *y, size_t npar
 
 /* Which size classes the parameter struct's name leaves out (omit[p]).
  * A size class never reaches the template (it chooses the tuning, never
- * the math), so the instances of a symbol that differ in size classes
- * alone and specialize to the same target and tuning have one translation
- * unit: one key, one compile, one cache entry (docs/spec-format.md). Its
- * name keeps the size classes whose value all of them share, and leaves
- * out the others. */
-static void shared_size_classes(const jitk_variant *v, unsigned char *omit)
+ * the math), so instances of a symbol that differ in size classes alone
+ * and specialize to the same target and tuning may share one translation
+ * unit: one key, one compile, one cache entry (docs/spec-format.md). Size
+ * classes are left out one at a time, in parameter order, while every
+ * instance that differs from this one in the left-out classes alone
+ * tunes alike: the instances a name stands for then all compile alike,
+ * so no two tunings ever share a name. JITK_ENOMEM, else 0. */
+static int shared_size_classes(const jitk_variant *v, unsigned char *omit)
 {
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_symbol *s = in->sym;
 	const spec_family *f = s->fam;
-	jitk_variant *sib = NULL;
-	size_t i, q;
+	jitk_variant *sib;
+	unsigned char *alike; /* per instance of the symbol: compiles as v does */
+	size_t i, p, q;
 
 	memset(omit, 0, f->nparams);
 	for (q = 0; q < f->nparams; q++)
 		if (f->params[q].size_of && s->nvals[q] > 1)
 			break;
-	if (q == f->nparams || !(sib = malloc(sizeof(*sib))))
-		return; /* no size class; out of memory: every one named */
-	for (i = s->first; i < s->first + s->ninsts; i++) {
-		const spec_instance *o = &v->set->insts[i];
+	if (q == f->nparams)
+		return 0;
+	sib = malloc(sizeof(*sib));
+	alike = calloc(s->ninsts, 1);
+	if (!sib || !alike) {
+		free(sib);
+		free(alike);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < s->ninsts; i++) {
+		const spec_instance *o = &v->set->insts[s->first + i];
 
-		if (i == v->inst)
-			continue;
 		for (q = 0; q < f->nparams; q++)
 			if (!f->params[q].size_of && o->vals[q] != in->vals[q])
 				break;
-		if (q < f->nparams || jitk__specialize(sib, v->set, i, v->arch) ||
-		    !same_tuning(v, sib, f->nparams))
-			continue; /* another parameter, or another tuning */
-		for (q = 0; q < f->nparams; q++)
-			if (o->vals[q] != in->vals[q])
-				omit[q] = 1;
+		/* a sibling that cannot be specialized is compiled (and its
+		 * error said) on its own: here it is only not alike */
+		alike[i] = q == f->nparams &&
+			   (s->first + i == v->inst || (jitk__specialize(sib, v->set, s->first + i,
+								v->arch) == JITK_OK &&
+							 same_tuning(v, sib, f->nparams)));
+	}
+	for (p = 0; p < f->nparams; p++) {
+		if (!f->params[p].size_of || s->nvals[p] < 2)
+			continue;
+		omit[p] = 1;
+		for (i = 0; i < s->ninsts && omit[p]; i++) {
+			const spec_instance *o = &v->set->insts[s->first + i];
+
+			for (q = 0; q < f->nparams; q++)
+				if (!omit[q] && o->vals[q] != in->vals[q])
+					break;
+			if (q == f->nparams && !alike[i])
+				omit[p] = 0; /* it stands for one that tunes apart */
+		}
 	}
 	free(sib);
+	free(alike);
+	return 0;
+}
+
+/* The parameter struct's members in one order whatever order the tuning
+ * entries set them in: the parameters (less the size classes), the
+ * tuning keys, the derived values, as the spec lists them. */
+static void render_members(jbuf *b, const jitk_variant *v)
+{
+	const spec_family *f = v->set->insts[v->inst].sym->fam;
+	size_t i, k;
+
+	for (i = 0; i < f->nparams && i < v->nenv; i++)
+		if (!f->params[i].size_of) /* a size class: never the template's */
+			render_member(b, v, i);
+	for (k = 0; k < f->ntuning_keys + f->nderived; k++) {
+		const char *name = k < f->ntuning_keys ? f->tuning_keys[k]
+						       : f->derived[k - f->ntuning_keys].name;
+
+		for (i = f->nparams; i < v->nenv; i++)
+			if (!strcmp(v->env[i].name, name)) {
+				render_member(b, v, i);
+				break;
+			}
+	}
 }
 
 /* The parameter struct's name: the instance's name as an identifier
@@ -1117,7 +1164,8 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
-	shared_size_classes(v, inert);
+	if ((rc = shared_size_classes(v, inert)))
+		return rc;
 	jitk__jbuf_init(&src);
 	jitk__jbuf_init(&ex);
 	jitk__jbuf_init(&bx);
@@ -1162,9 +1210,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
 	render_struct_name(&src, v, inert);
 	jitk__jbuf_puts(&src, " {\n");
-	for (i = 0; i < v->nenv; i++)
-		if (i >= f->nparams || !f->params[i].size_of) /* never the template's */
-			render_member(&src, v, i);
+	render_members(&src, v);
 	jitk__jbuf_puts(&src, "};\n");
 	/* The signature check needs nothing from the template's headers. */
 	jitk__jbuf_puts(&src, "namespace jitk_check {\n"
