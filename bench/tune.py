@@ -91,6 +91,8 @@ SETS = {
     "gemm": {
         "spec": "gemm_fp8.yaml",
         "check": "gemm_fp8",
+        # (a selector may leave a parameter out: each of these names its M
+        # class's instances of both N classes)
         "precompile": ["gemm_fp8[mclass=512]", "gemm_fp8[mclass=65536]",
                        "gemm_fp8_bias[mclass=65536]", "gemm_fp8_gelu_tanh_fp8[mclass=65536]"],
         "bench": ["jitk", "bench", "--family", "gemm_fp8", "--reps", "50"],
@@ -213,23 +215,36 @@ def check(build):
 
 
 def entry_when(entry):
-    """A tuning entry's `when`: {param: "value"} (one value each)."""
+    """A tuning entry's `when`: {param: "value"}, one value each (a class
+    is one value of each size class); {} without one."""
     m = re.search(r"when: \{([^}]*)\}", entry or "")
-    return dict(re.findall(r"(\w+): \[(\w+)\]", m.group(1))) if m else {}
+    if not m:
+        return {}
+    pairs = [x.strip() for x in m.group(1).split("],") if x.strip()]
+    when = {}
+    for x in pairs:
+        k = re.fullmatch(r"(\w+): \[(\w+)\]?", x)
+        if not k:
+            raise SystemExit(f"tune.py: a variant's when takes one value per name: {m.group(0)}")
+        when[k.group(1)] = k.group(2)
+    return when
 
 
 def covers(entry, when):
     """Whether a variant's entry reaches every instance of a class (its
-    `when` names a subset of the class's values): an M <= 512 entry
-    tunes both N classes, and is a candidate in each."""
+    `when` names a subset of the class's values; none: every class): an
+    M <= 512 entry tunes both N classes, and is a candidate in each."""
     return all(when.get(k) == v for k, v in entry_when(entry).items())
 
 
 def class_entry(entry, when):
-    """The variant's entry with the class's own `when`: what the winner of
-    that class adds to the spec."""
+    """The variant's entry under the class's own `when` (in place of its
+    own, or added): what the winner of that class adds to the spec."""
     w = "when: { " + ", ".join(f"{k}: [{v}]" for k, v in when.items()) + " }"
-    return re.sub(r"when: \{[^}]*\}", w, entry, count=1)
+    if re.search(r"when: \{[^}]*\}", entry):
+        return re.sub(r"when: \{[^}]*\}", w, entry, count=1)
+    assert entry.startswith("  - "), entry
+    return f"  - {w}\n    " + entry[4:]
 
 
 def tune_classes(s, build, write, keep=None):
