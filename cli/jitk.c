@@ -778,6 +778,47 @@ static void print_refused(const pre_ctx *x)
 	printf("\n");
 }
 
+/* Items whose translation unit an earlier item has too (instances that
+ * differ in size classes alone and tune alike: docs/spec-format.md) go
+ * last, in order: by the time a worker takes one, the first is built or
+ * being built, and it is a cache hit, instead of a worker waiting on the
+ * cache's lock for it while other items could be building. An item whose
+ * unit cannot be made (a gate) stays where it is. */
+static void shared_units_last(pre_ctx *x)
+{
+	char **unit = xcalloc(x->nitems + 1, sizeof(*unit));
+	size_t(*order)[2] = xcalloc(x->nitems + 1, sizeof(*order));
+	unsigned char *again = xcalloc(x->nitems + 1, 1);
+	size_t i, j, n = 0;
+
+	for (i = 0; i < x->nitems; i++) {
+		char *tu = NULL, *options = NULL;
+
+		if (!jitk_source(&tu, &options, x->c, item_name(x, i), item_arch(x, i)) &&
+		    (unit[i] = malloc(strlen(tu) + strlen(options) + 2)))
+			sprintf(unit[i], "%s\n%s", options, tu);
+		jitk_free(tu);
+		jitk_free(options);
+		for (j = 0; j < i && unit[i]; j++)
+			if (unit[j] && !again[j] && !strcmp(unit[i], unit[j])) {
+				again[i] = 1;
+				break;
+			}
+	}
+	for (i = 0; i < x->nitems; i++)
+		if (!again[i])
+			memcpy(order[n++], x->items[i], sizeof(*order));
+	for (i = 0; i < x->nitems; i++)
+		if (again[i])
+			memcpy(order[n++], x->items[i], sizeof(*order));
+	memcpy(x->items, order, x->nitems * sizeof(*order));
+	for (i = 0; i < x->nitems; i++)
+		free(unit[i]);
+	free(unit);
+	free(order);
+	free(again);
+}
+
 static int cmd_precompile(int argc, char **argv)
 {
 	cli_opts o;
@@ -868,6 +909,8 @@ planned:
 			x.items[i * narchs + j][0] = insts[i];
 			x.items[i * narchs + j][1] = j;
 		}
+	if (x.nitems > 1 && jobs > 1)
+		shared_units_last(&x);
 	if (x.nitems)
 		rc = pre_run(&x, (size_t)jobs);
 	/* Whatever no worker reported (every worker gone) failed too. */

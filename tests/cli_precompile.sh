@@ -90,6 +90,38 @@ JITK_NO_COMPILE=1 run nocomp quick --specs "$tmp/broken" --cache "$tmp/c2" --arc
 has "$tmp/nocomp.out" "0 compiled, 0 cached, 0 remote, 1 failed, 0 gated"
 has "$tmp/nocomp.err" "quick for sm_90 is not in the cache"
 
+# --- size classes that tune alike: one translation unit, compiled once
+# (each pair is next in spec order; the workers take the second of each
+# last, when it is a cache hit instead of a wait on the lock)
+mkdir -p "$tmp/sizes"
+cat >"$tmp/sizes/sz.yaml" <<EOF
+family: sz
+template: $tmp/specs/t.cuh
+kernel: clit::k
+params:
+  wide: { type: bool }
+  mclass: { type: int, values: [512, 4096], size_of: n }
+tuning:
+  - { depth: 1 }
+  - when: { wide: [true] }
+    depth: 2
+args:
+  out: { type: f32, shape: [n] }
+  n: { type: i64 }
+launch:
+  grid: 1
+  block: 32
+symbols:
+  sz: { params: { wide: [false, true], mclass: [512, 4096] } }
+EOF
+run sizes sz --specs "$tmp/sizes" --cache "$tmp/c4" --arch sm_90 -j 2
+[ "$rc" = 0 ] || fail "size classes: exit $rc"
+has "$tmp/sizes.out" "2 compiled, 2 cached, 0 remote, 0 failed, 0 gated"
+for i in "sz[wide=false,mclass=512]" "sz[wide=false,mclass=4096]" "sz[wide=true,mclass=512]" \
+	"sz[wide=true,mclass=4096]"; do
+	[ "$(grep -cF " $i sm_90" "$tmp/sizes.out")" = 1 ] || fail "size classes: $i not reported once"
+done
+
 # --- a worker that dies
 # children PID: the pids of PID's children.
 children() {
