@@ -94,26 +94,11 @@ has "$tmp/nocomp.err" "quick for sm_90 is not in the cache"
 # (each pair is next in spec order; the workers take the second of each
 # last, when it is a cache hit instead of a wait on the lock)
 mkdir -p "$tmp/sizes"
-cat >"$tmp/sizes/sz.yaml" <<EOF
-family: sz
-template: $tmp/specs/t.cuh
-kernel: clit::k
-params:
-  wide: { type: bool }
-  mclass: { type: int, values: [512, 4096], size_of: n }
-tuning:
-  - { depth: 1 }
-  - when: { wide: [true] }
-    depth: 2
-args:
-  out: { type: f32, shape: [n] }
-  n: { type: i64 }
-launch:
-  grid: 1
-  block: 32
-symbols:
-  sz: { params: { wide: [false, true], mclass: [512, 4096] } }
-EOF
+family sz 1 | sed -e "s|template: t.cuh|template: $tmp/specs/t.cuh|" \
+	-e 's|^params: {}|params:\n  wide: { type: bool }\n  mclass: { type: int, values: [512, 4096], size_of: n }|' \
+	-e 's|^  - { depth: 1 }|&\n  - when: { wide: [true] }\n    depth: 2|' \
+	-e 's|^  sz: { params: {} }|  sz: { params: { wide: [false, true], mclass: [512, 4096] } }|' \
+	>"$tmp/sizes/sz.yaml"
 run sizes sz --specs "$tmp/sizes" --cache "$tmp/c4" --arch sm_90 -j 2
 [ "$rc" = 0 ] || fail "size classes: exit $rc"
 has "$tmp/sizes.out" "2 compiled, 2 cached, 0 remote, 0 failed, 0 gated"
