@@ -1119,7 +1119,7 @@ static void render_members(jbuf *b, const jitk_variant *v)
  * instance a kernel is - less the size classes its tuning does not
  * depend on (shared_size_classes), which would make instances that
  * compile alike differ in name. */
-static void render_struct_name(jbuf *b, const jitk_variant *v, const unsigned char *inert)
+static void render_struct_name(jbuf *b, const jitk_variant *v, const unsigned char *omit)
 {
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_symbol *s = in->sym;
@@ -1131,7 +1131,7 @@ static void render_struct_name(jbuf *b, const jitk_variant *v, const unsigned ch
 		char buf[32];
 		const char *t;
 
-		if (s->nvals[i] < 2 || inert[i])
+		if (s->nvals[i] < 2 || omit[i])
 			continue;
 		jitk__jbuf_printf(b, "_%s_", f->params[i].name);
 		for (t = jitk__spec_value_text(&f->params[i], in->vals[i], buf); *t; t++)
@@ -1158,19 +1158,19 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_family *f = in->sym->fam;
 	char target[JITK_ARCH_STRLEN];
-	unsigned char inert[SPEC_MAX_NAMES]; /* size classes left out */
+	unsigned char omit[SPEC_MAX_NAMES]; /* size classes left out of the name */
 	jbuf src, ex, bx;
 	size_t i, n = 0;
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
-	if ((rc = shared_size_classes(v, inert)))
+	if ((rc = shared_size_classes(v, omit)))
 		return rc;
 	jitk__jbuf_init(&src);
 	jitk__jbuf_init(&ex);
 	jitk__jbuf_init(&bx);
 	jitk__jbuf_printf(&ex, "%s<", f->kernel);
-	render_struct_name(&ex, v, inert);
+	render_struct_name(&ex, v, omit);
 	jitk__jbuf_puts(&ex, ">");
 
 	jitk__arch_format(target, v->target);
@@ -1178,7 +1178,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	for (i = 0; i < f->nparams; i++) {
 		char buf[32];
 
-		if (!inert[i])
+		if (!omit[i])
 			jitk__jbuf_printf(&src, "%s%s=%s", n++ ? " " : "", f->params[i].name,
 					  jitk__spec_value_text(&f->params[i], in->vals[i], buf));
 	}
@@ -1208,7 +1208,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	jitk__jbuf_puts(&src, tpl->text);
 	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
-	render_struct_name(&src, v, inert);
+	render_struct_name(&src, v, omit);
 	jitk__jbuf_puts(&src, " {\n");
 	render_members(&src, v);
 	jitk__jbuf_puts(&src, "};\n");
@@ -1221,7 +1221,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 		/* The builder takes the args after where it writes; the kernel
 		 * takes what it wrote (any one parameter). */
 		jitk__jbuf_printf(&bx, "%s<", f->builder);
-		render_struct_name(&bx, v, inert);
+		render_struct_name(&bx, v, omit);
 		jitk__jbuf_puts(&bx, ">");
 	}
 	jitk__jbuf_printf(&src, "static_assert(jitk_check::same<decltype(&%s), void (*)(%s",
