@@ -38,6 +38,10 @@ for f in big bigwide; do
 	grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias_mclass_65536> " "$w/$f.txt"
 	grep -q "tile_n=192 .*cluster_m=1 cluster_n=1 .*sm100=0 block_threads=384 " "$w/$f.txt"
 done
+# explain says which instances are one translation unit
+grep -qF "shares:   gemm_fp8_bias[mclass=65536,nclass=65536] (one translation unit" "$w/big.txt"
+grep -qF "shares:   gemm_fp8_bias[mclass=65536,nclass=9216] (one translation unit" "$w/bigwide.txt"
+if grep -q "shares:" "$w/small.txt"; then echo "gemm_fp8_bias[mclass=512,nclass=9216] shares a unit?"; exit 1; fi
 grep -q "b_map .*box \[192, 128\], swizzle 128" "$w/big.txt"
 grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/big.txt"
 grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_512_nclass_9216>$" "$w/small.txt"

@@ -201,6 +201,43 @@ static void describe_packages(jbuf *out, jitk_compiler *c, const spec_family *f,
 	}
 }
 
+/* The other instances of v's symbol that are its translation unit (size
+ * classes that tune alike: docs/spec-format.md), one compile for all. */
+static void describe_shared(jbuf *out, jitk_compiler *c, const jitk_variant *v, const jitk_tu *tu,
+			    const char *indent)
+{
+	static const jitk_template no_template = { .text = (char *)"" };
+	const spec_instance *in = &c->specs->insts[v->inst];
+	const spec_symbol *s = in->sym;
+	jitk_variant *o = malloc(sizeof(*o));
+	size_t i, q, n = 0;
+
+	for (i = s->first; o && i < s->first + s->ninsts; i++) {
+		jitk_tu t;
+
+		for (q = 0; q < s->fam->nparams; q++)
+			if (!s->fam->params[q].size_of && c->specs->insts[i].vals[q] != in->vals[q])
+				break;
+		if (i == v->inst || q < s->fam->nparams || jitk__specialize(o, c->specs, i, v->arch) ||
+		    !o->available)
+			continue; /* another parameter than a size class apart, or gated */
+		if (jitk__tu_make(&t, o, &no_template))
+			continue;
+		if (!strcmp(t.source, tu->source)) {
+			if (n++)
+				jitk__jbuf_puts(out, ", ");
+			else
+				jitk__jbuf_printf(out, "%sshares:   ", indent);
+			jitk__jbuf_puts(out, c->specs->insts[i].name);
+		}
+		jitk__tu_free(&t);
+	}
+	if (n)
+		jitk__jbuf_puts(out, " (one translation unit, compiled once: the size classes tune "
+			       "alike)\n");
+	free(o);
+}
+
 static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 			     const char *indent)
 {
@@ -221,6 +258,7 @@ static void describe_variant(jbuf *out, jitk_compiler *c, const jitk_variant *v,
 		if (tu.builder_expr)
 			jitk__jbuf_printf(out, "%sbuilder:  %s (makes the kernel's parameter on the "
 					  "device; docs/spec-format.md)\n", indent, tu.builder_expr);
+		describe_shared(out, c, v, &tu, indent);
 		jitk__tu_free(&tu);
 	}
 	describe_packages(out, c, f, indent);
