@@ -220,14 +220,10 @@ def entry_when(entry):
     m = re.search(r"when: \{([^}]*)\}", entry or "")
     if not m:
         return {}
-    pairs = [x.strip() for x in m.group(1).split("],") if x.strip()]
-    when = {}
-    for x in pairs:
-        k = re.fullmatch(r"(\w+): \[(\w+)\]?", x)
-        if not k:
-            raise SystemExit(f"tune.py: a variant's when takes one value per name: {m.group(0)}")
-        when[k.group(1)] = k.group(2)
-    return when
+    pairs = re.findall(r"(\w+): \[(\w+)\]", m.group(1))
+    if re.sub(r"(\w+): \[(\w+)\]", "", m.group(1)).strip(" ,") or not pairs:
+        raise SystemExit(f"tune.py: a variant's when takes one value per name: {m.group(0)}")
+    return dict(pairs)
 
 
 def covers(entry, when):
@@ -314,8 +310,7 @@ def tune_classes(s, build, write, keep=None):
             src = open(os.path.join(ROOT, "specs", s["spec"])).read()
             # each class's winner under the class's own `when`, for sm_90
             # (what was compiled and timed) only
-            add = "".join(class_entry(entries[w], s["classes"][c][1]).replace(
-                              "  - when:", "  - arch: { max: sm_90 }\n    when:", 1)
+            add = "".join("  - arch: { max: sm_90 }\n    " + class_entry(entries[w], s["classes"][c][1])[4:]
                           for c, w in sorted(winners.items()) if w != "shipped")
             if add:
                 m = re.search(r"^tuning:\n(?:(?:[ #].*)?\n)*", src, flags=re.M)
@@ -333,6 +328,8 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] not in SETS:
         raise SystemExit(__doc__)
     s = SETS[sys.argv[1]]
+    for _, entry, _ in s["variants"]:
+        entry_when(entry)  # a malformed when stops here, before any compile
     args = sys.argv[2:]
     write = None
     if "--write" in args:
@@ -356,6 +353,8 @@ def main():
         del args[i:i + 2]
         s = dict(s, variants=[v for v in s["variants"] if v[0] == "shipped" or only.search(v[0])])
     build = args[0] if args else os.path.join(ROOT, "build")
+    if not os.access(os.path.join(build, "jitk"), os.X_OK):
+        raise SystemExit(f"tune.py: no jitk in {build} (build it, or name the build directory)")
     if "classes" in s:
         sys.exit(tune_classes(s, build, write, keep))
     if keep or write:
