@@ -783,20 +783,21 @@ static void print_refused(const pre_ctx *x)
  * last, in order: by the time a worker takes one, the first is built or
  * being built, and it is a cache hit, instead of a worker waiting on the
  * cache's lock for it while other items could be building. An item whose
- * unit cannot be made (a gate) stays where it is. */
-static void shared_units_last(pre_ctx *x)
+ * unit cannot be made (a gate) stays where it is. Returns how many items
+ * have a unit of their own (more workers than that would only wait). */
+static size_t shared_units_last(pre_ctx *x)
 {
 	char **unit = xcalloc(x->nitems + 1, sizeof(*unit));
 	size_t(*order)[2] = xcalloc(x->nitems + 1, sizeof(*order));
 	unsigned char *again = xcalloc(x->nitems + 1, 1);
-	size_t i, j, n = 0;
+	size_t i, j, n = 0, distinct;
 
 	for (i = 0; i < x->nitems; i++) {
 		char *tu = NULL, *options = NULL;
 
 		if (!jitk_source(&tu, &options, x->c, item_name(x, i), item_arch(x, i)) &&
 		    (unit[i] = malloc(strlen(tu) + strlen(options) + 2)))
-			sprintf(unit[i], "%s\n%s", options, tu);
+			sprintf(unit[i], "%s\n%s", tu, options); /* its first line names it */
 		jitk_free(tu);
 		jitk_free(options);
 		for (j = 0; j < i && unit[i]; j++)
@@ -808,6 +809,7 @@ static void shared_units_last(pre_ctx *x)
 	for (i = 0; i < x->nitems; i++)
 		if (!again[i])
 			memcpy(order[n++], x->items[i], sizeof(*order));
+	distinct = n;
 	for (i = 0; i < x->nitems; i++)
 		if (again[i])
 			memcpy(order[n++], x->items[i], sizeof(*order));
@@ -817,6 +819,7 @@ static void shared_units_last(pre_ctx *x)
 	free(unit);
 	free(order);
 	free(again);
+	return distinct;
 }
 
 static int cmd_precompile(int argc, char **argv)
@@ -909,8 +912,12 @@ planned:
 			x.items[i * narchs + j][0] = insts[i];
 			x.items[i * narchs + j][1] = j;
 		}
-	if (x.nitems > 1 && jobs > 1)
-		shared_units_last(&x);
+	if (x.nitems > 1 && jobs > 1) {
+		size_t units = shared_units_last(&x);
+
+		if (units && (size_t)jobs > units)
+			jobs = (long)units;
+	}
 	if (x.nitems)
 		rc = pre_run(&x, (size_t)jobs);
 	/* Whatever no worker reported (every worker gone) failed too. */

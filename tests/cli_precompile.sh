@@ -99,9 +99,10 @@ family sz 1 | sed -e "s|template: t.cuh|template: $tmp/specs/t.cuh|" \
 	-e 's|^  - { depth: 1 }|&\n  - when: { wide: [true] }\n    depth: 2|' \
 	-e 's|^  sz: { params: {} }|  sz: { params: { wide: [false, true], mclass: [512, 4096] } }|' \
 	>"$tmp/sizes/sz.yaml"
-run sizes sz --specs "$tmp/sizes" --cache "$tmp/c4" --arch sm_90 -j 2
+# (and no more workers than units: two, though four were allowed)
+run sizes sz --specs "$tmp/sizes" --cache "$tmp/c4" --arch sm_90 -j 4
 [ "$rc" = 0 ] || fail "size classes: exit $rc"
-has "$tmp/sizes.out" "2 compiled, 2 cached, 0 remote, 0 failed, 0 gated"
+has "$tmp/sizes.out" "with 2 processes: 2 compiled, 2 cached, 0 remote, 0 failed, 0 gated"
 for i in "sz[wide=false,mclass=512]" "sz[wide=false,mclass=4096]" "sz[wide=true,mclass=512]" \
 	"sz[wide=true,mclass=4096]"; do
 	[ "$(grep -cF " $i sm_90" "$tmp/sizes.out")" = 1 ] || fail "size classes: $i not reported once"
