@@ -34,9 +34,10 @@ mkdir -p "$work/old" "$work/new"
 git archive "$rev" runtime | tar -x -C "$work/old" || exit 1
 cp -R runtime "$work/new/"
 
+# (-I BUILD_DIR: compile/packages_config.h, which configure writes there)
 build() { # tree output
 	cc -std=c11 -D_GNU_SOURCE -O1 -g -Werror=incompatible-pointer-types $san -DJITK_COMPILE_HALF -DJITK_DATADIR=\"/nonexistent\" $flags \
-		-I"$1/runtime/include" -I"$1/runtime" -I"$cuda/include" tests/spec_dump.c \
+		-I"$1/runtime/include" -I"$1/runtime" -I"$b" -I"$cuda/include" tests/spec_dump.c \
 		$(ls "$1"/runtime/*/*.c | grep -v "/runtime/gpu/") -o "$2" \
 		$libs -L"$cudalib" -Wl,-rpath,"$cudalib" -lnvrtc -ldl -lpthread -lm \
 		2>"$2.log" || { cat "$2.log"; echo "spec_diff: cannot build $2"; exit 1; }
