@@ -1160,6 +1160,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	char target[JITK_ARCH_STRLEN];
 	unsigned char omit[SPEC_MAX_NAMES]; /* size classes left out of the name */
 	jbuf src, ex, bx;
+	const char *sep;
 	size_t i, n = 0;
 	int rc;
 
@@ -1175,14 +1176,15 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 
 	jitk__arch_format(target, v->target);
 	jitk__jbuf_printf(&src, "// jitk translation unit: family %s (", f->name);
-	for (i = 0; i < f->nparams; i++) {
+	for (i = 0, sep = ""; i < f->nparams; i++) {
 		char buf[32];
 
-		if (!omit[i])
-			jitk__jbuf_printf(&src, "%s%s=%s", n++ ? " " : "", f->params[i].name,
-					  jitk__spec_value_text(&f->params[i], in->vals[i], buf));
+		if (omit[i])
+			continue;
+		jitk__jbuf_printf(&src, "%s%s=%s", sep, f->params[i].name,
+				  jitk__spec_value_text(&f->params[i], in->vals[i], buf));
+		sep = " ";
 	}
-	n = 0;
 	jitk__jbuf_printf(&src, "), target %s\n", target);
 	/* Package includes first, before any code: NVRTC's automatic PCH
 	 * covers what comes before the first line of code. */

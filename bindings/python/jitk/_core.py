@@ -587,7 +587,7 @@ class Runtime(_Handle):
     'resolve'. programmatic: launch with programmatic dependent launch
     where the spec family allows it (sm_90+): each kernel's launch overlaps
     the end of the one before it on the stream; results are the same
-    (None: $JITK_PROGRAMMATIC=1, else off).
+    (None: $JITK_PROGRAMMATIC 1, true, yes or on, else off).
 
     Every symbol is called through call(selector, mode, **arguments), which
     the library checks against the spec's argument table; the norm family's
