@@ -11,6 +11,7 @@
 #      precompile` of the GEMM family and its split path for sm_90;
 #   2. bench/gemm_check.py: bytes (float64 reference, fused == split,
 #      every M class and N class) and times against cuBLAS in one process;
+#   2b. on an H200: bench/py_overhead.py, blocks and turns (issue 26);
 #   3. bench/tune.py gemm --only TUNE (default: the 144-column M <= 512
 #      tiles, with 128 x 192 2 x 1 and 128 x 128 2 x 1 beside them, and
 #      ping-pong on 128 x 96 tiles, for the plain GEMM and for the GELU
@@ -66,6 +67,16 @@ if fits 200 gemm_check; then
 	timeout 200 python3 bench/gemm_check.py >"$L/gemm_check.log" 2>&1
 	stamp gemm_check $?
 	grep -E "^FAIL|checks|geometric|^\| (4096|512) " "$L/gemm_check.log"
+	save
+fi
+
+# 2b. on an H200 only: the dispatcher's host time (issue 26 reads it there)
+if grep -q H200 "$L/gpu.txt" && fits 120 py_overhead; then
+	timeout 60 python3 bench/py_overhead.py --calls 8000 >"$L/py_overhead.log" 2>&1
+	stamp py_overhead $?
+	timeout 60 python3 bench/py_overhead.py --calls 8000 --interleaved >"$L/py_overhead_turns.log" 2>&1
+	stamp "py_overhead --interleaved" $?
+	sed -n '1,16p' "$L/py_overhead.log"
 	save
 fi
 
