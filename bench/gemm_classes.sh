@@ -11,7 +11,7 @@
 #      precompile` of the GEMM family and its split path for sm_90;
 #   2. bench/gemm_check.py: bytes (float64 reference, fused == split,
 #      every M class and N class) and times against cuBLAS in one process;
-#   2b. on an H200: bench/py_overhead.py, blocks and turns (issue 26);
+#   2b. bench/py_overhead.py with JITK_TORCH_ONE_BLOCK 0 and 1 (issue 26);
 #   3. bench/tune.py gemm --only TUNE (default: the 144-column M <= 512
 #      tiles, with 128 x 192 2 x 1 and 128 x 128 2 x 1 beside them, and
 #      ping-pong on 128 x 96 tiles, for the plain GEMM and for the GELU
@@ -70,13 +70,15 @@ if fits 200 gemm_check; then
 	save
 fi
 
-# 2b. on an H200 only: the dispatcher's host time (issue 26 reads it there)
-if grep -q H200 "$L/gpu.txt" && fits 120 py_overhead; then
-	timeout 60 python3 bench/py_overhead.py --calls 8000 >"$L/py_overhead.log" 2>&1
-	stamp py_overhead $?
-	timeout 60 python3 bench/py_overhead.py --calls 8000 --interleaved >"$L/py_overhead_turns.log" 2>&1
-	stamp "py_overhead --interleaved" $?
-	sed -n '1,16p' "$L/py_overhead.log"
+# 2b. the dispatcher's host time (issue 26 reads it on an H200), with the
+# functional outputs in one block of the allocator and without
+if fits 150 py_overhead; then
+	for ob in 0 1; do
+		JITK_TORCH_ONE_BLOCK=$ob timeout 70 python3 bench/py_overhead.py --calls 8000 \
+			>"$L/py_overhead_ob$ob.log" 2>&1
+		stamp "py_overhead one block=$ob" $?
+		grep -E "^check|^torch.ops|^dispatcher|^one output" "$L/py_overhead_ob$ob.log"
+	done
 	save
 fi
 

@@ -111,6 +111,7 @@ def main():
         # costs PyTorch's own kernels through the dispatcher
         ("torch.ops.aten.frexp.Tensor(x)", lambda: frexp(x)),
     ]
+    check(op, op_out, (x, scale, shift, s), y, q)
     for _, f in cases:  # warm up: resolve, allocator
         for _ in range(50):
             f()
@@ -142,6 +143,31 @@ def main():
           f"{us[f'torch.ops.jitk.{sym}'] / us['torch.add(x, x2)']:.2f}; .out "
           f"{us[f'torch.ops.jitk.{sym}.out'] / us['torch.add(x, x2, out=c)']:.2f}")
     breakdown(a, sym, dict(x=x, scale=scale, shift=shift, input_scale=s, y=y, q=q))
+
+
+def check(op, op_out, args, y, q):
+    """The functional variant's outputs against .out's, byte for byte,
+    whether they share a block (JITK_TORCH_ONE_BLOCK=1) and overlap (a
+    difference or an overlap ends the run), and PyTorch's opcheck of the
+    functional op."""
+    y1, q1 = op(*args)
+    op_out(*args, y=y, q=q)
+    torch.cuda.synchronize()
+    same = [torch.equal(u.view(torch.uint8), v.view(torch.uint8)) for u, v in ((y1, y), (q1, q))]
+    shared = y1.untyped_storage().data_ptr() == q1.untyped_storage().data_ptr()
+    overlap = torch._C._overlaps(y1, q1)
+    print(f"check: functional == .out bytes: y {same[0]}, q {same[1]}; outputs share a block: "
+          f"{shared}; overlap: {overlap}; JITK_TORCH_ONE_BLOCK={os.environ.get('JITK_TORCH_ONE_BLOCK', '')!r}")
+    if not all(same) or overlap:
+        raise SystemExit("check failed")
+    # (not its schema test: it compares fp8 with allclose, which has no fp8
+    # kernel, as tests/python/test_ops.py says)
+    try:
+        r = torch.library.opcheck(op, args, test_utils=(
+            "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"))
+        print(f"check: opcheck {r}")
+    except Exception as e:  # reported, not fatal: the timing is this script's subject
+        print(f"check: opcheck FAILED: {str(e).splitlines()[0][:300]}")
 
 
 def breakdown(a, sym, vals):

@@ -35,12 +35,15 @@
  * library refuses or fails at a RuntimeError (ValueError for EINVAL),
  * each naming the op, the status and the library's message. */
 #include <ATen/Context.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/op_registration/op_registration.h>
 #include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
@@ -51,6 +54,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -510,14 +515,18 @@ jitk_op *handle_of(Op &op, int d)
 	TORCH_CHECK(false, "jitk::", op.name, ": ", status, ": ", msg);
 }
 
+/* the dispatcher's empty fills new memory (NaN) in this mode */
+bool deterministic_fill()
+{
+	auto &ctx = at::globalContext();
+	return ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory();
+}
+
 at::Tensor allocate(const Dims<int64_t> &shape, const Dims<int64_t> &strides, at::ScalarType dt,
 		    int d)
 {
 	at::Device dev(at::kCUDA, (c10::DeviceIndex)d);
-	auto &ctx = at::globalContext();
-
-	if (ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory()) {
-		/* the dispatcher's empty fills new memory (NaN) in this mode */
+	if (deterministic_fill()) {
 		auto opts = at::TensorOptions().dtype(dt).device(dev);
 		return strides.empty() ? at::empty(shape, opts) : at::empty_strided(shape, strides, opts);
 	}
@@ -525,6 +534,52 @@ at::Tensor allocate(const Dims<int64_t> &shape, const Dims<int64_t> &strides, at
 	 * goes on a CUDA device, without the dispatch */
 	return strides.empty() ? at::detail::empty_cuda(shape, dt, dev, std::nullopt)
 			       : at::detail::empty_strided_cuda(shape, strides, dt, dev);
+}
+
+/* JITK_TORCH_ONE_BLOCK=1: the functional variant's outputs share one
+ * block of the caching allocator (each at a 256-byte aligned offset, none
+ * overlapping another): one allocation and one release for all of them
+ * instead of one each. An experiment (issue 26: the host time of an op
+ * with two outputs); off by default, since the block lives as long as its
+ * last output does. Read once, at import. */
+bool one_block = false;
+
+/* The outputs of a functional call in one block (one_block above). */
+template <class L>
+void allocate_together(const Op &o, const L &leaves, const std::vector<int64_t> *params, int d,
+		       at::Tensor *made)
+{
+	constexpr size_t align = 256;
+	size_t offset[MAX_ARGS], total = 0, k = 0;
+	Dims<int64_t> shape, strides;
+
+	for (const Output &out : o.outputs) {
+		size_t item = c10::elementSize(o.args[(size_t)out.arg].dtype);
+		output_shape(out, leaves, params, shape, strides);
+		size_t n = strides.empty() ? at::detail::computeStorageNbytesContiguous(shape, item)
+					   : at::detail::computeStorageNbytes(shape, strides, item);
+		offset[k++] = total;
+		total += (n + align - 1) / align * align;
+	}
+	c10::cuda::CUDAGuard guard((c10::DeviceIndex)d);
+	c10::Allocator *alloc = c10::cuda::CUDACachingAllocator::get();
+	c10::Storage block(c10::Storage::use_byte_size_t(), total, alloc->allocate(total), alloc,
+			   /*resizable=*/true);
+	k = 0;
+	for (const Output &out : o.outputs) {
+		at::ScalarType dt = o.args[(size_t)out.arg].dtype;
+		output_shape(out, leaves, params, shape, strides);
+		at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
+			c10::Storage(block), c10::DispatchKeySet(c10::DispatchKey::CUDA),
+			caffe2::TypeMeta::fromScalarType(dt));
+		c10::TensorImpl *impl = t.unsafeGetTensorImpl();
+		impl->set_storage_offset((int64_t)(offset[k++] / c10::elementSize(dt)));
+		if (strides.empty())
+			impl->set_sizes_contiguous(shape);
+		else
+			impl->set_sizes_and_strides(shape, strides);
+		made[out.arg] = std::move(t);
+	}
 }
 
 /* The device of the call: its first tensor's. */
@@ -561,10 +616,14 @@ void cuda_call(Op &o, bool functional, torch::jit::Stack *stack)
 
 	if (functional) {
 		params = select_instance(leaves);
-		for (const Output &out : o.outputs) {
-			const Arg &arg = o.args[(size_t)out.arg];
-			output_shape(out, leaves, params, shape, strides);
-			made[out.arg] = allocate(shape, strides, arg.dtype, d);
+		if (one_block && o.outputs.size() > 1 && !deterministic_fill()) {
+			allocate_together(o, leaves, params, d, made);
+		} else {
+			for (const Output &out : o.outputs) {
+				const Arg &arg = o.args[(size_t)out.arg];
+				output_shape(out, leaves, params, shape, strides);
+				made[out.arg] = allocate(shape, strides, arg.dtype, d);
+			}
 		}
 	}
 	for (size_t i = 0; i < o.args.size(); i++) {
@@ -786,6 +845,8 @@ PYBIND11_MODULE(_torch, m)
 {
 	m.doc() = "jitk's PyTorch extension: the spec symbols as ops in C++ (jitk/_ops.py)";
 	m.attr("torch_version") = JITK_TORCH_VERSION;
+	const char *ob = std::getenv("JITK_TORCH_ONE_BLOCK");
+	one_block = ob && (!std::strcmp(ob, "1") || !std::strcmp(ob, "on"));
 	m.def("init", [](uintptr_t op_call, uintptr_t error_last, uintptr_t status_name,
 			 uintptr_t unconfigure) {
 		lib.op_call = (op_call_fn)op_call;
