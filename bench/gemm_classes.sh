@@ -22,12 +22,17 @@
 #      3072 x 12288);
 #   5. the Qwen-Image block, (b), (c), (e) and (E) (examples/qwen_image_block.py).
 #
+# STEPS names the steps after the first to run (default: check overhead
+# tune ncu block).
+#
 # Carry the build (JITK_BUILD, default .dev/b from bench/device_stage.sh)
 # and the cutlass package's include directory.
 set -u
 OUT=${OUT:-/tmp/jitk-out}
 b=${JITK_BUILD:-.dev/b}
 LIM=${LIM:-560}
+# the steps after the first, by name (the first always runs)
+STEPS=${STEPS:-check overhead tune ncu block}
 TUNE=${TUNE:-'M<=512: 128x144|M<=512: 128x192 c2x1|M<=512: 128x128 c2x1|ping-pong 128x96'}
 NCU=${NCU:-"512:3072:3072 512:12288:3072 512:3072:12288"}
 version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
@@ -46,6 +51,7 @@ fits() {
 	return 1
 }
 stamp() { echo "$1 rc=$2 ($(($(date +%s) - t0)) s)"; }
+want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "cores $(nproc)"; } | tee "$L/gpu.txt"
 
@@ -63,7 +69,7 @@ stamp extension $?
 save
 
 # 2. bytes and times against cuBLAS
-if fits 200 gemm_check; then
+if want check && fits 200 gemm_check; then
 	timeout 200 python3 bench/gemm_check.py >"$L/gemm_check.log" 2>&1
 	stamp gemm_check $?
 	grep -E "^FAIL|checks|geometric|^\| (4096|512) " "$L/gemm_check.log"
@@ -72,7 +78,7 @@ fi
 
 # 2b. the dispatcher's host time (issue 26 reads it on an H200), with the
 # functional outputs in one block of the allocator and without
-if fits 150 py_overhead; then
+if want overhead && fits 150 py_overhead; then
 	for ob in 0 1; do
 		JITK_TORCH_ONE_BLOCK=$ob timeout 70 python3 bench/py_overhead.py --calls 8000 \
 			>"$L/py_overhead_ob$ob.log" 2>&1
@@ -84,7 +90,7 @@ fi
 
 # 3. tiles per class
 # (its cache is step 1's: the shipped units are built already)
-if fits 300 tune; then
+if want tune && fits 300 tune; then
 	timeout 300 python3 bench/tune.py gemm "$b" --only "$TUNE" --cache "$JITK_CACHE_DIR" \
 		--write "$L/gemm_fp8.tuned.yaml" >"$L/tune.log" 2>&1
 	stamp tune $?
@@ -93,7 +99,7 @@ if fits 300 tune; then
 fi
 
 # 4. what cuBLAS runs at the other M = 512 shapes, and ours beside it
-for s in $NCU; do
+for s in $(want ncu && echo "$NCU"); do
 	fits 120 "ncu $s" || break
 	for who in cublas jitk; do
 		re=$([ $who = jitk ] && echo gemm_fp8 || echo "nvjet|xmma|cutlass|sm90_")
@@ -107,7 +113,7 @@ for s in $NCU; do
 done
 
 # 5. the block
-if fits 240 block; then
+if want block && fits 240 block; then
 	timeout 240 python3 examples/qwen_image_block.py --only bceE --no-autotune >"$L/block.log" 2>&1
 	stamp block $?
 	tail -14 "$L/block.log"
