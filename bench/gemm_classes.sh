@@ -26,7 +26,8 @@
 # tune ncu block).
 #
 # Carry the build (JITK_BUILD, default .dev/b from bench/device_stage.sh)
-# and the cutlass package's include directory.
+# and the cutlass package's include directory (or .dev/cutlass_inc.tgz,
+# a tar of it), and optionally .dev/cache, a cache precompiled for sm_90.
 set -u
 OUT=${OUT:-/tmp/jitk-out}
 b=${JITK_BUILD:-.dev/b}
@@ -37,9 +38,24 @@ TUNE=${TUNE:-'M<=512: 128x144|M<=512: 128x192 c2x1|M<=512: 128x128 c2x1|ping-pon
 NCU=${NCU:-"512:3072:3072 512:12288:3072 512:3072:12288"}
 version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
 export JITK_PACKAGE_CUTLASS=${JITK_PACKAGE_CUTLASS:-$PWD/.pydeps/cutlass_library/source/include}
+# the package's headers may come packed (CUTLASS_TGZ: a tar of include/,
+# a tenth of the tree's size in the carry); the key hashes the tree, not
+# where it lies
+CUTLASS_TGZ=${CUTLASS_TGZ:-.dev/cutlass_inc.tgz}
+if [ ! -d "$JITK_PACKAGE_CUTLASS" ] && [ -f "$CUTLASS_TGZ" ]; then
+	mkdir -p /tmp/jitk-cutlass && tar xzf "$CUTLASS_TGZ" -C /tmp/jitk-cutlass &&
+		JITK_PACKAGE_CUTLASS=/tmp/jitk-cutlass/include
+fi
 export LD_LIBRARY_PATH="$PWD/$b/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PYTHONUNBUFFERED=1 \
 	JITK_TEST_ROOT="$PWD" JITK_LIBRARY="$PWD/$b/libjitk.so.$version" PYTHONPATH="$PWD/bindings/python"
 export JITK_CACHE_DIR=${JITK_CACHE_DIR:-/tmp/jitk-gemm-cache}
+# CACHE_SEED: a cache precompiled elsewhere for sm_90 (carried), copied in
+# first; where this machine's NVRTC or CUDA headers differ, its keys miss
+# and step 1 compiles as before
+CACHE_SEED=${CACHE_SEED:-.dev/cache}
+if [ -d "$CACHE_SEED" ] && [ ! -e "$JITK_CACHE_DIR" ]; then
+	cp -a "$CACHE_SEED" "$JITK_CACHE_DIR"
+fi
 L=$OUT/L
 mkdir -p "$L"
 t0=$(date +%s)
@@ -53,7 +69,13 @@ fits() {
 stamp() { echo "$1 rc=$2 ($(($(date +%s) - t0)) s)"; }
 want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "cores $(nproc)"; } | tee "$L/gpu.txt"
+{
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	echo "cores $(nproc)"
+	# the header packages' hashes here (a carried cache hits where they match)
+	"$b/jitk" explain 'gemm_fp8[mclass=512,nclass=9216]' --arch sm_90 | grep -o '[a-z]* sha256:[0-9a-f]*'
+	echo "seeded cache: $(find "$JITK_CACHE_DIR" -type f 2>/dev/null | wc -l) files"
+} | tee "$L/gpu.txt"
 
 # 1. the extension and the instances, side by side
 (python3 bindings/python/_build/backend.py torch-ext && python3 bindings/python/_build/backend.py frontend) \
