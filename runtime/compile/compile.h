@@ -51,6 +51,16 @@ void jitk__compiled_free(jitk_compiled *c);
 
 #define JITK_MAX_TIERS 4
 
+/* What a family's compiles in one compiler (one process) showed of the
+ * precompiled header (pch_mode -1): the PCH stays on while a compile that
+ * uses one takes under PCH_PAYS of the first compile without one, and
+ * never survives a compile it broke. */
+typedef struct {
+	atomic_uint compiles;
+	atomic_ullong plain_us; /* the first compile without a PCH; 0: none yet */
+	atomic_int off;         /* 1: no PCH for this family from now on */
+} jitk_family_pch;
+
 struct jitk_compiler {
 	spec_set *specs;
 	jitk_template *templates; /* per family: the template with includes inlined */
@@ -72,9 +82,9 @@ struct jitk_compiler {
 	size_t narchs;
 	/* NVRTC's automatic precompiled headers for families with header
 	 * packages: -1 from a family's second compile in this compiler on
-	 * (default), 0 never, 1 from the first ($JITK_PCH) */
+	 * while it pays (default), 0 never, 1 from the first ($JITK_PCH) */
 	int pch_mode;
-	atomic_uint *fam_compiles; /* per family */
+	jitk_family_pch *fam_pch; /* per family */
 	pthread_mutex_t pch_mu;
 	char *pch_dir; /* v1/pch/<pid>.<n> of the writable cache, made on first use */
 	/* counters of this compiler (all symbols) */

@@ -182,8 +182,8 @@ static int pch_init(jitk_compiler *c)
 	const char *v = jitk__env("JITK_PCH");
 
 	c->pch_mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "1") ? 1 : -1;
-	c->fam_compiles = calloc(c->specs->nfams ? c->specs->nfams : 1, sizeof(*c->fam_compiles));
-	if (!c->fam_compiles)
+	c->fam_pch = calloc(c->specs->nfams ? c->specs->nfams : 1, sizeof(*c->fam_pch));
+	if (!c->fam_pch)
 		return jitk__error(JITK_ENOMEM, "out of memory");
 	pthread_mutex_init(&c->pch_mu, NULL);
 	return 0;
@@ -339,13 +339,13 @@ void jitk_compiler_free(jitk_compiler *c)
 			jitk__template_free(&c->templates[i]);
 	free(c->templates);
 	jitk__packages_free(c->packages);
-	if (c->fam_compiles) {
+	if (c->fam_pch) {
 		jitk__cache_pch_remove(c->cache, c->pch_dir);
 		/* and those of forked workers (jitk precompile -j), gone by now */
 		jitk__cache_pch_sweep(c->cache);
 		pthread_mutex_destroy(&c->pch_mu);
 	}
-	free(c->fam_compiles);
+	free(c->fam_pch);
 	free(c->pch_dir);
 	jitk__spec_set_free(c->specs);
 	for (i = 0; i < c->ntiers; i++)
@@ -691,7 +691,8 @@ static char *pch_option(jitk_compiler *c, size_t fi)
 	char *dir = NULL, *opt = NULL;
 
 	if (!f->nincludes || !c->pch_mode || !jitk__nvrtc_pch_available() ||
-	    (c->pch_mode < 0 && atomic_load(&c->fam_compiles[fi]) == 0))
+	    (c->pch_mode < 0 && (atomic_load(&c->fam_pch[fi].compiles) == 0 ||
+				 atomic_load(&c->fam_pch[fi].off))))
 		return NULL;
 	pthread_mutex_lock(&c->pch_mu);
 	if (!c->pch_dir && jitk__cache_pch_dir(c->cache, &c->pch_dir))
@@ -702,6 +703,44 @@ static char *pch_option(jitk_compiler *c, size_t fi)
 	pthread_mutex_unlock(&c->pch_mu);
 	free(dir);
 	return opt;
+}
+
+/* A compile that used a PCH and took at least this share of the family's
+ * first compile without one: the PCH does not pay for that family (the
+ * headers are a small part of its compile: a CUTLASS GEMM measured 1.0x,
+ * a CuTe copy kernel 0.2-0.3x; docs/performance.md, "Header packages") */
+#define PCH_PAYS 0.8
+
+/* The default mode (pch_mode -1) turns the family's PCH off for the rest
+ * of this compiler's life, saying why once. */
+static void pch_off(jitk_compiler *c, size_t fi, const char *name, const char *why)
+{
+	int was = 0;
+
+	if (c->pch_mode < 0 && atomic_compare_exchange_strong(&c->fam_pch[fi].off, &was, 1))
+		jitk__log(&c->log, JITK_LOG_INFO, "%s: %s: family %s compiles without a precompiled "
+			  "header from now on", name, why, c->specs->fams[fi]->name);
+}
+
+/* What a compile shows of the family's PCH: the first compile without one
+ * is the yardstick; a compile that used one (and made none) is held to it. */
+static void pch_learn(jitk_compiler *c, size_t fi, const jitk_compiled *out, int with_pch,
+		      const char *name)
+{
+	jitk_family_pch *fp = &c->fam_pch[fi];
+	unsigned long long us = (unsigned long long)(out->ms * 1000.0), plain = 0;
+	char why[160];
+
+	if (!with_pch) {
+		(void)atomic_compare_exchange_strong(&fp->plain_us, &plain, us ? us : 1);
+		return;
+	}
+	plain = atomic_load(&fp->plain_us);
+	if (out->pch != JITK_PCH_NONE || !plain || (double)us < PCH_PAYS * (double)plain)
+		return;
+	snprintf(why, sizeof why, "its precompiled header saved nothing (%.1f s with it, %.1f s "
+		 "for the family's first compile without)", us / 1e6, plain / 1e6);
+	pch_off(c, fi, name, why);
 }
 
 static void pch_after(jitk_compiler *c, const jitk_compiled *out, const char *name)
@@ -728,7 +767,7 @@ static int compile_now(jitk_build *b, jitk_compiler *c, const jitk_tu *tu,
 	size_t fi = family_index(c, c->specs->insts[b->variant.inst].sym->fam);
 	nvrtc_argv argv;
 	char *pch;
-	int rc, with_pch = 1;
+	int rc, with_pch = 1, given;
 
 again:
 	if ((rc = argv_make(&argv, tu, flags)))
@@ -749,27 +788,32 @@ again:
 	jitk__range_push("compile %s for %s", name, arch);
 	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", argv.v, argv.n, exprs,
 				 tu->builder_expr ? 2 : 1, b->variant.target.kind == 'c');
-	if (pch) {
+	if ((given = pch != NULL)) {
 		pch_after(c, &out, name);
 		pthread_mutex_unlock(&pch_process_mu);
 	}
 	jitk__range_pop();
-	argv_free(&argv);
+	argv_free(&argv); /* and pch with it */
 	/* NVRTC cannot always map a precompiled header where it was made
 	 * ("catastrophic error: unable to obtain mapped memory", seen with two
 	 * processes compiling CUTLASS at once): the PCH is only a speed-up,
 	 * so such a compile is made once more without it. */
-	if (rc == JITK_ECOMPILE && pch && out.log && strstr(out.log, "catastrophic error")) {
+	if (rc == JITK_ECOMPILE && given && out.log && strstr(out.log, "catastrophic error")) {
 		const char *cat = strstr(out.log, "catastrophic error");
 
 		jitk__log(&c->log, JITK_LOG_WARN, "%s: NVRTC failed with its precompiled header "
 			  "(%.*s); compiling without it", name, (int)strcspn(cat, "\n"), cat);
+		/* and not again: each such failure cost a compile (13 of 15
+		 * GEMM compiles of one precompile failed so, one after another) */
+		pch_off(c, fi, name, "NVRTC failed with its precompiled header");
 		jitk__compiled_free(&out);
 		with_pch = 0;
 		goto again;
 	}
-	if (!rc)
-		atomic_fetch_add(&c->fam_compiles[fi], 1);
+	if (!rc) {
+		atomic_fetch_add(&c->fam_pch[fi].compiles, 1);
+		pch_learn(c, fi, &out, given, name);
+	}
 	jitk__variant_params(&b->variant, params, sizeof(params));
 	if (rc) {
 		first_error(first, sizeof(first), out.log);
