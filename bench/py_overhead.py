@@ -160,6 +160,9 @@ def check(op, op_out, args, y, q):
           f"{shared}; overlap: {overlap}; JITK_TORCH_ONE_BLOCK={os.environ.get('JITK_TORCH_ONE_BLOCK', '')!r}")
     if not all(same) or overlap:
         raise SystemExit("check failed")
+    if shared != (os.environ.get("JITK_TORCH_ONE_BLOCK", "") in ("1", "on")):
+        raise SystemExit("check failed: the outputs' allocation is not what JITK_TORCH_ONE_BLOCK "
+                         "asks for (an extension built before it?)")
     # (not its schema test: it compares fp8 with allclose, which has no fp8
     # kernel, as tests/python/test_ops.py says)
     try:

@@ -159,6 +159,9 @@ void jitk__range_pop(void);
 /* ---------------------------------------------------------------- time */
 
 double jitk__now_ms(void);
+/* This thread's CPU time (ms): what a piece of work cost apart from
+ * waiting, whatever else the machine is doing. */
+double jitk__thread_cpu_ms(void);
 
 /* -------------------------------------------------------- architectures */
 

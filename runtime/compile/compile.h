@@ -25,6 +25,7 @@ typedef struct {
 	size_t nlowered;
 	char *log; /* NULL when NVRTC said nothing */
 	double ms;
+	double cpu_ms; /* this thread's CPU time (NVRTC compiles on the calling thread) */
 	int pch; /* with -pch: JITK_PCH_* */
 	size_t pch_heap_required; /* JITK_PCH_HEAP_EXHAUSTED: the heap it wanted */
 } jitk_compiled;

@@ -710,50 +710,69 @@ static char *pch_option(jitk_compiler *c, size_t fi)
  * headers are a small part of its compile: a CUTLASS GEMM measured 1.0x,
  * a CuTe copy kernel 0.2-0.3x; docs/performance.md, "Header packages") */
 #define PCH_PAYS 0.8
+/* A family whose first compile takes this much CPU time (ms) is not
+ * spending it parsing: the heaviest headers jitk has seen (CuTe's, 300 MB
+ * of PCH heap) parse in about 1 s of CPU, and making a PCH of a CUTLASS
+ * GEMM's includes took 70 s more and then failed ("unable to obtain
+ * mapped memory"), so such a family never makes one. CPU time, not wall:
+ * what a compile costs, however loaded the machine */
+#define PCH_LONG_MS 10000.0
 
-/* The default mode (pch_mode -1) turns the family's PCH off for the rest
- * of this compiler's life, saying why once. */
+/* The default mode (pch_mode -1) turns the PCH of a family that can have
+ * one off for the rest of this compiler's life, saying why once. */
 static void pch_off(jitk_compiler *c, size_t fi, const char *name, const char *why)
 {
 	int was = 0;
 
-	if (c->pch_mode < 0 && atomic_compare_exchange_strong(&c->fam_pch[fi].off, &was, 1))
+	if (c->pch_mode < 0 && c->specs->fams[fi]->nincludes && jitk__nvrtc_pch_available() &&
+	    atomic_compare_exchange_strong(&c->fam_pch[fi].off, &was, 1))
 		jitk__log(&c->log, JITK_LOG_INFO, "%s: %s: family %s compiles without a precompiled "
 			  "header from now on", name, why, c->specs->fams[fi]->name);
 }
 
-/* What a compile shows of the family's PCH: the first compile without one
- * is the yardstick; a compile that used one (and made none) is held to it. */
+/* What a compile shows of the family's PCH (in this thread's CPU time):
+ * the first compile without one is the yardstick; a compile that used one
+ * (and made none) is held to it. */
 static void pch_learn(jitk_compiler *c, size_t fi, const jitk_compiled *out, int with_pch,
 		      const char *name)
 {
 	jitk_family_pch *fp = &c->fam_pch[fi];
-	unsigned long long us = (unsigned long long)(out->ms * 1000.0), plain = 0;
-	char why[160];
+	unsigned long long us = (unsigned long long)(out->cpu_ms * 1000.0), plain = 0;
+	char why[200];
 
 	if (!with_pch) {
-		(void)atomic_compare_exchange_strong(&fp->plain_us, &plain, us ? us : 1);
+		if (!atomic_compare_exchange_strong(&fp->plain_us, &plain, us ? us : 1) ||
+		    out->cpu_ms < PCH_LONG_MS)
+			return;
+		snprintf(why, sizeof why, "its first compile took %.1f s of CPU, of which a "
+			 "precompiled header could save only the parse of the headers",
+			 out->cpu_ms / 1e3);
+		pch_off(c, fi, name, why);
 		return;
 	}
 	plain = atomic_load(&fp->plain_us);
 	if (out->pch != JITK_PCH_NONE || !plain || (double)us < PCH_PAYS * (double)plain)
 		return;
-	snprintf(why, sizeof why, "its precompiled header saved nothing (%.1f s with it, %.1f s "
-		 "for the family's first compile without)", us / 1e6, plain / 1e6);
+	snprintf(why, sizeof why, "a compile with its precompiled header took %.2fx the CPU time "
+		 "of the family's first compile without (%.1f s, %.1f s)", (double)us / (double)plain,
+		 us / 1e6, plain / 1e6);
 	pch_off(c, fi, name, why);
 }
 
-static void pch_after(jitk_compiler *c, const jitk_compiled *out, const char *name)
+static void pch_after(jitk_compiler *c, size_t fi, const jitk_compiled *out, const char *name)
 {
-	if (out->pch == JITK_PCH_CREATED)
+	if (out->pch == JITK_PCH_CREATED) {
 		jitk__log(&c->log, JITK_LOG_INFO, "%s: NVRTC made a precompiled header of its "
 			  "package includes", name);
-	else if (out->pch == JITK_PCH_HEAP_EXHAUSTED && out->pch_heap_required < PCH_HEAP_MAX) {
+	} else if (out->pch == JITK_PCH_HEAP_EXHAUSTED && out->pch_heap_required < PCH_HEAP_MAX) {
 		size_t want = out->pch_heap_required + out->pch_heap_required / 4;
 
 		jitk__log(&c->log, JITK_LOG_INFO, "%s: NVRTC's PCH heap is too small (%zu MB wanted); "
 			  "%zu MB from the next compile", name, out->pch_heap_required >> 20, want >> 20);
 		(void)jitk__nvrtc_pch_heap(want);
+	} else if (out->pch == JITK_PCH_HEAP_EXHAUSTED || out->pch == JITK_PCH_FAILED) {
+		/* every later compile would try to make it again, at a cost */
+		pch_off(c, fi, name, "NVRTC could not make its precompiled header");
 	}
 }
 
@@ -773,6 +792,15 @@ again:
 	if ((rc = argv_make(&argv, tu, flags)))
 		return rc;
 	if ((pch = with_pch ? pch_option(c, fi) : NULL)) {
+		pthread_mutex_lock(&pch_process_mu);
+		/* another thread may have turned it off while this one waited */
+		if (c->pch_mode < 0 && atomic_load(&c->fam_pch[fi].off)) {
+			pthread_mutex_unlock(&pch_process_mu);
+			free(pch);
+			pch = NULL;
+		}
+	}
+	if (pch) {
 		/* NVRTC's notes on the PCH (made, used, a #line after the
 		 * package includes, one for other options) are not the
 		 * kernel's diagnostics: the log stays what it is without */
@@ -781,7 +809,6 @@ again:
 		argv.v[argv.n++] = "--pch-verbose=false";
 		argv.v[argv.n++] = "--diag-suppress=20283,629";
 		argv_own(&argv, pch);
-		pthread_mutex_lock(&pch_process_mu);
 		(void)jitk__nvrtc_pch_heap(PCH_HEAP_FIRST);
 	}
 	jitk__arch_format(arch, b->variant.target);
@@ -789,7 +816,7 @@ again:
 	rc = jitk__nvrtc_compile(&out, tu->source, "jitk-instantiation.cu", argv.v, argv.n, exprs,
 				 tu->builder_expr ? 2 : 1, b->variant.target.kind == 'c');
 	if ((given = pch != NULL)) {
-		pch_after(c, &out, name);
+		pch_after(c, fi, &out, name);
 		pthread_mutex_unlock(&pch_process_mu);
 	}
 	jitk__range_pop();
@@ -799,7 +826,11 @@ again:
 	 * processes compiling CUTLASS at once): the PCH is only a speed-up,
 	 * so such a compile is made once more without it. */
 	if (rc == JITK_ECOMPILE && given && out.log && strstr(out.log, "catastrophic error")) {
-		const char *cat = strstr(out.log, "catastrophic error");
+		/* the cause ("catastrophic error: ..."), else the summary */
+		const char *cat = strstr(out.log, "catastrophic error:");
+
+		if (!cat)
+			cat = strstr(out.log, "catastrophic error");
 
 		jitk__log(&c->log, JITK_LOG_WARN, "%s: NVRTC failed with its precompiled header "
 			  "(%.*s); compiling without it", name, (int)strcspn(cat, "\n"), cat);

@@ -119,7 +119,7 @@ int jitk__nvrtc_compile(jitk_compiled *out, const char *source,
 	nvrtcProgram prog = NULL;
 	nvrtcResult cr;
 	size_t size = 0, i;
-	double t0 = jitk__now_ms();
+	double t0 = jitk__now_ms(), c0 = jitk__thread_cpu_ms();
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -165,6 +165,7 @@ int jitk__nvrtc_compile(jitk_compiled *out, const char *source,
 		out->nlowered++;
 	}
 	out->ms = jitk__now_ms() - t0;
+	out->cpu_ms = jitk__thread_cpu_ms() - c0;
 	goto done;
 oom:
 	rc = jitk__error(JITK_ENOMEM, "out of memory");

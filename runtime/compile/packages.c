@@ -156,15 +156,6 @@ static int64_t now_ns(void)
 	return ns_of(&t);
 }
 
-/* This thread's CPU time (ms): what a walk costs, apart from waiting. */
-static double cpu_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static int is_dir(const char *p)
 {
 	struct stat st;
@@ -1152,7 +1143,7 @@ static int rehash(jitk_packages *ps, pkg *p, int *changed)
 	file_list now = { NULL, 0, 0 }, now_dirs = { NULL, 0, 0 };
 	size_t files = 0, dirs = 0, hashed = 0, i;
 	uint64_t bytes = 0;
-	double t0 = jitk__now_ms(), c0 = cpu_ms();
+	double t0 = jitk__now_ms(), c0 = jitk__thread_cpu_ms();
 	int rc;
 
 	if (fast_check(p)) {
@@ -1168,7 +1159,7 @@ static int rehash(jitk_packages *ps, pkg *p, int *changed)
 		p->pub.hashed = 0;
 		p->pub.checked = 1;
 		p->pub.ms = jitk__now_ms() - t0;
-		p->pub.cpu_ms = cpu_ms() - c0;
+		p->pub.cpu_ms = jitk__thread_cpu_ms() - c0;
 		jitk__log(&ps->log, JITK_LOG_INFO,
 			  "header package %s (%s): %zu files, %.1f MB, tree %.16s...: %.2f ms (%.2f ms "
 			  "of this thread's CPU), unchanged by stat; the manifest read in %.2f ms",
@@ -1192,7 +1183,7 @@ static int rehash(jitk_packages *ps, pkg *p, int *changed)
 	p->pub.hashed = hashed;
 	p->pub.checked = 0;
 	p->pub.ms = jitk__now_ms() - t0;
-	p->pub.cpu_ms = cpu_ms() - c0;
+	p->pub.cpu_ms = jitk__thread_cpu_ms() - c0;
 	/* The manifest is written again when anything was read or the old
 	 * one remembered files that are gone. */
 	{

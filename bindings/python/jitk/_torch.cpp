@@ -540,8 +540,10 @@ at::Tensor allocate(const Dims<int64_t> &shape, const Dims<int64_t> &strides, at
  * block of the caching allocator (each at a 256-byte aligned offset, none
  * overlapping another): one allocation and one release for all of them
  * instead of one each. An experiment (issue 26: the host time of an op
- * with two outputs); off by default, since the block lives as long as its
- * last output does. Read once, at import. */
+ * with two outputs); off by default, since each output's storage is the
+ * whole block: it lives as long as the last output does, torch.save or
+ * deepcopy of one output copies the block, resize_ of one may grow into
+ * the next, and freeing one's storage frees all. Read once, at import. */
 bool one_block = false;
 
 /* The outputs of a functional call in one block (one_block above). */
@@ -551,10 +553,11 @@ void allocate_together(const Op &o, const L &leaves, const std::vector<int64_t> 
 {
 	constexpr size_t align = 256;
 	size_t offset[MAX_ARGS], total = 0, k = 0;
-	Dims<int64_t> shape, strides;
+	c10::SmallVector<std::pair<Dims<int64_t>, Dims<int64_t>>, 4> dims(o.outputs.size());
 
 	for (const Output &out : o.outputs) {
 		size_t item = c10::elementSize(o.args[(size_t)out.arg].dtype);
+		Dims<int64_t> &shape = dims[k].first, &strides = dims[k].second;
 		output_shape(out, leaves, params, shape, strides);
 		size_t n = strides.empty() ? at::detail::computeStorageNbytesContiguous(shape, item)
 					   : at::detail::computeStorageNbytes(shape, strides, item);
@@ -568,7 +571,7 @@ void allocate_together(const Op &o, const L &leaves, const std::vector<int64_t> 
 	k = 0;
 	for (const Output &out : o.outputs) {
 		at::ScalarType dt = o.args[(size_t)out.arg].dtype;
-		output_shape(out, leaves, params, shape, strides);
+		const Dims<int64_t> &shape = dims[k].first, &strides = dims[k].second;
 		at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
 			c10::Storage(block), c10::DispatchKeySet(c10::DispatchKey::CUDA),
 			caffe2::TypeMeta::fromScalarType(dt));
