@@ -877,6 +877,19 @@ static char *pch_family(const char *dir)
 	return specs;
 }
 
+/* h[v=V] compiled now for sm_90 into *b. */
+static void pch_compile(jitk_compiler *c, size_t v, jitk_build *b)
+{
+	jitk_arch a = { 90, 's', 0 };
+	char name[32];
+	size_t inst;
+
+	snprintf(name, sizeof(name), "h[v=%zu]", v);
+	assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
+	assert_int_equal(jitk__build(b, c, inst, a, 0), 0);
+	assert_int_equal(b->origin, JITK_ORIGIN_COMPILED);
+}
+
 /* The repository's cuda package with a family of three instances: the
  * images compiled with NVRTC's precompiled header (made by the first,
  * used by the next two) are the bytes of those compiled without; the PCH
@@ -897,20 +910,14 @@ static void test_pch_same_bytes(void **state)
 	}
 	for (run = 0; run < 2; run++) {
 		jitk_compiler *c;
-		char name[32];
 
 		cache[run] = t_path(dir, run ? "cache-nopch" : "cache-pch");
 		setenv("JITK_PCH", run ? "0" : "1", 1);
 		c = t_compiler(specs, cache[run], NULL, NULL);
 		for (i = 0; i < 3; i++) {
 			jitk_build b;
-			jitk_arch a = { 90, 's', 0 };
-			size_t inst;
 
-			snprintf(name, sizeof(name), "h[v=%zu]", i);
-			assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
-			assert_int_equal(jitk__build(&b, c, inst, a, 0), 0);
-			assert_int_equal(b.origin, JITK_ORIGIN_COMPILED);
+			pch_compile(c, i, &b);
 			if (!run) {
 				image[i] = malloc(b.entry.size);
 				memcpy(image[i], b.entry.image, b.entry.size);
@@ -948,7 +955,7 @@ static void test_pch_same_bytes(void **state)
  * turned off says so in the log (JITK_LOG=info), and this one did not. */
 static void test_pch_kept_where_it_pays(void **state)
 {
-	char *dir = t_tmpdir(), *specs, *cache, name[32];
+	char *dir = t_tmpdir(), *specs, *cache;
 	jitk_compiler *c;
 	size_t i, fi;
 
@@ -964,13 +971,8 @@ static void test_pch_kept_where_it_pays(void **state)
 	assert_int_equal(c->pch_mode, -1);
 	for (i = 0; i < 4; i++) {
 		jitk_build b;
-		jitk_arch a = { 90, 's', 0 };
-		size_t inst;
 
-		snprintf(name, sizeof(name), "h[v=%zu]", i);
-		assert_int_equal(jitk__spec_find(c->specs, name, &inst), 0);
-		assert_int_equal(jitk__build(&b, c, inst, a, 0), 0);
-		assert_int_equal(b.origin, JITK_ORIGIN_COMPILED);
+		pch_compile(c, i, &b);
 		jitk__build_free(&b);
 	}
 	for (fi = 0; fi < c->specs->nfams && strcmp(c->specs->fams[fi]->name, "h"); fi++)
