@@ -8,7 +8,9 @@
   no graph break, and runs under mode="reduce-overhead" (CUDA graphs), its
   bytes equal to eager;
 - jitk.ops (the generated front end, through the dispatcher) and torch.ops.jitk give
-  the same bytes; the functional and out variants too; fused == split.
+  the same bytes; the functional and out variants too; fused == split;
+- with JITK_TORCH_ONE_BLOCK=1 a functional op's outputs share one block,
+  do not overlap, and are the .out variant's bytes.
 """
 import faulthandler
 import os
@@ -244,6 +246,44 @@ class OpsTests(unittest.TestCase):
                 getattr(jitk.ops.out, name)(*args, **outs)
                 for u, v in zip(a, outs.values()):
                     self.assertTrue(same(u, v), name)
+
+    def test_one_block_outputs(self):
+        """JITK_TORCH_ONE_BLOCK=1 (read at import, so in a process of its
+        own): the two outputs of the functional norm share one block of the
+        caching allocator, do not overlap, and are the .out variant's bytes;
+        without it they do not share one."""
+        import subprocess
+        code = r"""
+import os, sys
+if not os.environ.get("JITK_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(os.environ["JITK_TEST_ROOT"], "bindings", "python"))
+import torch, jitk
+sym = "fused_norm_scale_shift_fp8"
+s = torch.tensor([0.4754464328289032], device="cuda")
+jitk.configure(sym, "input_scale", s)
+g = torch.Generator(device="cuda").manual_seed(0)
+x = torch.randn(300, 3072, device="cuda", generator=g).to(torch.bfloat16)
+scale = (torch.randn(3072, device="cuda", generator=g) * 0.3).to(torch.bfloat16)
+shift = (torch.randn(3072, device="cuda", generator=g) * 0.3).to(torch.bfloat16)
+op = getattr(torch.ops.jitk, sym)
+y1, q1 = op.default(x, scale, shift, s)
+y, q = torch.empty_like(y1), torch.empty_like(q1)
+op.out(x, scale, shift, s, y=y, q=q)
+torch.cuda.synchronize()
+same = torch.equal(y1.view(torch.int16), y.view(torch.int16)) and \
+    torch.equal(q1.view(torch.uint8), q.view(torch.uint8))
+shared = y1.untyped_storage().data_ptr() == q1.untyped_storage().data_ptr()
+print(f"same {same} shared {shared} overlap {torch._C._overlaps(y1, q1)} "
+      f"aligned {(q1.data_ptr() - y1.data_ptr()) % 256 == 0}")
+"""
+        env = dict(os.environ, JITK_TEST_ROOT=ROOT)
+        for on in ("1", "0"):
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=600, env=dict(env, JITK_TORCH_ONE_BLOCK=on))
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"same True shared {on == '1'} overlap False", r.stdout, r.stderr)
+            if on == "1":
+                self.assertIn("aligned True", r.stdout)
 
     def test_fused_equals_split(self):
         x, res, gate, scale, shift, _, _ = self.norm_args(
