@@ -53,9 +53,10 @@ void jitk__compiled_free(jitk_compiled *c);
 #define JITK_MAX_TIERS 4
 
 /* What a family's compiles in one compiler (one process) showed of the
- * precompiled header (pch_mode -1): the PCH stays on while a compile that
- * uses one takes under PCH_PAYS of the first compile without one, and
- * never survives a compile it broke. */
+ * precompiled header (pch_mode -1), in CPU time: the PCH is never made
+ * after a first compile (without one) of PCH_LONG_MS or more, stays on
+ * while a compile that uses one takes under PCH_PAYS of that first one,
+ * and never survives a compile it broke (compiler.c). */
 typedef struct {
 	atomic_uint compiles;
 	atomic_ullong plain_us; /* the first compile without a PCH; 0: none yet */

@@ -822,9 +822,10 @@ again:
 	jitk__range_pop();
 	argv_free(&argv); /* and pch with it */
 	/* NVRTC cannot always map a precompiled header where it was made
-	 * ("catastrophic error: unable to obtain mapped memory", seen with two
-	 * processes compiling CUTLASS at once): the PCH is only a speed-up,
-	 * so such a compile is made once more without it. */
+	 * ("catastrophic error: unable to obtain mapped memory", seen making
+	 * one of a CUTLASS GEMM's includes, in one process or several): the
+	 * PCH is only a speed-up, so such a compile is made once more
+	 * without it. */
 	if (rc == JITK_ECOMPILE && given && out.log && strstr(out.log, "catastrophic error")) {
 		/* the cause ("catastrophic error: ..."), else the summary */
 		const char *cat = strstr(out.log, "catastrophic error:");
