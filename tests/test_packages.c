@@ -951,8 +951,7 @@ static void test_pch_same_bytes(void **state)
  * most of the compile (a compile with the PCH takes 0.1-0.2x the CPU time
  * of one without, against the 0.8 that turns it off), so after the first
  * compile (the yardstick, without), the second (makes it) and two that
- * use it, the family still has it; the yardstick is recorded. A family
- * turned off says so in the log (JITK_LOG=info), and this one did not. */
+ * use it, the family still has it, and the yardstick is recorded. */
 static void test_pch_kept_where_it_pays(void **state)
 {
 	char *dir = t_tmpdir(), *specs, *cache;
