@@ -215,6 +215,10 @@ static int collect(gen *g)
 		ga->j = a;
 		if (!ga->name || !kind)
 			return gen_fail(g, "argument %zu has no name or kind", i);
+		if (json_get_str(a, "io") && !strcmp(json_get_str(a, "io"), "scratch")) {
+			g->nargs--; /* the runtime's, not the caller's */
+			continue;
+		}
 		if (!strcmp(kind, "tensor"))
 			ga->kind = ARG_TENSOR;
 		else if (!strcmp(kind, "i32"))

@@ -196,10 +196,40 @@ static int fake_set_shared(void *impl, void *kernel, void *primary, unsigned byt
 	return 0;
 }
 
+/* Scratch memory: addresses from 0x7f0000000000 up, 1 MiB apart at
+ * least, each recorded; alloc_fail makes the next one fail. */
+static int fake_alloc_zeroed(void *impl, size_t bytes, uint64_t *ptr)
+{
+	fake_device *f = impl;
+
+	*ptr = 0;
+	if (f->alloc_fail)
+		return f->alloc_fail;
+	if (f->nallocs >= FAKE_MAX_ALLOCS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	f->next_alloc = f->next_alloc ? f->next_alloc : 0x7f0000000000ull;
+	*ptr = f->next_alloc;
+	f->next_alloc += ((uint64_t)bytes + (1u << 20)) & ~(uint64_t)((1u << 20) - 1);
+	f->alloc_bytes[f->nallocs] = bytes;
+	f->alloc_ptr[f->nallocs++] = *ptr;
+	return 0;
+}
+
+static void fake_free_mem(void *impl, uint64_t ptr)
+{
+	fake_device *f = impl;
+	int i;
+
+	for (i = 0; i < f->nallocs; i++)
+		if (f->alloc_ptr[i] == ptr)
+			f->frees++;
+}
+
 const jitk_device_ops fake_ops = {
 	fake_open, fake_load, fake_get_kernel, fake_unload, fake_launch_fn,
 	fake_is_capturing, fake_capture_mode, fake_read, fake_buffer_id, fake_error_name,
 	fake_close, fake_tensor_map, fake_run_builder, fake_set_shared,
+	fake_alloc_zeroed, fake_free_mem,
 };
 
 int t_fake_runtime(jitk_runtime **out, fake_device *fake, const char *specs,

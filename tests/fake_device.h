@@ -8,6 +8,7 @@
 #define FAKE_MAX_LAUNCHES 64
 #define FAKE_MAX_PARAMS 32
 #define FAKE_BUILT_BYTES 512
+#define FAKE_MAX_ALLOCS 16
 
 typedef struct {
 	unsigned grid[3], block[3], smem;
@@ -44,6 +45,10 @@ typedef struct {
 	int builder_runs;         /* run_builder calls */
 	int builder_fail;         /* CUresult run_builder returns */
 	unsigned shared_set;      /* the last set_shared */
+	int alloc_fail;           /* CUresult alloc_zeroed returns */
+	int nallocs, frees;       /* alloc_zeroed's (recorded below), free_mem's of them */
+	uint64_t alloc_ptr[FAKE_MAX_ALLOCS], next_alloc;
+	size_t alloc_bytes[FAKE_MAX_ALLOCS];
 	fake_launch launches[FAKE_MAX_LAUNCHES];
 	int nlaunches;
 	int closed;

@@ -987,6 +987,86 @@ static void test_data_only_family(void **state)
 	free(specs);
 }
 
+/* Scratch (io: scratch): the runtime gives it, zeroed when made, one per
+ * stream, never smaller than the call's; a larger one replaces it and the
+ * old one lives as long as the runtime; the caller may not pass it; an
+ * allocation that fails says so and launches nothing. */
+static void test_scratch(void **state)
+{
+	fixture *f = *state;
+	char *specs = t_path(t_root(), "tests/families/scratch/specs");
+	jitk_stream s1 = (jitk_stream)0x1000, s2 = (jitk_stream)0x2000, s3 = (jitk_stream)0x3000;
+	const jitk_dtype i32 = JITK_DTYPE_I32;
+	fake_device fake;
+	jitk_runtime *rt = runtime(f, &fake, 90, specs);
+	jitk_call_info info = JITK_CALL_INFO_INIT;
+	jitk_tensor out, x, w;
+	jitk_arg args[3];
+	const int64_t cols[1] = { 300 }, wide[1] = { 200000 };
+
+	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, cols), 0);
+	tensor2(&x, ADDR(2), i32, 10, 300);
+	args[0] = targ("out", &out);
+	args[1] = targ("x", &x);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.nlaunches, 1);
+	assert_int_equal(fake.nallocs, 1);
+	assert_int_equal(fake.alloc_bytes[0], 1u << 20); /* 2 x 300 x 4 bytes, in whole MiB */
+	assert_int_equal(fake.launches[0].values[2], fake.alloc_ptr[0]);
+	assert_ptr_equal(fake.launches[0].stream, s1);
+	/* the same stream again (the memo's path): the same scratch */
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.nallocs, 1);
+	assert_int_equal(fake.launches[1].values[2], fake.alloc_ptr[0]);
+	/* another stream: its own */
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s2), 0);
+	assert_int_equal(fake.nallocs, 2);
+	assert_int_equal(fake.launches[2].values[2], fake.alloc_ptr[1]);
+	assert_true(fake.alloc_ptr[1] != fake.alloc_ptr[0]);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.launches[3].values[2], fake.alloc_ptr[0]);
+	/* more than the stream has: twice as much at least (1.6 MB -> 2 MiB) */
+	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, wide), 0);
+	tensor2(&x, ADDR(3), i32, 10, 200000);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.nallocs, 3);
+	assert_int_equal(fake.alloc_bytes[2], 2u << 20);
+	assert_int_equal(fake.launches[4].values[2], fake.alloc_ptr[2]);
+	/* and the smaller call takes the larger one from then on */
+	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, cols), 0);
+	tensor2(&x, ADDR(2), i32, 10, 300);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.nallocs, 3);
+	assert_int_equal(fake.launches[5].values[2], fake.alloc_ptr[2]);
+	/* an instance whose scratch is 0 bytes gets NULL, and makes none */
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=1]", JITK_CALL_STRICT, args, 2, s3), 0);
+	assert_int_equal(fake.nallocs, 3);
+	assert_int_equal(fake.launches[6].values[2], 0);
+	/* the caller may not give it */
+	tensor2(&w, ADDR(4), i32, 1, 600);
+	args[2] = targ("work", &w);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 3, s1),
+			 JITK_EINVAL);
+	assert_non_null(strstr(jitk_error_last()->message,
+			       "work is scratch memory jitk gives the kernel: leave it out (nothing launched)"));
+	/* a failed allocation: named, nothing launched, and the next call
+	 * on that stream tries again */
+	fake.alloc_fail = CUDA_ERROR_OUT_OF_MEMORY;
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s3),
+			 JITK_EDRIVER);
+	assert_non_null(strstr(jitk_error_last()->message,
+			       "bytes of scratch for work could not be made"));
+	assert_int_equal(fake.nlaunches, 7);
+	fake.alloc_fail = 0;
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
+	assert_int_equal(fake.nallocs, 4);
+	assert_int_equal(fake.launches[7].values[2], fake.alloc_ptr[3]);
+	/* every scratch, the replaced one too, goes with the runtime */
+	jitk_runtime_free(rt);
+	assert_int_equal(fake.frees, 4);
+	free(specs);
+}
+
 /* Capture: an unresolved kernel requested on a capturing stream returns
  * JITK_ECAPTURE (default policy) and launches nothing; preloaded kernels
  * launch; the RESOLVE policy resolves in relaxed capture mode. */
@@ -1617,6 +1697,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shape_division_by_zero_says_so, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_only_family, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scratch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_capture, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_rejects, setup, teardown),

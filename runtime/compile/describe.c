@@ -86,7 +86,7 @@ static const char *io_name(const spec_arg *a)
 		return "tma";
 	if (a->type != AT_TENSOR)
 		return a->type == AT_I32 ? "i32" : a->type == AT_I64 ? "i64" : "f32";
-	return a->io == IO_OUT ? "out" : a->io == IO_INOUT ? "inout" : "in";
+	return a->io == IO_OUT ? "out" : a->io == IO_INOUT ? "inout" : a->io == IO_SCRATCH ? "scratch" : "in";
 }
 
 /* A dimension as the variant knows it: a number where it is a constant of
@@ -135,7 +135,7 @@ static void describe_args(jbuf *out, const jitk_variant *v, const char *indent)
 			char err[64];
 			int64_t al;
 
-			jitk__jbuf_printf(&line, "%*s%-9s ", 7 - (int)strlen(io_name(a)), "", a->elem->name);
+			jitk__jbuf_printf(&line, "%*s%-9s ", strlen(io_name(a)) < 7 ? 7 - (int)strlen(io_name(a)) : 1, "", a->elem->name);
 			put_dims(&line, v, a->shape, a->ndim);
 			if (a->strides) {
 				jitk__jbuf_puts(&line, " strides ");

@@ -153,10 +153,12 @@ typedef struct {
 	int parent;
 	unsigned char want_set[MAX_MATCHED_PARAMS];
 	int64_t want[MAX_MATCHED_PARAMS];
+	jitk_stream stream;
 	/* once launched: what the call memo keeps */
 	jitk_kernel *k;
 	unsigned grid;
 	uint64_t params[JITK_MAX_SPEC_ARGS];
+	uint64_t scratch_bytes[JITK_MAX_SPEC_ARGS]; /* io: scratch arguments' sizes */
 	/* TMA descriptor arguments: which, what was asked, what was made */
 	size_t ntma;
 	unsigned char tma_arg[JITK_MAX_TMA];
@@ -328,6 +330,9 @@ static int match_args(call *c, const jitk_arg *args, size_t nargs)
 		if (c->given[k])
 			return jitk__error(JITK_EINVAL, "%s: argument %s given twice (nothing launched)",
 					   c->name, g->name);
+		if (f->args[k].io == IO_SCRATCH)
+			return jitk__error(JITK_EINVAL, "%s: %s is scratch memory jitk gives the kernel: "
+					   "leave it out (nothing launched)", c->name, g->name);
 		if (f->args[k].type == AT_TMA)
 			return jitk__error(JITK_EINVAL, "%s: %s is the TMA descriptor jitk makes from %s: "
 					   "give the tensor only (nothing launched)", c->name, g->name,
@@ -676,6 +681,33 @@ static int rule_value(const call *c, signed char kind, signed char slot, int64_t
  * a wrong dtype or shape, overlapping outputs - is an error in every
  * mode; alignment, strides, NULL and configured tensors are the fused
  * kernels' guards (rule_out). */
+/* A scratch argument (io: scratch): its size from its shape, and the
+ * runtime's scratch of the call's stream (none for 0 bytes). */
+static int scratch_arg(call *c, const jitk_kernel *k, size_t i, uint64_t *params)
+{
+	const spec_arg *a = &c->f->args[i];
+	const jitk_tensor_rule *r = &k->tensors[i];
+	uint64_t bytes;
+	int64_t n;
+	int rc;
+
+	if ((rc = rule_value(c, r->shape_kind[0], r->shape_slot[0], r->shape_value[0], r->shape[0],
+			     &n)))
+		return jitk__error(JITK_EINVAL, "%s: scratch %s: its size, '%s', %s for these "
+				   "arguments (nothing launched)", c->name, a->name, a->shape[0].text,
+				   eval_failure(rc));
+	if (n < 0 || __builtin_mul_overflow((uint64_t)n, (uint64_t)(a->elem->bits / 8), &bytes) ||
+	    bytes > SPAN_MAX)
+		return jitk__error(JITK_EINVAL, "%s: scratch %s: %lld elements of %s is no size jitk "
+				   "can give (nothing launched)", c->name, a->name, (long long)n,
+				   a->elem->name);
+	c->scratch_bytes[i] = bytes;
+	params[i] = 0;
+	if (!bytes || c->dry)
+		return 0;
+	return jitk__scratch(c->op->rt, c->stream, (size_t)bytes, c->name, a->name, &params[i]);
+}
+
 static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 {
 	const spec_family *f = c->f;
@@ -693,6 +725,11 @@ static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 
 		if (a->type != AT_TENSOR || !k->present[i])
 			continue;
+		if (a->io == IO_SCRATCH) {
+			if ((rc = scratch_arg(c, k, i, params)))
+				return rc;
+			continue;
+		}
 		if (!c->given[i]) {
 			if (a->nullable)
 				continue;
@@ -1018,11 +1055,13 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 
 	c->f = c->op->sym->fam;
 	c->name = c->op->sym->name;
+	c->stream = stream;
 	c->inst = SIZE_MAX;
 	c->k = NULL;
 	c->ntma = 0;
 	memset(c->slot_set, 0, sizeof(c->slot_set));
 	memset(params, 0, sizeof(c->params));
+	memset(c->scratch_bytes, 0, sizeof(c->scratch_bytes));
 	if ((rc = match_args(c, args, nargs)) || (rc = pick_instance(c, &inst)))
 		return rc;
 	c->inst = inst;
@@ -1083,6 +1122,10 @@ typedef struct {
 	size_t ntensors;
 	memo_tensor t[MEMO_ARGS];
 	uint64_t params[JITK_MAX_SPEC_ARGS]; /* the scalars; the addresses per call */
+	/* scratch: which arguments, how many bytes (the stream's, per call) */
+	size_t nscratch;
+	unsigned char scratch_arg[JITK_MAX_SPEC_ARGS];
+	uint64_t scratch_bytes[JITK_MAX_SPEC_ARGS];
 	/* TMA descriptors, made for the address in req: a call with the
 	 * same address passes them as they are, another one re-encodes. */
 	size_t ntma;
@@ -1242,6 +1285,13 @@ static void memo_store(const call *c, const int64_t *key, size_t nkey, const jit
 	memcpy(e->params, c->params, sizeof(e->params));
 	for (i = 0; i < nt; i++)
 		e->params[e->t[i].fam] = 0;
+	e->nscratch = 0;
+	for (i = 0; i < f->nargs; i++)
+		if (c->scratch_bytes[i]) {
+			e->params[i] = 0;
+			e->scratch_arg[e->nscratch] = (unsigned char)i;
+			e->scratch_bytes[e->nscratch++] = c->scratch_bytes[i];
+		}
 	e->rt_id = c->op->rt->id;
 	e->op = c->op;
 }
@@ -1295,6 +1345,11 @@ static int memo_call(int *rc, jitk_call_info *info, memo_entry *e, const jitk_ar
 			return 0;
 		}
 	}
+	for (i = 0; i < e->nscratch; i++)
+		if ((*rc = jitk__scratch(e->op->rt, stream, (size_t)e->scratch_bytes[i], e->instance,
+					 e->k->fam->args[e->scratch_arg[i]].name,
+					 &params[e->scratch_arg[i]])))
+			return 1;
 	info->instance = e->instance;
 	*rc = launch_kernel(e->k, e->grid, params, e->ntma, e->tma_arg, e->tma, stream);
 	return 1;
@@ -1339,6 +1394,8 @@ static int run_step(call *c, const spec_fallback *fb, const jitk_arg *args, size
 		int isflat = 0;
 		size_t j;
 
+		if (callee->args[i].io == IO_SCRATCH)
+			continue; /* jitk gives the step its own */
 		for (m = 0; m < fb->nmap; m++)
 			if (!strcmp(fb->map[m].callee, from)) {
 				from = fb->map[m].caller;

@@ -88,6 +88,13 @@ typedef struct {
 	/* Let the kernel take up to bytes of dynamic shared memory
 	 * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). */
 	int (*set_shared)(void *impl, void *kernel, void *primary, unsigned bytes);
+	/* Device memory of the runtime's own (a kernel's scratch: spec args
+	 * of io: scratch), bytes long, every byte 0 when this returns: made on
+	 * a stream of its own with this thread in relaxed capture mode, so a
+	 * capture elsewhere neither takes nor forbids it. free_mem gives it
+	 * back (only when nothing may use it any more). */
+	int (*alloc_zeroed)(void *impl, size_t bytes, uint64_t *ptr);
+	void (*free_mem)(void *impl, uint64_t ptr);
 } jitk_device_ops;
 
 /* The CUDA driver's functions, for the real device, the GPU tests and

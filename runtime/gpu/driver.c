@@ -249,49 +249,76 @@ static int primary_current(cuda_device *d, int *pushed)
 	return JITK_CU_TRY(d, cuCtxPushCurrent, d->primary);
 }
 
+/* Work of jitk's own on the device (a builder's runs, scratch): in the
+ * primary context, with this thread in relaxed capture mode so that a
+ * capture elsewhere neither takes nor forbids it, on a stream of its own. */
+typedef struct {
+	int pushed;
+	CUstreamCaptureMode mode;
+	CUstream s;
+} private_work;
+
+static int private_begin(cuda_device *d, private_work *w)
+{
+	CUcontext cur = NULL;
+	int r;
+
+	w->mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	w->s = NULL;
+	if ((r = primary_current(d, &w->pushed)))
+		return r;
+	if (!(r = JITK_CU_TRY(d, cuThreadExchangeStreamCaptureMode, &w->mode))) {
+		if (!(r = JITK_CU_TRY(d, cuStreamCreate, &w->s, CU_STREAM_NON_BLOCKING)))
+			return 0;
+		d->cu->cuThreadExchangeStreamCaptureMode(&w->mode);
+	}
+	if (w->pushed)
+		d->cu->cuCtxPopCurrent(&cur);
+	return r;
+}
+
+static void private_end(cuda_device *d, private_work *w)
+{
+	CUcontext cur = NULL;
+
+	d->cu->cuStreamDestroy(w->s);
+	d->cu->cuThreadExchangeStreamCaptureMode(&w->mode);
+	if (w->pushed)
+		d->cu->cuCtxPopCurrent(&cur);
+}
+
 static int op_run_builder(void *impl, void *kernel, void *primary, void **const *args,
 			  unsigned nruns, const void *in, size_t in_bytes, size_t size, void *out)
 {
 	cuda_device *d = impl;
-	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	private_work w;
 	CUcontext cur = NULL;
-	CUstream s = NULL;
 	CUdeviceptr mem = 0;
-	int r, r2, pushed;
+	int r, r2;
 	unsigned i;
 
-	if ((r = primary_current(d, &pushed)))
+	if ((r = private_begin(d, &w)))
 		return r;
 	if (primary && !d->cu->cuCtxGetCurrent(&cur) && cur == d->primary)
 		kernel = primary;
-	/* a capture elsewhere must not take or forbid this work */
-	if ((r = JITK_CU_TRY(d, cuThreadExchangeStreamCaptureMode, &mode)))
-		goto out;
-	if (!(r = JITK_CU_TRY(d, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING)) &&
-	    !(r = JITK_CU_TRY(d, cuMemAlloc, &mem, (size_t)nruns * size))) {
+	if (!(r = JITK_CU_TRY(d, cuMemAlloc, &mem, (size_t)nruns * size))) {
 		for (i = 0; i < nruns && !r; i++) {
 			uint64_t at = (uint64_t)mem + (uint64_t)i * size;
 
 			memcpy(args[i][0], &at, sizeof(at));
 			if (in_bytes && (r = JITK_CU_TRY(d, cuMemcpyHtoDAsync, (CUdeviceptr)at, in,
-							 in_bytes, s)))
+							 in_bytes, w.s)))
 				break;
-			r = JITK_CU_TRY(d, cuLaunchKernel, (CUfunction)kernel, 1, 1, 1, 1, 1, 1, 0, s,
+			r = JITK_CU_TRY(d, cuLaunchKernel, (CUfunction)kernel, 1, 1, 1, 1, 1, 1, 0, w.s,
 					args[i], NULL);
 		}
 		if (!r)
-			r = JITK_CU_TRY(d, cuMemcpyDtoHAsync, out, mem, (size_t)nruns * size, s);
-		r2 = JITK_CU_TRY(d, cuStreamSynchronize, s);
+			r = JITK_CU_TRY(d, cuMemcpyDtoHAsync, out, mem, (size_t)nruns * size, w.s);
+		r2 = JITK_CU_TRY(d, cuStreamSynchronize, w.s);
 		r = r ? r : r2;
-	}
-	if (mem)
 		d->cu->cuMemFree(mem);
-	if (s)
-		d->cu->cuStreamDestroy(s);
-	d->cu->cuThreadExchangeStreamCaptureMode(&mode);
-out:
-	if (pushed)
-		d->cu->cuCtxPopCurrent(&cur);
+	}
+	private_end(d, &w);
 	return r;
 }
 
@@ -305,6 +332,44 @@ static int op_set_shared(void *impl, void *kernel, void *primary, unsigned bytes
 		r = JITK_CU_TRY(d, cuFuncSetAttribute, (CUfunction)primary,
 				CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
 	return r;
+}
+
+static int op_alloc_zeroed(void *impl, size_t bytes, uint64_t *ptr)
+{
+	cuda_device *d = impl;
+	private_work w;
+	CUdeviceptr mem = 0;
+	int r;
+
+	*ptr = 0;
+	if ((r = private_begin(d, &w)))
+		return r;
+	if (!(r = JITK_CU_TRY(d, cuMemAlloc, &mem, bytes)) &&
+	    !(r = JITK_CU_TRY(d, cuMemsetD8Async, mem, 0, bytes, w.s)))
+		r = JITK_CU_TRY(d, cuStreamSynchronize, w.s);
+	if (r && mem)
+		d->cu->cuMemFree(mem);
+	else
+		*ptr = (uint64_t)mem;
+	private_end(d, &w);
+	return r;
+}
+
+static void op_free_mem(void *impl, uint64_t ptr)
+{
+	cuda_device *d = impl;
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CUcontext cur = NULL;
+	int pushed;
+
+	if (!ptr || primary_current(d, &pushed))
+		return;
+	if (!d->cu->cuThreadExchangeStreamCaptureMode(&mode)) {
+		d->cu->cuMemFree((CUdeviceptr)ptr);
+		d->cu->cuThreadExchangeStreamCaptureMode(&mode);
+	}
+	if (pushed)
+		d->cu->cuCtxPopCurrent(&cur);
 }
 
 static int op_is_capturing(void *impl, void *stream, int *capturing)
@@ -402,5 +467,5 @@ static int op_tensor_map(void *impl, void *out, const jitk_tma_request *r)
 const jitk_device_ops jitk__cuda_ops = {
 	op_open, op_load, op_get_kernel, op_unload, op_launch, op_is_capturing,
 	op_capture_mode, op_read, op_buffer_id, op_error_name, op_close, op_tensor_map,
-	op_run_builder, op_set_shared,
+	op_run_builder, op_set_shared, op_alloc_zeroed, op_free_mem,
 };

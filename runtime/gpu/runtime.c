@@ -194,6 +194,7 @@ int jitk__runtime_new_with(jitk_runtime **out, const jitk_runtime_options *opts,
 	pthread_mutex_init(&rt->ops_mu, NULL);
 	pthread_rwlock_init(&rt->configured_mu, NULL);
 	pthread_mutex_init(&rt->manifest_mu, NULL);
+	pthread_mutex_init(&rt->scratch_mu, NULL);
 	if ((rc = ops->open(impl, o.device, &rt->info))) {
 		rc = jitk__error(JITK_ENODEV, "cannot open CUDA device %d: %s", o.device,
 				 ops->error_name(impl, rc));
@@ -304,6 +305,13 @@ void jitk_runtime_free(jitk_runtime *rt)
 		close(rt->manifest_fd);
 	free(rt->manifest_path);
 	pthread_mutex_destroy(&rt->manifest_mu);
+	for (i = 0; i < rt->nscratch; i++)
+		rt->ops->free_mem(rt->impl, rt->scratch[i].ptr);
+	for (i = 0; i < rt->nretired; i++)
+		rt->ops->free_mem(rt->impl, rt->retired[i]);
+	free(rt->scratch);
+	free(rt->retired);
+	pthread_mutex_destroy(&rt->scratch_mu);
 	jitk__ops_free(rt);
 	jitk_compiler_free(rt->comp);
 	if (rt->ops && rt->ops->close)
@@ -312,6 +320,79 @@ void jitk_runtime_free(jitk_runtime *rt)
 	pthread_rwlock_destroy(&rt->configured_mu);
 	free(rt->configured);
 	free(rt);
+}
+
+/* ------------------------------------------------------------ scratch */
+
+/* Scratch grows in steps of at least twice its size, in whole MiB, so
+ * that a process of growing shapes makes few. A smaller one replaced is
+ * kept, not freed: a CUDA graph captured with it may still be replayed
+ * (the retired list goes with the runtime). */
+#define SCRATCH_GRAIN ((size_t)1 << 20)
+
+/* Room for one more of *cap items of size bytes at *p (0 or ENOMEM). */
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? 2 * *cap : 4;
+	void *q;
+
+	if (n < *cap)
+		return 0;
+	if (!(q = realloc(*p, c * size)))
+		return JITK_ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+int jitk__scratch(jitk_runtime *rt, jitk_stream stream, size_t bytes, const char *symbol,
+		  const char *arg, uint64_t *ptr)
+{
+	/* CU_STREAM_PER_THREAD is one handle for a stream of each thread */
+	uint64_t thread = stream == (jitk_stream)CU_STREAM_PER_THREAD ? (uint64_t)pthread_self() : 0;
+	jitk_scratch *sc = NULL;
+	size_t i, want;
+	uint64_t mem;
+	int r;
+
+	pthread_mutex_lock(&rt->scratch_mu);
+	for (i = 0; i < rt->nscratch && !sc; i++)
+		if (rt->scratch[i].stream == stream && rt->scratch[i].thread == thread)
+			sc = &rt->scratch[i];
+	if (sc && sc->bytes >= bytes) {
+		*ptr = sc->ptr;
+		pthread_mutex_unlock(&rt->scratch_mu);
+		return JITK_OK;
+	}
+	want = bytes;
+	if (sc && sc->bytes <= SIZE_MAX / 2 && want < 2 * sc->bytes)
+		want = 2 * sc->bytes;
+	want = want > SIZE_MAX - SCRATCH_GRAIN ? want : (want + SCRATCH_GRAIN - 1) & ~(SCRATCH_GRAIN - 1);
+	if (sc ? grow((void **)&rt->retired, &rt->capretired, rt->nretired, sizeof(*rt->retired))
+	       : grow((void **)&rt->scratch, &rt->capscratch, rt->nscratch, sizeof(*rt->scratch))) {
+		pthread_mutex_unlock(&rt->scratch_mu);
+		return jitk__error(JITK_ENOMEM, "out of memory");
+	}
+	if ((r = rt->ops->alloc_zeroed(rt->impl, want, &mem))) {
+		pthread_mutex_unlock(&rt->scratch_mu);
+		return jitk__error(JITK_EDRIVER, "%s: %zu bytes of scratch for %s could not be made: "
+				   "%s (nothing launched)", symbol, want, arg,
+				   rt->ops->error_name(rt->impl, r));
+	}
+	if (sc) {
+		rt->retired[rt->nretired++] = sc->ptr;
+	} else {
+		sc = &rt->scratch[rt->nscratch++];
+		sc->stream = stream;
+		sc->thread = thread;
+	}
+	sc->ptr = mem;
+	sc->bytes = want;
+	*ptr = mem;
+	pthread_mutex_unlock(&rt->scratch_mu);
+	jitk__log(&rt->comp->log, JITK_LOG_INFO, "scratch of %zu bytes for stream %p (%s, %s)",
+		  want, stream, symbol, arg);
+	return JITK_OK;
 }
 
 const char *jitk_runtime_arch(const jitk_runtime *rt)

@@ -93,6 +93,14 @@ typedef struct {
 	enum spec_rule rule;
 } jitk_configured;
 
+/* A stream's scratch: device memory of its own, zeroed when made. */
+typedef struct {
+	void *stream;
+	uint64_t thread; /* the per-thread default stream: whose (else 0) */
+	uint64_t ptr;
+	size_t bytes;
+} jitk_scratch;
+
 struct jitk_runtime {
 	uint64_t id; /* never reused in a process (the call memo's key) */
 	jitk_compiler *comp;
@@ -121,6 +129,13 @@ struct jitk_runtime {
 	char *manifest_path;
 	int manifest_failed; /* a write failed: warned once */
 	unsigned manifest_gen;
+	/* Scratch (jitk__scratch): one per stream, under scratch_mu; a
+	 * smaller one replaced is kept in retired until the runtime goes. */
+	pthread_mutex_t scratch_mu;
+	jitk_scratch *scratch;
+	size_t nscratch, capscratch;
+	uint64_t *retired;
+	size_t nretired, capretired;
 };
 
 /* A parameter block a builder made (built.c): its bytes, the launch
@@ -171,6 +186,12 @@ int jitk__call_info_clear(jitk_call_info *out);
 
 /* Resolve instance inst. check_capture: consult stream's capture state
  * for the capture policy. */
+/* *ptr: scratch memory (io: scratch) of at least bytes for work on
+ * stream, every byte 0 when it was made. A kernel given it leaves it as
+ * it found it, so launches on one stream (ordered) share it; each stream
+ * has its own. symbol and arg name it in an error. */
+int jitk__scratch(jitk_runtime *rt, jitk_stream stream, size_t bytes, const char *symbol,
+		  const char *arg, uint64_t *ptr);
 int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,
 		  int check_capture, jitk_stream stream);
 /* Why instance inst cannot run here (its slot's reason), or NULL. */

@@ -1275,12 +1275,12 @@ static int p_arg_type(sctx *c, const ynode *t, const char *path, void *out, cons
 
 static int p_io(sctx *c, const ynode *v, const char *path, void *out, const field *fd)
 {
-	static const char *const names[] = { "in", "out", "inout", NULL }; /* spec_io */
+	static const char *const names[] = { "in", "out", "inout", "scratch", NULL }; /* spec_io */
 	spec_arg *a = out;
 	int i = choose(v->str, names);
 
 	if (i < 0)
-		return ERR(c, v, path, "expected in, out or inout, got '%s'", quoted(v->str));
+		return ERR(c, v, path, "expected in, out, inout or scratch, got '%s'", quoted(v->str));
 	a->io = (enum spec_io)i;
 	if (a->is_const && a->io != IO_IN)
 		return ERR(c, v, path, "a const tensor is an input; drop 'const' to write it");
@@ -1409,6 +1409,10 @@ static int tma_link(sctx *c, spec_family *f, spec_arg *a, const ynode *e)
 			      "'%s' is not a tensor argument of %s (a TMA descriptor describes one)",
 			      quoted(t->tensor), f->name);
 	x = &f->args[k];
+	if (x->io == IO_SCRATCH)
+		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
+			      "'%s' is scratch: a TMA descriptor describes a tensor of the call",
+			      quoted(t->tensor));
 	t->tensor_arg = (size_t)k;
 	if (x->ndim + (t->batch ? 1 : 0) > SPEC_TMA_MAX_RANK)
 		return err_at(c, t->tensor_loc.line, t->tensor_loc.col, "args",
@@ -1443,7 +1447,7 @@ static const field arg_fields[] = {
 	  .item = &dim_item, .size = sizeof(spec_expr) },
 	{ K("strides", YN_SEQ, "a list of dimensions", p_dims), .flags = F_SUB | F_LATER,
 	  .arg = 1, .item = &dim_item, .size = sizeof(spec_expr) },
-	{ K("io", YN_SCALAR, "in, out or inout", p_io), .flags = F_SUB },
+	{ K("io", YN_SCALAR, "in, out, inout or scratch", p_io), .flags = F_SUB },
 	{ S("align", p_bounded), .flags = F_SUB, OFF(spec_arg, align), .arg = RANGE_ALIGN },
 	{ S("nullable", p_bool), .flags = F_SUB, OFF(spec_arg, nullable) },
 	{ K("configured", YN_SCALAR, "a rule (positive_finite)", p_configured), .flags = F_SUB },
@@ -1491,6 +1495,26 @@ static int p_arg(sctx *c, const ynode *e, const char *path, void *out, const fie
 
 static const field arg_item = { K(NULL, YN_MAP, "an argument (a mapping)", p_arg) };
 
+/* A scratch tensor is the runtime's memory: one dimension (its size in
+ * elements, an expression of the variant and the call's scalars), laid
+ * out as jitk makes it, never NULL, not the caller's to configure. */
+static int scratch_check(sctx *c, const spec_arg *a, const ynode *e)
+{
+	static const char *const not_scratch[] = { "strides", "nullable", "configured", "default",
+						   NULL };
+	const char *const *k;
+	const ynode *n;
+
+	for (k = not_scratch; *k; k++)
+		if ((n = jitk__ymap_get(e, *k)))
+			return ERR(c, n, "args", "'%s' does not apply to scratch (jitk makes it: "
+				   "contiguous, never NULL)", *k);
+	if (a->ndim != 1)
+		return ERR(c, jitk__ymap_get(e, "shape"), "args", "scratch has one dimension, its "
+			   "size in elements (%zu given)", a->ndim);
+	return 0;
+}
+
 static int p_args(sctx *c, const ynode *n, const char *path, void *out, const field *fd)
 {
 	spec_family *f = out;
@@ -1513,6 +1537,8 @@ static int p_args(sctx *c, const ynode *n, const char *path, void *out, const fi
 		if (!rc && a->configured && (a->ndim != 1 || strcmp(a->shape[0].text, "1")))
 			return ERR(c, jitk__ymap_get(e, "configured"), "args.configured",
 				   "a configured tensor has shape [1]");
+		if (!rc && a->io == IO_SCRATCH && (rc = scratch_check(c, a, e)))
+			return rc;
 	}
 	/* TMA descriptors last: they name tensors, which now have shapes. */
 	for (i = 0; i < n->n && !rc; i++)
@@ -1554,6 +1580,9 @@ static int p_alias(sctx *c, const ynode *p, const char *path, void *out, const f
 		if (k < 0 || c->f->args[k].type != AT_TENSOR)
 			return ERR(c, p->kids[j], path, "'%s' is not a tensor argument",
 				   quoted(p->kids[j]->str));
+		if (c->f->args[k].io == IO_SCRATCH)
+			return ERR(c, p->kids[j], path, "'%s' is scratch, which shares no bytes with "
+				   "any argument", quoted(p->kids[j]->str));
 		((size_t *)out)[j] = (size_t)k;
 	}
 	return 0;
@@ -2086,6 +2115,9 @@ static int p_bench_tensor(sctx *c, const ynode *n, const char *path, void *out, 
 	if (i == f->nargs || f->args[i].type != AT_TENSOR)
 		return ERR(c, c->key, path, "'%s' is not a tensor argument of family '%s'",
 			   quoted(t->name), quoted(f->name));
+	if (f->args[i].io == IO_SCRATCH)
+		return ERR(c, c->key, path, "'%s' is scratch, which jitk gives: a benchmark does not",
+			   quoted(t->name));
 	t->arg = i;
 	if (n->n != f->args[i].ndim)
 		return ERR(c, n, path, "%zu dimensions, but '%s' has %zu", n->n, quoted(t->name),
@@ -2680,6 +2712,11 @@ static int link_argmaps(const spec_set *set, const spec_symbol *s, const texts_t
 				return link_error(tx, set, &am->loc,
 						  "flat(%s): '%s' is not a tensor (at symbols.%s.fallback)",
 						  quoted(am->caller), quoted(am->caller), quoted(s->name));
+			if (s->fam->args[cr].io == IO_SCRATCH || callee->args[ce].io == IO_SCRATCH)
+				return link_error(tx, set, &am->loc,
+						  "'%s' or '%s' is scratch, which jitk gives each kernel: "
+						  "it is not passed on (at symbols.%s.fallback)",
+						  quoted(am->caller), quoted(am->callee), quoted(s->name));
 			if ((s->fam->args[cr].type == AT_TENSOR) != (callee->args[ce].type == AT_TENSOR))
 				return link_error(tx, set, &am->loc,
 						  "'%s' and '%s' are not both tensors or both scalars (at symbols.%s.fallback)",

@@ -144,7 +144,10 @@ typedef struct {
 	int oob_nan;          /* out-of-bounds elements read as NaN, not 0 */
 	int batch;            /* one more, outermost dimension of one (stride 0) */
 } spec_tma;
-enum spec_io { IO_IN, IO_OUT, IO_INOUT };
+/* scratch: device memory the runtime gives the kernel, not the caller
+ * (docs/spec-format.md, "Scratch"): zeroed when made, one per stream, and
+ * left by every launch as it found it. */
+enum spec_io { IO_IN, IO_OUT, IO_INOUT, IO_SCRATCH };
 
 /* Element types of tensor arguments, with DLPack's type code and bits. */
 typedef struct {

@@ -55,7 +55,9 @@ class OpSpec:
         self.instances = [i["name"] for i in sym["instances"]]
         self._instances = sym["instances"]
         self.fallback = [s["symbol"] for s in sym.get("fallback") or []]
-        self.args = [a for a in sym["args"] if any(a.get("present", [True]))]
+        # scratch is the runtime's (io: scratch): no argument of an op
+        self.args = [a for a in sym["args"] if any(a.get("present", [True])) and
+                     a.get("io") != "scratch"]
         self.reason = None         # why there is no op at all
         self.no_functional = None  # why there is no functional variant
         for a in self.args:
