@@ -29,6 +29,7 @@
 #include "jitk/norm_scale_shift.h"
 #include "jitk/static_quant_fp8.h"
 #include "base/internal.h"
+#include "gpu/runtime.h"
 
 static jitk_runtime *rt;   /* repo specs */
 static jitk_runtime *rt90; /* test specs: fused fp8 allowed on sm_90; PDL */
@@ -820,6 +821,125 @@ static void test_data_only_family(void **state)
 	free(specs); free(dir); free(copy); free(yaml);
 }
 
+/* Scratch on the GPU (tests/families/scratch: the rows of x summed in 4
+ * parts that hand their running sums to one another through the
+ * runtime's scratch, split-K's way): the bytes of the one-pass instance
+ * and of the host, call after call on one stream (the scratch's flags
+ * back to 0 after each), on two streams at once (each its own scratch),
+ * and replayed from a CUDA graph. A launch that left a flag set would
+ * make the next one read a stale sum, or wait for ever: the test's
+ * timeout. */
+static void test_scratch_family(void **state)
+{
+	const jitk_dtype i32 = JITK_DTYPE_I32;
+	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
+	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
+	jitk_runtime *srt = NULL;
+	const int64_t rows = 4099, cols = 1000;
+	const size_t n = (size_t)(rows * cols);
+	uint32_t *hx, want[1000], got[1000], flags[1000];
+	CUdeviceptr dx, dout[2];
+	CUstream st[2];
+	CUgraph g;
+	CUgraphExec ge;
+	jitk_tensor tout[2], tx;
+	jitk_arg args[2][2];
+	jitk_call_info info = JITK_CALL_INFO_INIT;
+	size_t i, r, k;
+	char *specs;
+
+	(void)state;
+	NEED_GPU();
+	specs = t_path(t_root(), "tests/families/scratch/specs");
+	co.specs = specs;
+	co.cache_dir = "";
+	o.compiler = &co;
+	assert_int_equal(jitk_runtime_new(&srt, &o), 0);
+	hx = malloc(n * 4);
+	for (i = 0; i < n; i++) {
+		rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+		hx[i] = (uint32_t)(rng_state >> 32);
+	}
+	for (i = 0; i < (size_t)cols; i++) {
+		want[i] = 0;
+		for (r = 0; r < (size_t)rows; r++)
+			want[i] += hx[r * (size_t)cols + i];
+	}
+	dx = dalloc(n * 4);
+	upload(dx, hx, n * 4);
+	{
+		const int64_t shape[2] = { rows, cols }, oshape[1] = { cols };
+
+		assert_int_equal(jitk_tensor_contiguous(&tx, dx, i32, 2, shape), 0);
+		for (k = 0; k < 2; k++) {
+			dout[k] = dalloc((size_t)cols * 4);
+			assert_int_equal(jitk_tensor_contiguous(&tout[k], dout[k], i32, 1, oshape), 0);
+			args[k][0] = (jitk_arg){ "out", JITK_ARG_TENSOR, { .tensor = &tout[k] } };
+			args[k][1] = (jitk_arg){ "x", JITK_ARG_TENSOR, { .tensor = &tx } };
+			CK(cu->cuStreamCreate(&st[k], CU_STREAM_NON_BLOCKING));
+		}
+	}
+	/* one pass, then the parts five times over on one stream */
+	assert_int_equal(jitk_call(&info, srt, "tsum[parts=1]", JITK_CALL_STRICT, args[0], 2, st[0]), 0);
+	CK(cu->cuStreamSynchronize(st[0]));
+	download(got, dout[0], sizeof(got));
+	assert_memory_equal(got, want, sizeof(want));
+	for (k = 0; k < 5; k++) {
+		poison(dout[0], sizeof(got), 0xa5);
+		assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[0], 2,
+					   st[0]), 0);
+		CK(cu->cuStreamSynchronize(st[0]));
+		download(got, dout[0], sizeof(got));
+		assert_memory_equal(got, want, sizeof(want));
+	}
+	/* the flags, where the runtime keeps this stream's scratch */
+	assert_int_equal(srt->nscratch, 1);
+	download(flags, (CUdeviceptr)srt->scratch[0].ptr, sizeof(flags));
+	for (i = 0; i < (size_t)cols; i++)
+		assert_int_equal(flags[i], 0);
+	/* two streams at once, eight calls each, no wait between */
+	poison(dout[0], sizeof(got), 0x5a);
+	poison(dout[1], sizeof(got), 0x5a);
+	CK(cu->cuCtxSynchronize());
+	for (k = 0; k < 16; k++)
+		assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[k % 2], 2,
+					   st[k % 2]), 0);
+	CK(cu->cuCtxSynchronize());
+	assert_int_equal(srt->nscratch, 2);
+	for (k = 0; k < 2; k++) {
+		download(got, dout[k], sizeof(got));
+		assert_memory_equal(got, want, sizeof(want));
+	}
+	/* captured (three calls), replayed twice over a poisoned output */
+	CK(cu->cuStreamBeginCapture(st[1], CU_STREAM_CAPTURE_MODE_GLOBAL));
+	for (k = 0; k < 3; k++)
+		assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[1], 2,
+					   st[1]), 0);
+	CK(cu->cuStreamEndCapture(st[1], &g));
+	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
+	for (k = 0; k < 2; k++) {
+		poison(dout[1], sizeof(got), 0xc3);
+		CK(cu->cuCtxSynchronize());
+		CK(cu->cuGraphLaunch(ge, st[1]));
+		CK(cu->cuStreamSynchronize(st[1]));
+		download(got, dout[1], sizeof(got));
+		assert_memory_equal(got, want, sizeof(want));
+	}
+	printf("scratch family: %lld x %lld int32 column sums in 4 parts through scratch == one pass "
+	       "== host: 5 calls on a stream, 16 on two streams, a graph replayed twice\n",
+	       (long long)rows, (long long)cols);
+	CK(cu->cuGraphExecDestroy(ge));
+	CK(cu->cuGraphDestroy(g));
+	for (k = 0; k < 2; k++) {
+		CK(cu->cuStreamDestroy(st[k]));
+		CK(cu->cuMemFree(dout[k]));
+	}
+	CK(cu->cuMemFree(dx));
+	jitk_runtime_free(srt);
+	free(hx);
+	free(specs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -829,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_cuda_graph),
 		cmocka_unit_test(test_large_rows),
 		cmocka_unit_test(test_data_only_family),
+		cmocka_unit_test(test_scratch_family),
 	};
 
 	return T_RUN_TESTS(tests, group_setup, group_teardown);
