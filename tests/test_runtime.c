@@ -988,7 +988,7 @@ static void test_data_only_family(void **state)
 }
 
 /* Scratch (io: scratch): the runtime gives it, zeroed when made, one per
- * stream, never smaller than the call's; a larger one replaces it and the
+ * stream and family, never smaller than the call's; a larger one replaces it and the
  * old one lives as long as the runtime; the caller may not pass it; an
  * allocation that fails says so and launches nothing. */
 static void test_scratch(void **state)
@@ -1061,9 +1061,14 @@ static void test_scratch(void **state)
 	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
 	assert_int_equal(fake.nallocs, 4);
 	assert_int_equal(fake.launches[7].values[2], fake.alloc_ptr[3]);
+	/* another family on the same stream: a scratch of its own (a family
+	 * lays its scratch out as its kernels agree; another may not) */
+	assert_int_equal(jitk_call(&info, rt, "tsum2[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
+	assert_int_equal(fake.nallocs, 5);
+	assert_int_equal(fake.launches[8].values[2], fake.alloc_ptr[4]);
 	/* every scratch, the replaced one too, goes with the runtime */
 	jitk_runtime_free(rt);
-	assert_int_equal(fake.frees, 4);
+	assert_int_equal(fake.frees, 5);
 	free(specs);
 }
 

@@ -705,7 +705,7 @@ static int scratch_arg(call *c, const jitk_kernel *k, size_t i, uint64_t *params
 	params[i] = 0;
 	if (!bytes || c->dry)
 		return 0;
-	return jitk__scratch(c->op->rt, c->stream, (size_t)bytes, c->name, a->name, &params[i]);
+	return jitk__scratch(c->op->rt, c->stream, c->f, (size_t)bytes, c->name, a->name, &params[i]);
 }
 
 static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
@@ -1346,7 +1346,7 @@ static int memo_call(int *rc, jitk_call_info *info, memo_entry *e, const jitk_ar
 		}
 	}
 	for (i = 0; i < e->nscratch; i++)
-		if ((*rc = jitk__scratch(e->op->rt, stream, (size_t)e->scratch_bytes[i], e->instance,
+		if ((*rc = jitk__scratch(e->op->rt, stream, e->k->fam, (size_t)e->scratch_bytes[i], e->instance,
 					 e->k->fam->args[e->scratch_arg[i]].name,
 					 &params[e->scratch_arg[i]])))
 			return 1;

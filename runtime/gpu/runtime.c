@@ -345,8 +345,8 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-int jitk__scratch(jitk_runtime *rt, jitk_stream stream, size_t bytes, const char *symbol,
-		  const char *arg, uint64_t *ptr)
+int jitk__scratch(jitk_runtime *rt, jitk_stream stream, const void *family, size_t bytes,
+		  const char *symbol, const char *arg, uint64_t *ptr)
 {
 	/* CU_STREAM_PER_THREAD is one handle for a stream of each thread */
 	uint64_t thread = stream == (jitk_stream)CU_STREAM_PER_THREAD ? (uint64_t)pthread_self() : 0;
@@ -357,7 +357,8 @@ int jitk__scratch(jitk_runtime *rt, jitk_stream stream, size_t bytes, const char
 
 	pthread_mutex_lock(&rt->scratch_mu);
 	for (i = 0; i < rt->nscratch && !sc; i++)
-		if (rt->scratch[i].stream == stream && rt->scratch[i].thread == thread)
+		if (rt->scratch[i].stream == stream && rt->scratch[i].thread == thread &&
+		    rt->scratch[i].family == family)
 			sc = &rt->scratch[i];
 	if (sc && sc->bytes >= bytes) {
 		*ptr = sc->ptr;
@@ -385,6 +386,7 @@ int jitk__scratch(jitk_runtime *rt, jitk_stream stream, size_t bytes, const char
 		sc = &rt->scratch[rt->nscratch++];
 		sc->stream = stream;
 		sc->thread = thread;
+		sc->family = family;
 	}
 	sc->ptr = mem;
 	sc->bytes = want;

@@ -93,10 +93,12 @@ typedef struct {
 	enum spec_rule rule;
 } jitk_configured;
 
-/* A stream's scratch: device memory of its own, zeroed when made. */
+/* A stream's scratch for one family: device memory of its own, zeroed
+ * when made. */
 typedef struct {
 	void *stream;
 	uint64_t thread; /* the per-thread default stream: whose (else 0) */
+	const void *family; /* its spec_family */
 	uint64_t ptr;
 	size_t bytes;
 } jitk_scratch;
@@ -129,7 +131,7 @@ struct jitk_runtime {
 	char *manifest_path;
 	int manifest_failed; /* a write failed: warned once */
 	unsigned manifest_gen;
-	/* Scratch (jitk__scratch): one per stream, under scratch_mu; a
+	/* Scratch (jitk__scratch): one per stream and family, under scratch_mu; a
 	 * smaller one replaced is kept in retired until the runtime goes. */
 	pthread_mutex_t scratch_mu;
 	jitk_scratch *scratch;
@@ -186,12 +188,13 @@ int jitk__call_info_clear(jitk_call_info *out);
 
 /* Resolve instance inst. check_capture: consult stream's capture state
  * for the capture policy. */
-/* *ptr: scratch memory (io: scratch) of at least bytes for work on
- * stream, every byte 0 when it was made. A kernel given it leaves it as
- * it found it, so launches on one stream (ordered) share it; each stream
- * has its own. symbol and arg name it in an error. */
-int jitk__scratch(jitk_runtime *rt, jitk_stream stream, size_t bytes, const char *symbol,
-		  const char *arg, uint64_t *ptr);
+/* *ptr: scratch memory (io: scratch) of at least bytes for family's
+ * work on stream, every byte 0 when it was made. The family's kernels
+ * leave what they rely on as they found it, so its launches on one
+ * stream (ordered) share it; each stream and each family has its own.
+ * symbol and arg name it in an error. */
+int jitk__scratch(jitk_runtime *rt, jitk_stream stream, const void *family, size_t bytes,
+		  const char *symbol, const char *arg, uint64_t *ptr);
 int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,
 		  int check_capture, jitk_stream stream);
 /* Why instance inst cannot run here (its slot's reason), or NULL. */

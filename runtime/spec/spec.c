@@ -1539,6 +1539,11 @@ static int p_args(sctx *c, const ynode *n, const char *path, void *out, const fi
 				   "a configured tensor has shape [1]");
 		if (!rc && a->io == IO_SCRATCH && (rc = scratch_check(c, a, e)))
 			return rc;
+		for (size_t j = 0; !rc && a->io == IO_SCRATCH && j < i; j++)
+			if (f->args[j].io == IO_SCRATCH)
+				return ERR(c, jitk__ymap_get(e, "io"), "args.io", "a second scratch argument "
+					   "(%s is one): a family has one, laid out as its kernels agree",
+					   f->args[j].name);
 	}
 	/* TMA descriptors last: they name tensors, which now have shapes. */
 	for (i = 0; i < n->n && !rc; i++)
