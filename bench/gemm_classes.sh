@@ -9,21 +9,23 @@
 #
 #   1. the package's extension (built on the machine) beside `jitk
 #      precompile` of the GEMM family and its split path for sm_90;
+#   1b. test_gpu's scratch family (the runtime's io: scratch on the GPU);
 #   2. bench/gemm_check.py: bytes (float64 reference, fused == split,
 #      every M class and N class) and times against cuBLAS in one process;
 #   2b. bench/py_overhead.py with JITK_TORCH_ONE_BLOCK 0 and 1 (issue 26);
-#   3. bench/tune.py gemm --only TUNE (default: the 144-column M <= 512
-#      tiles, with 128 x 192 2 x 1 and 128 x 128 2 x 1 beside them, and
-#      ping-pong on 128 x 96 tiles, for the plain GEMM and for the GELU
-#      epilogue alone), its cache kept, its winners written to
-#      $OUT/L/gemm_fp8.tuned.yaml;
+#   3. bench/tune.py gemm --only TUNE (default: split-K at M <= 512, the
+#      144-column M <= 512 tiles, and ping-pong on 128 x 96 tiles, for the
+#      plain GEMM and for the GELU epilogue alone), its cache kept, its
+#      winners written to $OUT/L/gemm_fp8.tuned.yaml;
+#   3b. the tuned spec (TUNED, or step 3's winners): its instances
+#      precompiled, then bench/gemm_check.py over it (bytes and times);
 #   4. Nsight Compute of cuBLAS and jitk at the M = 512 shapes NCU names
 #      (default the three not yet profiled: 3072 x 3072, 12288 x 3072,
 #      3072 x 12288);
 #   5. the Qwen-Image block, (b), (c), (e) and (E) (examples/qwen_image_block.py).
 #
-# STEPS names the steps after the first to run (default: check overhead
-# tune ncu block).
+# STEPS names the steps after the first to run (default: scratch check
+# tune tuned overhead ncu block).
 #
 # Carry the build (JITK_BUILD, default .dev/b from bench/device_stage.sh)
 # and the cutlass package's include directory (or .dev/cutlass_inc.tgz,
@@ -33,13 +35,16 @@ OUT=${OUT:-/tmp/jitk-out}
 b=${JITK_BUILD:-.dev/b}
 LIM=${LIM:-560}
 # the steps after the first, by name (the first always runs)
-STEPS=${STEPS-check overhead tune ncu block}
+STEPS=${STEPS-scratch check tune tuned overhead ncu block}
 for s in $STEPS; do
-	case $s in check | overhead | tune | ncu | block) ;;
-	*) echo "gemm_classes.sh: unknown step '$s' (check overhead tune ncu block)" >&2; exit 2 ;;
+	case $s in scratch | check | overhead | tune | tuned | ncu | block) ;;
+	*) echo "gemm_classes.sh: unknown step '$s' (scratch check tune tuned overhead ncu block)" >&2; exit 2 ;;
 	esac
 done
-TUNE=${TUNE:-'M<=512: 128x144|M<=512: 128x192 c2x1|M<=512: 128x128 c2x1|ping-pong 128x96'}
+TUNE=${TUNE:-'split-K|M<=512: 128x144|ping-pong 128x96'}
+# TUNED: a gemm_fp8.yaml that tune.py wrote (step 3's, or one carried from
+# an earlier call): step 3b checks its bytes and times it against cuBLAS
+TUNED=${TUNED:-}
 NCU=${NCU:-"512:3072:3072 512:12288:3072 512:3072:12288"}
 version=$(sed -n 's/^#define JITK_VERSION "\(.*\)"/\1/p' runtime/include/jitk/version.h)
 export JITK_PACKAGE_CUTLASS=${JITK_PACKAGE_CUTLASS:-$PWD/.pydeps/cutlass_library/source/include}
@@ -100,6 +105,15 @@ wait $ext
 stamp extension $?
 save
 
+# 1b. the runtime's scratch on the GPU (test_gpu's scratch family: the
+# parts through scratch == one pass, on one stream, two, and a graph)
+if want scratch && fits 90 scratch; then
+	JITK_TEST_ONLY=scratch JITK_TEST_TIMEOUT=60 timeout 80 "$b/tests/test_gpu" >"$L/scratch.log" 2>&1
+	stamp "test_gpu scratch" $?
+	grep -E "scratch family|PASSED|FAILED|SKIP" "$L/scratch.log"
+	save
+fi
+
 # 2. bytes and times against cuBLAS
 if want check && fits 200 gemm_check; then
 	timeout 200 python3 bench/gemm_check.py >"$L/gemm_check.log" 2>&1
@@ -127,6 +141,29 @@ if want tune && fits 300 tune; then
 		--write "$L/gemm_fp8.tuned.yaml" >"$L/tune.log" 2>&1
 	stamp tune $?
 	grep -E "^# class|FAILED" "$L/tune.log"
+	save
+fi
+
+# 3b. the tuned spec (TUNED, else step 3's): its instances, then its bytes
+# (fused == split, the float64 reference) and times against cuBLAS
+[ -z "$TUNED" ] && [ -s "$L/gemm_fp8.tuned.yaml" ] && TUNED=$L/gemm_fp8.tuned.yaml
+if want tuned && [ -n "$TUNED" ] && fits 260 tuned; then
+	T=/tmp/jitk-tuned
+	rm -rf "$T" && mkdir -p "$T/specs"
+	for f in specs/*.yaml; do
+		sed -e "s|template: ../templates/|template: $PWD/templates/|" \
+			-e "s|path: ../templates/|path: $PWD/templates/|" "$f" >"$T/specs/$(basename "$f")"
+	done
+	sed -e "s|template: ../templates/|template: $PWD/templates/|" "$TUNED" >"$T/specs/gemm_fp8.yaml"
+	diff specs/gemm_fp8.yaml "$TUNED" | grep '^>' >"$L/tuned.diff"
+	JITK_PCH=0 timeout 100 "$b/jitk" precompile gemm_fp8 gemm_fp8_bias gemm_fp8_gelu_tanh_fp8 \
+		gemm_fp8_gelu_tanh_fp8_out gemm_fp8_gate_residual --specs "$T/specs" --arch sm_90 \
+		-j "$(nproc)" >"$L/tuned_precompile.log" 2>&1
+	stamp "tuned precompile" $?
+	tail -1 "$L/tuned_precompile.log"
+	JITK_SPECS=$T/specs timeout 150 python3 bench/gemm_check.py >"$L/gemm_check_tuned.log" 2>&1
+	stamp "gemm_check tuned" $?
+	grep -E "^FAIL|checks|geometric|^\| (4096|512) " "$L/gemm_check_tuned.log"
 	save
 fi
 

@@ -14,7 +14,7 @@ hand, with the table in docs/performance.md.
 
 tune.py gemm [BUILD] [--write FILE] [--only REGEX] [--cache DIR] - the FP8 GEMM's tile
 configurations and the scheduler's swizzle and raster order per size
-class (the spec's M and N classes: M <= 512 with N <= 9216, M <= 512 with
+class (the spec's M and N classes: M <= 512 with N <= 3072, N <= 9216 or
 N > 9216, M > 512; --only: the variants whose label matches, beside the
 shipped one): every variant's instances are precompiled at once into one
 cache (an instance a variant leaves as shipped is one key, compiled
@@ -42,14 +42,17 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-def tiles(cls, tm, tn, cm, cn, pingpong=False, only=None):
+def tiles(cls, tm, tn, cm, cn, pingpong=False, only=None, splits=1):
     """A GEMM variant: one class's tile and cluster (ping-pong or
-    cooperative), for every epilogue or only one (label, entry, [])."""
+    cooperative; split-K in splits when more than 1), for every epilogue
+    or only one (label, entry, [])."""
     where = ("M<=512" if cls == "512" else "M>512") + (", GELU only" if only else "")
     when = f"mclass: [{cls}]" + (f", epilogue: [{only}]" if only else "")
-    return (f"{where}: {'ping-pong ' if pingpong else ''}{tm}x{tn} c{cm}x{cn}",
+    return (f"{where}: {'ping-pong ' if pingpong else ''}{tm}x{tn} c{cm}x{cn}" +
+            (f" split-K {splits}" if splits > 1 else ""),
             f"  - when: {{ {when} }}\n" + ("    schedule: 1\n" if pingpong else "") +
-            f"    tile_m: {tm}\n    tile_n: {tn}\n    cluster_m: {cm}\n    cluster_n: {cn}\n", [])
+            f"    tile_m: {tm}\n    tile_n: {tn}\n    cluster_m: {cm}\n    cluster_n: {cn}\n" +
+            (f"    scheduler: 1\n    splits: {splits}\n" if splits > 1 else ""), [])
 
 
 # (label, tuning entry appended, [(old line, new line)])
@@ -103,7 +106,8 @@ SETS = {
         # the spec's size classes (mclass, nclass): the shapes each holds,
         # and the tuning entry's `when` that reaches its instances only
         "classes": {
-            "M<=512, N<=9216": (lambda m, n: m <= 512 and n <= 9216, {"mclass": "512", "nclass": "9216"}),
+            "M<=512, N<=3072": (lambda m, n: m <= 512 and n <= 3072, {"mclass": "512", "nclass": "3072"}),
+            "M<=512, N<=9216": (lambda m, n: m <= 512 and 3072 < n <= 9216, {"mclass": "512", "nclass": "9216"}),
             "M<=512, N>9216": (lambda m, n: m <= 512 and n > 9216, {"mclass": "512", "nclass": "65536"}),
             "M>512": (lambda m, n: m > 512, {"mclass": "65536"}),
         },
@@ -141,6 +145,17 @@ SETS = {
                 ("65536", 64, 224, 1, 1),
                 ("65536", 128, 96, 1, 1), ("65536", 128, 96, 2, 1), ("65536", 128, 96, 1, 2),
                 ("512", 128, 96, 1, 2),
+            ]
+        ] + [
+            # split-K: the M = 512 tiles L2 holds best (128 x 192, B
+            # multicast over pairs of M tiles; 128 x 128) in 2 to 4 slices
+            # of K, so that N = 3072's 64 tiles fill the SMs. Each slice's
+            # fp32 partial sums pass through the runtime's scratch (a
+            # different order of additions from the unsplit kernel: its
+            # bytes are checked apart, bench/gemm_check.py)
+            tiles(c, tm, tn, cm, cn, splits=sp) for c, tm, tn, cm, cn, sp in [
+                ("512", 128, 192, 2, 1, 2), ("512", 128, 192, 1, 1, 2), ("512", 128, 128, 2, 1, 2),
+                ("512", 128, 192, 2, 1, 3), ("512", 128, 96, 1, 2, 2), ("512", 128, 192, 2, 1, 4),
             ]
         ] + [
             # the same for the MLP's GELU epilogue alone, whose tanhf runs

@@ -563,6 +563,128 @@ template <class P> struct gemm_fp8_sm90_gstore {
 	using type = gemm_fp8_gstore_t<EpiDesc, Desc>;
 };
 
+// Split-K whose scratch is never cleared between launches (the spec's
+// io: scratch, docs/spec-format.md "Scratch"). CUTLASS's stream-K
+// scheduler decomposes the tiles in split-K mode; the reduction across the
+// splits of a tile is the deterministic one of CUTLASS's scheduler, in
+// jitk's layout of the scratch:
+//
+//   [0, gemm_splitk_flag_bytes)   a 32-bit flag per output tile and
+//                                 consumer warp group, 0 between launches
+//   [gemm_splitk_flag_bytes, ...) the fp32 partial sums of every output
+//                                 tile, each warp group's half striped
+//                                 over its threads
+//
+// Split 0 stores its accumulators and adds its K tiles to the flag; split
+// s waits until the flag counts the K tiles of splits 0 .. s-1, adds its
+// accumulators to the sums (one split at a time: a fixed order) and adds
+// its own; the final split waits likewise, adds the sums to its
+// accumulators, sets the flag back to 0 - every earlier split has arrived,
+// and none reads it again - and runs the epilogue. So every launch leaves
+// the flags as it found them, and the scratch, zeroed once when jitk made
+// it, serves the next launch without a memset; the sums need no clearing
+// (split 0 stores), and since the flags come first in every instance of
+// the family (the scratch is the family's, per stream), no instance's sums
+// ever lie where another's flags do. The order of the additions depends on
+// the split count, not on the machine: fused and split kernels of one
+// tuning give the same bytes.
+struct SplitKScheduler {};
+
+constexpr long long gemm_splitk_flag_bytes = 1 << 20;
+
+template <class TileShape, class ClusterShape>
+struct SplitKSelfReset
+	: cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamK<TileShape, ClusterShape> {
+	using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamK<TileShape,
+										      ClusterShape>;
+	using Params = typename Base::Params;
+	using WorkTileInfo = typename Base::WorkTileInfo;
+	using Base::Base;
+
+	template <class FrgTensorC>
+	CUTLASS_DEVICE static void fixup(Params const &params, WorkTileInfo const &work,
+					 FrgTensorC &accumulators, uint32_t num_barriers,
+					 uint32_t barrier_idx)
+	{
+		using Acc = typename FrgTensorC::value_type;
+		using Barriers = cutlass::NamedBarrierManager<
+			cutlass::NumThreadsPerWarpGroup,
+			int(cutlass::arch::ReservedNamedBarriers::StreamkBarrier0), 2>;
+		using Part = cutlass::Array<Acc, decltype(cute::size(FrgTensorC{}))::value>;
+		using Striped = cutlass::BlockStripedReduce<Barriers::ThreadCount, Part>;
+		constexpr long long tile_elems = cute::size<0>(TileShape{}) * cute::size<1>(TileShape{});
+
+		if (!Base::requires_fixup(params, work))
+			return;
+		const uint64_t tile = Base::output_tile_index(params, work);
+		const int flag = int(tile * num_barriers + barrier_idx);
+		const int t = int(threadIdx.x % Barriers::ThreadCount);
+		uint8_t *ws = reinterpret_cast<uint8_t *>(params.reduction_workspace_);
+		int *flags = reinterpret_cast<int *>(ws);
+		Part *sums = reinterpret_cast<Part *>(
+			reinterpret_cast<Acc *>(ws + gemm_splitk_flag_bytes) + tile_elems * tile +
+			(long long)cute::size(FrgTensorC{}) * barrier_idx * Barriers::ThreadCount);
+		Part &mine = *reinterpret_cast<Part *>(accumulators.data());
+
+		if (!Base::compute_epilogue(work, params)) {
+			if (work.K_idx == 0) {
+				Striped::store(sums, mine, t);
+			} else {
+				Barriers::wait_eq(barrier_idx, flags, t, flag, int(work.K_idx));
+				Striped::reduce(sums, mine, t);
+			}
+			Barriers::arrive_inc(barrier_idx, flags, t, flag, int(work.k_tile_count));
+		} else {
+			Barriers::wait_eq(barrier_idx, flags, t, flag, int(work.K_idx));
+			Striped::load_add(mine, sums, t);
+			if (t == 0)
+				flags[flag] = 0;
+		}
+	}
+
+	// Where the kernel may let the next grid launch (launch.programmatic:
+	// CUTLASS_ENABLE_GDC_FOR_SM90): the base's test binds a member of a
+	// const object to a non-const reference, which does not compile. Any
+	// tile will do: it is a hint (the next grid waits in
+	// griddepcontrol.wait until this one has finished), and the grid is
+	// persistent, so every CTA of it is resident before any can trigger.
+	CUTLASS_DEVICE bool is_last_tile(WorkTileInfo, uint32_t = 1) const { return true; }
+};
+
+// The elements (fp32) of scratch a split-K launch of m x n takes: the
+// flags, then the partial sums of every output tile (whole clusters,
+// whole swizzles). The spec's scratch shape says the same; the builder
+// refuses a launch whose scheduler would index past it.
+template <class P>
+CUTLASS_HOST_DEVICE constexpr long long gemm_fp8_splitk_elems(long long m, long long n)
+{
+	const long long sw = P::swizzle > 0 ? P::swizzle : 1;
+	const long long bm = P::tile_m * P::cluster_m * sw, bn = P::tile_n * P::cluster_n * sw;
+	const long long tiles = (m + bm - 1) / bm * (P::cluster_m * sw) * ((n + bn - 1) / bn) *
+				(P::cluster_n * sw);
+	return gemm_splitk_flag_bytes / 4 + tiles * P::tile_m * P::tile_n;
+}
+
+} // namespace gemm
+} // namespace jitk
+
+namespace cutlass::gemm::kernel::detail {
+template <class TileShape, class ClusterShape, uint32_t Stages>
+struct TileSchedulerSelector<jitk::gemm::SplitKScheduler, arch::Sm90, TileShape, ClusterShape,
+			     Stages> {
+	using Scheduler = jitk::gemm::SplitKSelfReset<TileShape, ClusterShape>;
+};
+} // namespace cutlass::gemm::kernel::detail
+
+namespace jitk {
+namespace gemm {
+
+// P::splits: the split-K count (the spec's tuning; a parameter struct
+// without it, bench/gemm_proto's, has 1).
+template <class P, class = void> struct splits_of : cute::integral_constant<int, 1> {};
+template <class P>
+struct splits_of<P, cute::void_t<decltype(P::splits)>> : cute::integral_constant<int, int(P::splits)> {};
+
 template <class P>
 struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
 	using Kind = gemm_fp8_kind<P>;
@@ -581,8 +703,11 @@ struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
 				    cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum,
 				    cutlass::gemm::KernelTmaWarpSpecializedPingpong>>;
 	using EpilogueSchedule = typename gemm_fp8_sm90_gstore<P>::EpilogueSchedule;
-	using TileScheduler = cute::conditional_t<int(P::scheduler) == int(GemmScheduler::stream_k),
-						  cutlass::gemm::StreamKScheduler,
+	static constexpr int splits = splits_of<P>::value;
+	static constexpr bool split_k = int(P::scheduler) == int(GemmScheduler::stream_k);
+	static_assert(split_k ? splits >= 2 : splits == 1,
+		      "split-K (scheduler stream_k) takes 2 or more splits, the persistent scheduler 1");
+	using TileScheduler = cute::conditional_t<split_k, SplitKScheduler,
 						  cutlass::gemm::PersistentScheduler>;
 	// The epilogue tile is the spec's (epi_m x epi_n), which its out, q and
 	// residual descriptors box: what EpilogueTileAuto picks for the
@@ -607,7 +732,7 @@ struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
 	// GemmUniversal::to_underlying_arguments without its host-only SM
 	// query (sm_count is jitk's), member by member: the ping-pong
 	// kernel's Params has no workspace.
-	static CUTLASS_DEVICE Params params(typename Kernel::Arguments const &x)
+	static CUTLASS_DEVICE Params params(typename Kernel::Arguments const &x, void *workspace)
 	{
 		using K = Kernel;
 		auto shape = x.problem_shape;
@@ -619,7 +744,7 @@ struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
 		p.hw_info = x.hw_info;
 		p.scheduler = K::TileScheduler::to_underlying_arguments(
 			shape, typename K::TileShape{}, typename K::ClusterShape{}, x.hw_info,
-			x.scheduler, nullptr,
+			x.scheduler, workspace,
 			K::CollectiveEpilogue::get_store_pipe_increment(typename K::TileShape{}));
 		return p;
 	}
@@ -671,9 +796,9 @@ gemm_fp8(CUTLASS_GRID_CONSTANT typename gemm::gemm_fp8_kernel_t<P>::Params const
 // Arguments, in the spec's order: descriptors of a, b, out (the D store,
 // or gelu_tanh_fp8_out's g store), q (gelu's D store), residual (the C
 // load); then a, b, a_scale, b_scale, bias, out,
-// q, out_scale, gate, residual, m, n, k, L (rows per gate batch), B (gate
-// batches). Those an
-// instance does not take arrive as 0.
+// q, out_scale, gate, residual, ws (split-K's scratch), m, n, k, L (rows
+// per gate batch), B (gate batches). Those an instance does not take
+// arrive as 0.
 template <class P>
 __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ jitk_tensor_map a_map,
 				const __grid_constant__ jitk_tensor_map b_map,
@@ -682,8 +807,8 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 				const __grid_constant__ jitk_tensor_map c_map, const fp8_e4m3 *a,
 				const fp8_e4m3 *b, const float *a_scale, const float *b_scale,
 				const bf16 *bias, bf16 *d, fp8_e4m3 *q, const float *out_scale,
-				const bf16 *gate, const bf16 *residual, long long m, long long n,
-				long long k, long long L, long long B)
+				const bf16 *gate, const bf16 *residual, float *ws, long long m,
+				long long n, long long k, long long L, long long B)
 {
 	using namespace cute;
 	using T = gemm::gemm_fp8_traits<P>;
@@ -754,8 +879,22 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	using Raster = typename K::TileScheduler::RasterOrderOptions;
 	x.scheduler.raster_order = P::raster == 1 ? Raster::AlongM
 				   : P::raster == 2 ? Raster::AlongN : Raster::Heuristic;
+	if constexpr (T::split_k) {
+		using S = typename K::TileScheduler;
+		x.scheduler.splits = T::splits;
+		x.scheduler.decomposition_mode = S::DecompositionMode::SplitK;
+		x.scheduler.reduction_mode = S::ReductionMode::Deterministic;
+	}
 	x.hw_info = cutlass::KernelHardwareInfo{0, out->sm_count, 0};
-	typename K::Params p = T::params(x);
+	typename K::Params p = T::params(x, ws);
+	if constexpr (T::split_k) {
+		// what the scheduler will index: no more than the scratch holds
+		const long long tiles = (long long)p.scheduler.units_per_problem_;
+		if (!ws || tiles * 2 * 4 > gemm::gemm_splitk_flag_bytes ||
+		    gemm::gemm_splitk_flag_bytes / 4 + tiles * P::tile_m * P::tile_n >
+			    gemm::gemm_fp8_splitk_elems<P>(m, n))
+			return; /* no jitk_params_out: the launch is refused, naming the builder */
+	}
 	memcpy((void *)p.mainloop.tma_load_a.get_tma_descriptor(), &a_map, sizeof(a_map));
 	memcpy((void *)p.mainloop.tma_load_b.get_tma_descriptor(), &b_map, sizeof(b_map));
 	if constexpr (T::sm100) {

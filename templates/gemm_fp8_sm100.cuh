@@ -31,6 +31,8 @@ template <class P>
 struct gemm_fp8_sm100 : gemm_fp8_evt<P, typename gemm_fp8_sm100_gstore<P>::type> {
 	using Kind = gemm_fp8_kind<P>;
 	static constexpr bool sm100 = true;
+	static constexpr bool split_k = false; // the persistent (CLC) scheduler only
+	static constexpr int splits = 1;
 	// One CTA per MMA (1-SM UMMA: M = 64 or 128 rows), accumulators in
 	// tensor memory (fp32, 512 columns: tile_n <= 256 double-buffers them).
 	// There is no fast-accumulation variant: UMMA's fp32 accumulation is
@@ -58,7 +60,7 @@ struct gemm_fp8_sm100 : gemm_fp8_evt<P, typename gemm_fp8_sm100_gstore<P>::type>
 	static constexpr int smem_bytes = Kernel::SharedStorageSize;
 
 	// sm_100's to_underlying_arguments queries nothing: CUTLASS's own.
-	static CUTLASS_DEVICE Params params(typename Kernel::Arguments const &x)
+	static CUTLASS_DEVICE Params params(typename Kernel::Arguments const &x, void *)
 	{
 		return Kernel::to_underlying_arguments(x, nullptr);
 	}

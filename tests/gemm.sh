@@ -38,13 +38,16 @@ for f in big bigwide; do
 	grep -q "^  builder:  jitk::gemm_fp8_params<gemm_fp8_bias_mclass_65536> " "$w/$f.txt"
 	grep -q "tile_n=192 .*cluster_m=1 cluster_n=1 .*sm100=0 block_threads=384 " "$w/$f.txt"
 done
-# explain says which instances are one translation unit
-grep -qF "shares:   gemm_fp8_bias[mclass=65536,nclass=65536] (one translation unit" "$w/big.txt"
-grep -qF "shares:   gemm_fp8_bias[mclass=65536,nclass=9216] (one translation unit" "$w/bigwide.txt"
-if grep -q "shares:" "$w/small.txt"; then echo "gemm_fp8_bias[mclass=512,nclass=9216] shares a unit?"; exit 1; fi
+# explain says which instances are one translation unit: M > 512's three
+# N classes; at M <= 512 the first two (they tune alike, named for the
+# first), not the third
+grep -qF "shares:   gemm_fp8_bias[mclass=65536,nclass=3072], gemm_fp8_bias[mclass=65536,nclass=65536] (one translation unit" "$w/big.txt"
+grep -qF "shares:   gemm_fp8_bias[mclass=65536,nclass=3072], gemm_fp8_bias[mclass=65536,nclass=9216] (one translation unit" "$w/bigwide.txt"
+grep -qF "shares:   gemm_fp8_bias[mclass=512,nclass=3072] (one translation unit" "$w/small.txt"
+if grep -q "shares:" "$w/smallwide.txt"; then echo "gemm_fp8_bias[mclass=512,nclass=65536] shares a unit?"; exit 1; fi
 grep -q "b_map .*box \[192, 128\], swizzle 128" "$w/big.txt"
 grep -q "a_map .*box \[128, 128\], swizzle 128" "$w/big.txt"
-grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_512_nclass_9216>$" "$w/small.txt"
+grep -q "^  kernel:   jitk::gemm_fp8<gemm_fp8_bias_mclass_512_nclass_3072>$" "$w/small.txt"
 grep -q "tile_n=96 .*cluster_m=1 cluster_n=2 " "$w/small.txt"
 grep -q "a_map .*box \[64, 128\], swizzle 128" "$w/small.txt"
 grep -q "b_map .*box \[96, 128\], swizzle 128" "$w/small.txt"
@@ -93,6 +96,26 @@ if "$jitk" explain 'gemm_fp8[mclass=512]' --arch sm_90a --specs "$w/t/specs" >"$
 	exit 1
 fi
 grep -q "tiles are 16-column multiples" "$w/x136.txt"
+# split-K (scheduler 1) at M <= 512: the runtime's scratch, sized by the
+# spec; 1 split, ping-pong or sm_100 with it are refused at the constraint
+cp specs/gemm_fp8.yaml "$w/t/specs/gemm_fp8.yaml"
+printf '  - when: { mclass: [512] }\n    scheduler: 1\n    splits: 2\n    tile_n: 192\n    cluster_m: 2\n    cluster_n: 1\n' >"$w/sk.txt"
+sed -i "/^  - when: { mclass: \[512\], nclass: \[65536\] }$/{
+r $w/sk.txt
+N
+}" "$w/t/specs/gemm_fp8.yaml"
+"$jitk" explain 'gemm_fp8_bias[mclass=512,nclass=3072]' --arch sm_90a --specs "$w/t/specs" >"$w/sk90.txt" 2>&1 ||
+	{ cat "$w/sk90.txt"; exit 1; }
+grep -q "scheduler=1 splits=2 " "$w/sk90.txt"
+grep -q "^    ws  *scratch f32 " "$w/sk90.txt"
+"$jitk" explain 'gemm_fp8_bias[mclass=65536,nclass=3072]' --arch sm_90a --specs "$w/t/specs" >"$w/sk90big.txt" 2>&1
+grep -q "scheduler=0 splits=1 " "$w/sk90big.txt"
+sed -i 's/^    splits: 2$/    splits: 1/' "$w/t/specs/gemm_fp8.yaml"
+if "$jitk" explain 'gemm_fp8_bias[mclass=512,nclass=3072]' --arch sm_90a --specs "$w/t/specs" >"$w/sk1.txt" 2>&1; then
+	echo "split-K in 1 split was taken"
+	exit 1
+fi
+grep -q "split-K (scheduler 1) takes 2 to 16 splits" "$w/sk1.txt"
 echo "gemm: explain in $(($(date +%s) - t0)) s"
 start=$(date +%s)
 # (no PCH: the second target's compile would make one and gain nothing)

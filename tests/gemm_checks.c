@@ -170,24 +170,30 @@ static void test_bad_input_is_refused_before_launch(void **state)
 	refused(f, "a");
 }
 
-/* The size classes: M = 512 takes an mclass=512 instance (sm_90: 128 x 96
- * tiles over a 1 x 2 cluster, 128 x 192 over 2 x 1 for N > 9216; sm_100:
- * 128 x 128), which gemm.sh did not precompile: the call says which it
- * needed. */
+/* The size classes: M = 512 takes an mclass=512 instance of its N class
+ * (sm_90: 128 x 96 tiles over a 1 x 2 cluster up to N = 9216, 128 x 192
+ * over 2 x 1 beyond; sm_100: 128 x 128), which gemm.sh did not
+ * precompile: the call says which it needed. */
 static void test_small_m_takes_its_own_instance(void **state)
 {
+	static const struct {
+		int64_t n;
+		const char *instance;
+	} want[] = {
+		{ 3072, "mclass=512,nclass=3072" },
+		{ 9216, "mclass=512,nclass=9216" },
+		{ 12288, "mclass=512,nclass=65536" },
+	};
 	fixture *f = *state;
+	size_t i;
 
-	problem(f, 512, 3072, 3072);
-	assert_int_not_equal(call(f), 0);
-	if (!strstr(jitk_error_last()->message, "mclass=512,nclass=9216"))
-		fail_msg("'%s' does not name the mclass=512,nclass=9216 instance",
-			 jitk_error_last()->message);
-	problem(f, 512, 12288, 3072);
-	assert_int_not_equal(call(f), 0);
-	if (!strstr(jitk_error_last()->message, "mclass=512,nclass=65536"))
-		fail_msg("'%s' does not name the mclass=512,nclass=65536 instance",
-			 jitk_error_last()->message);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		problem(f, 512, want[i].n, 3072);
+		assert_int_not_equal(call(f), 0);
+		if (!strstr(jitk_error_last()->message, want[i].instance))
+			fail_msg("N = %lld: '%s' does not name the %s instance", (long long)want[i].n,
+				 jitk_error_last()->message, want[i].instance);
+	}
 	assert_int_equal(f->fake.nlaunches, 0);
 }
 

@@ -182,9 +182,11 @@ static void test_keys(void **state)
 	free(specs);
 }
 
-/* A family NAME with two size classes (mclass by m, nclass by n) and the
- * tuning entries TUNING, its template using P::threads. */
-static void size_class_family(const char *dir, const char *name, const char *tuning)
+/* A family NAME with two size classes (mclass by m, nclass by n: the
+ * values NVALS, "64, 1024" when NULL) and the tuning entries TUNING, its
+ * template using P::threads. */
+static void size_class_family_n(const char *dir, const char *name, const char *nvals,
+				const char *tuning)
 {
 	char *p, file[64];
 
@@ -193,13 +195,13 @@ static void size_class_family(const char *dir, const char *name, const char *tun
 	t_writef(p, "family: %s\ntemplate: %s.cuh\nkernel: %sk\n"
 		    "params:\n"
 		    "  mclass: { type: int, values: [512, 4096], size_of: m }\n"
-		    "  nclass: { type: int, values: [64, 1024], size_of: n }\n"
+		    "  nclass: { type: int, values: [%s], size_of: n }\n"
 		    "tuning:\n%s"
 		    "args:\n  x: { type: f32, shape: [m, n], io: out }\n  m: { type: i64 }\n"
 		    "  n: { type: i64 }\n"
 		    "launch:\n  grid: m\n  block: threads\n"
-		    "symbols:\n  %s: { params: { mclass: [512, 4096], nclass: [64, 1024] } }\n",
-		 name, name, name, tuning, name);
+		    "symbols:\n  %s: { params: { mclass: [512, 4096], nclass: [%s] } }\n",
+		 name, name, name, nvals ? nvals : "64, 1024", tuning, name, nvals ? nvals : "64, 1024");
 	free(p);
 	snprintf(file, sizeof(file), "%s.cuh", name);
 	p = t_path(dir, file);
@@ -207,6 +209,11 @@ static void size_class_family(const char *dir, const char *name, const char *tun
 		    "{ if (threadIdx.x < P::threads && blockIdx.x < m) x[blockIdx.x * n] = 1.0f; }\n",
 		 name);
 	free(p);
+}
+
+static void size_class_family(const char *dir, const char *name, const char *tuning)
+{
+	size_class_family_n(dir, name, NULL, tuning);
 }
 
 /* The name expression of NAME on ARCH holds WANT. */
@@ -224,6 +231,18 @@ static void name_has(jitk_compiler *c, const char *name, const char *arch, const
 	jitk__tu_free(&tu);
 }
 
+/* Instances X and Y on ARCH are one translation unit (SAME) or two. */
+static void one_unit(jitk_compiler *c, const char *x, const char *y, const char *arch, int same)
+{
+	uint8_t a[JITK_HASH_SIZE], b[JITK_HASH_SIZE];
+
+	key_of(c, x, arch, a);
+	key_of(c, y, arch, b);
+	if (!memcmp(a, b, JITK_HASH_SIZE) != !!same)
+		fail_msg("%s and %s on %s: %s", x, y, arch,
+			 same ? "two translation units, not one" : "one translation unit, not two");
+}
+
 /* Size classes (size_of) choose tuning, never the math: they are not
  * members of the parameter struct, and instances that differ in them
  * alone and tune alike share one translation unit - one key, one compile
@@ -232,7 +251,6 @@ static void test_size_class_keys(void **state)
 {
 	char *dir = t_tmpdir(), *cache = t_path(dir, "cache");
 	jitk_compiler *c;
-	uint8_t a[JITK_HASH_SIZE], b[JITK_HASH_SIZE];
 	jitk_origin o1, o2;
 
 	(void)state;
@@ -249,33 +267,35 @@ static void test_size_class_keys(void **state)
 	size_class_family(dir, "sx", "  - threads: 128\n"
 				     "  - when: { mclass: [512], nclass: [1024] }\n    threads: 64\n"
 				     "  - when: { mclass: [4096], nclass: [64] }\n    threads: 64\n");
+	/* three N classes, the first two alike at M = 512: named for the
+	 * first, one unit; the third apart */
+	size_class_family_n(dir, "s3", "64, 1024, 8192",
+			    "  - threads: 128\n"
+			    "  - when: { mclass: [512], nclass: [8192] }\n    threads: 64\n");
 	c = t_compiler(dir, cache, NULL, NULL);
+
+	one_unit(c, "s3[mclass=512,nclass=64]", "s3[mclass=512,nclass=1024]", "sm_90", 1);
+	name_has(c, "s3[mclass=512,nclass=1024]", "sm_90", "s3k<s3_nclass_64>");
+	one_unit(c, "s3[mclass=512,nclass=64]", "s3[mclass=512,nclass=8192]", "sm_90", 0);
+	name_has(c, "s3[mclass=512,nclass=8192]", "sm_90", "s3k<s3_mclass_512_nclass_8192>");
 
 	/* N = 64 tunes alike for both M: one translation unit, the M class
 	 * (the first in order) left out of its name */
-	key_of(c, "sc[mclass=512,nclass=64]", "sm_90", a);
-	key_of(c, "sc[mclass=4096,nclass=64]", "sm_90", b);
-	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	one_unit(c, "sc[mclass=512,nclass=64]", "sc[mclass=4096,nclass=64]", "sm_90", 1);
 	name_has(c, "sc[mclass=4096,nclass=64]", "sm_90", "sck<sc_nclass_64>");
 	/* (4096, 1024) tunes as they do, but leaving out both classes would
 	 * name (512, 1024) too: it leaves out N alone, a unit of its own */
-	key_of(c, "sc[mclass=4096,nclass=1024]", "sm_90", b);
-	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
+	one_unit(c, "sc[mclass=512,nclass=64]", "sc[mclass=4096,nclass=1024]", "sm_90", 0);
 	name_has(c, "sc[mclass=4096,nclass=1024]", "sm_90", "sck<sc_mclass_4096>");
 	/* (512, 1024) tunes apart, named for both of its classes */
-	key_of(c, "sc[mclass=512,nclass=1024]", "sm_90", b);
-	assert_memory_not_equal(a, b, JITK_HASH_SIZE);
+	one_unit(c, "sc[mclass=512,nclass=64]", "sc[mclass=512,nclass=1024]", "sm_90", 0);
 	name_has(c, "sc[mclass=512,nclass=1024]", "sm_90", "sck<sc_mclass_512_nclass_1024>");
 	/* sm_100's entry sets them all alike: one for all four */
-	key_of(c, "sc[mclass=512,nclass=1024]", "sm_100", a);
-	key_of(c, "sc[mclass=4096,nclass=64]", "sm_100", b);
-	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	one_unit(c, "sc[mclass=512,nclass=1024]", "sc[mclass=4096,nclass=64]", "sm_100", 1);
 	name_has(c, "sc[mclass=512,nclass=1024]", "sm_100", "sck<sc>");
 
 	/* the members in the spec's order, not the entries': one for all */
-	key_of(c, "so[mclass=512,nclass=64]", "sm_90", a);
-	key_of(c, "so[mclass=4096,nclass=1024]", "sm_90", b);
-	assert_memory_equal(a, b, JITK_HASH_SIZE);
+	one_unit(c, "so[mclass=512,nclass=64]", "so[mclass=4096,nclass=1024]", "sm_90", 1);
 	name_has(c, "so[mclass=4096,nclass=1024]", "sm_90", "sok<so>");
 
 	/* two tunings never share a name */

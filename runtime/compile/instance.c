@@ -1028,16 +1028,21 @@ static int same_tuning(const jitk_variant *x, const jitk_variant *y, size_t npar
 	return 1;
 }
 
-/* Which size classes the parameter struct's name leaves out (omit[p]).
- * A size class never reaches the template (it chooses the tuning, never
- * the math), so instances of a symbol that differ in size classes alone
- * and specialize to the same target and tuning may share one translation
- * unit: one key, one compile, one cache entry (docs/spec-format.md). Size
- * classes are left out one at a time, in parameter order, while every
- * instance that differs from this one in the left-out classes alone
- * tunes alike: the instances a name stands for then all compile alike,
- * so no two tunings ever share a name. JITK_ENOMEM, else 0. */
-static int shared_size_classes(const jitk_variant *v, unsigned char *omit)
+/* Which size classes the parameter struct's name leaves out (omit[p]),
+ * and the value it names for the others (rep[p]). A size class never
+ * reaches the template (it chooses the tuning, never the math), so
+ * instances of a symbol that differ in size classes alone and specialize
+ * to the same target and tuning may share one translation unit: one key,
+ * one compile, one cache entry (docs/spec-format.md). Size classes are
+ * left out one at a time, in parameter order, while every instance that
+ * differs from this one in the left-out classes alone tunes alike. A
+ * class that stays in the name names the first of its values that tunes
+ * as this one does (N <= 3072 and N <= 9216 alike: both _nclass_3072),
+ * provided the instance of all those first values tunes alike too; else
+ * this instance's own values. Either way the instances a name stands for
+ * all compile alike, so no two tunings ever share a name. JITK_ENOMEM,
+ * else 0. */
+static int shared_size_classes(const jitk_variant *v, unsigned char *omit, int64_t *rep)
 {
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_symbol *s = in->sym;
@@ -1047,6 +1052,7 @@ static int shared_size_classes(const jitk_variant *v, unsigned char *omit)
 	size_t i, p, q;
 
 	memset(omit, 0, f->nparams);
+	memcpy(rep, in->vals, f->nparams * sizeof(*rep));
 	for (q = 0; q < f->nparams; q++)
 		if (f->params[q].size_of && s->nvals[q] > 1)
 			break;
@@ -1086,6 +1092,35 @@ static int shared_size_classes(const jitk_variant *v, unsigned char *omit)
 				omit[p] = 0; /* it stands for one that tunes apart */
 		}
 	}
+	/* the classes named: each its first value that tunes alike, the
+	 * others as this instance has them */
+	for (p = 0; p < f->nparams; p++) {
+		if (!f->params[p].size_of || s->nvals[p] < 2 || omit[p])
+			continue;
+		for (i = 0; i < s->ninsts; i++) {
+			const spec_instance *o = &v->set->insts[s->first + i];
+
+			for (q = 0; q < f->nparams; q++)
+				if (q != p && o->vals[q] != in->vals[q])
+					break;
+			if (q == f->nparams && alike[i]) {
+				rep[p] = o->vals[p];
+				break;
+			}
+		}
+	}
+	/* ... where the instance of all those values tunes alike too */
+	for (i = 0; i < s->ninsts; i++) {
+		const spec_instance *o = &v->set->insts[s->first + i];
+
+		for (q = 0; q < f->nparams; q++)
+			if (o->vals[q] != rep[q])
+				break;
+		if (q == f->nparams)
+			break;
+	}
+	if (i == s->ninsts || !alike[i])
+		memcpy(rep, in->vals, f->nparams * sizeof(*rep));
 	free(sib);
 	free(alike);
 	return 0;
@@ -1119,7 +1154,8 @@ static void render_members(jbuf *b, const jitk_variant *v)
  * instance a kernel is - less the size classes its tuning does not
  * depend on (shared_size_classes), which would make instances that
  * compile alike differ in name. */
-static void render_struct_name(jbuf *b, const jitk_variant *v, const unsigned char *omit)
+static void render_struct_name(jbuf *b, const jitk_variant *v, const unsigned char *omit,
+			       const int64_t *rep)
 {
 	const spec_instance *in = &v->set->insts[v->inst];
 	const spec_symbol *s = in->sym;
@@ -1134,7 +1170,7 @@ static void render_struct_name(jbuf *b, const jitk_variant *v, const unsigned ch
 		if (s->nvals[i] < 2 || omit[i])
 			continue;
 		jitk__jbuf_printf(b, "_%s_", f->params[i].name);
-		for (t = jitk__spec_value_text(&f->params[i], in->vals[i], buf); *t; t++)
+		for (t = jitk__spec_value_text(&f->params[i], rep[i], buf); *t; t++)
 			jitk__jbuf_put(b, *t == '-' ? "m" : t, 1);
 	}
 }
@@ -1159,19 +1195,20 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	const spec_family *f = in->sym->fam;
 	char target[JITK_ARCH_STRLEN];
 	unsigned char omit[SPEC_MAX_NAMES]; /* size classes left out of the name */
+	int64_t rep[SPEC_MAX_NAMES];        /* the values the name says */
 	jbuf src, ex, bx;
 	const char *sep;
 	size_t i, n = 0;
 	int rc;
 
 	memset(tu, 0, sizeof(*tu));
-	if ((rc = shared_size_classes(v, omit)))
+	if ((rc = shared_size_classes(v, omit, rep)))
 		return rc;
 	jitk__jbuf_init(&src);
 	jitk__jbuf_init(&ex);
 	jitk__jbuf_init(&bx);
 	jitk__jbuf_printf(&ex, "%s<", f->kernel);
-	render_struct_name(&ex, v, omit);
+	render_struct_name(&ex, v, omit, rep);
 	jitk__jbuf_puts(&ex, ">");
 
 	jitk__arch_format(target, v->target);
@@ -1182,7 +1219,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 		if (omit[i])
 			continue;
 		jitk__jbuf_printf(&src, "%s%s=%s", sep, f->params[i].name,
-				  jitk__spec_value_text(&f->params[i], in->vals[i], buf));
+				  jitk__spec_value_text(&f->params[i], rep[i], buf));
 		sep = " ";
 	}
 	jitk__jbuf_printf(&src, "), target %s\n", target);
@@ -1210,7 +1247,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 	jitk__jbuf_puts(&src, tpl->text);
 	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");
-	render_struct_name(&src, v, omit);
+	render_struct_name(&src, v, omit, rep);
 	jitk__jbuf_puts(&src, " {\n");
 	render_members(&src, v);
 	jitk__jbuf_puts(&src, "};\n");
@@ -1223,7 +1260,7 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 		/* The builder takes the args after where it writes; the kernel
 		 * takes what it wrote (any one parameter). */
 		jitk__jbuf_printf(&bx, "%s<", f->builder);
-		render_struct_name(&bx, v, omit);
+		render_struct_name(&bx, v, omit, rep);
 		jitk__jbuf_puts(&bx, ">");
 	}
 	jitk__jbuf_printf(&src, "static_assert(jitk_check::same<decltype(&%s), void (*)(%s",
