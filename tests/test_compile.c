@@ -272,7 +272,19 @@ static void test_size_class_keys(void **state)
 	size_class_family_n(dir, "s3", "64, 1024, 8192",
 			    "  - threads: 128\n"
 			    "  - when: { mclass: [512], nclass: [8192] }\n    threads: 64\n");
+	/* a name that leaves M out stands for every M: N = 64 may not name
+	 * (512, 1024), since (4096, 64) tunes apart (a review's case, where
+	 * (512, 1024) and (4096, 8192) both became ce_nclass_64) */
+	size_class_family_n(dir, "ce", "64, 1024, 8192",
+			    "  - threads: 128\n"
+			    "  - when: { mclass: [4096], nclass: [64] }\n    threads: 64\n"
+			    "  - when: { nclass: [8192] }\n    threads: 64\n");
 	c = t_compiler(dir, cache, NULL, NULL);
+
+	name_has(c, "ce[mclass=512,nclass=1024]", "sm_90", "cek<ce_nclass_1024>");
+	name_has(c, "ce[mclass=4096,nclass=8192]", "sm_90", "cek<ce_nclass_8192>");
+	one_unit(c, "ce[mclass=512,nclass=1024]", "ce[mclass=4096,nclass=1024]", "sm_90", 1);
+	one_unit(c, "ce[mclass=512,nclass=1024]", "ce[mclass=4096,nclass=8192]", "sm_90", 0);
 
 	one_unit(c, "s3[mclass=512,nclass=64]", "s3[mclass=512,nclass=1024]", "sm_90", 1);
 	name_has(c, "s3[mclass=512,nclass=1024]", "sm_90", "s3k<s3_nclass_64>");

@@ -1028,6 +1028,26 @@ static int same_tuning(const jitk_variant *x, const jitk_variant *y, size_t npar
 	return 1;
 }
 
+/* Every instance of s that a name of the values vals stands for (equal
+ * in each parameter it keeps, anything in those omit leaves out) tunes
+ * alike (alike[], per instance of s). */
+static int names_alike(const spec_symbol *s, const spec_set *set, const unsigned char *alike,
+		       const unsigned char *omit, const int64_t *vals)
+{
+	size_t i, q;
+
+	for (i = 0; i < s->ninsts; i++) {
+		const spec_instance *o = &set->insts[s->first + i];
+
+		for (q = 0; q < s->fam->nparams; q++)
+			if (!omit[q] && o->vals[q] != vals[q])
+				break;
+		if (q == s->fam->nparams && !alike[i])
+			return 0;
+	}
+	return 1;
+}
+
 /* Which size classes the parameter struct's name leaves out (omit[p]),
  * and the value it names for the others (rep[p]). A size class never
  * reaches the template (it chooses the tuning, never the math), so
@@ -1036,12 +1056,12 @@ static int same_tuning(const jitk_variant *x, const jitk_variant *y, size_t npar
  * one compile, one cache entry (docs/spec-format.md). Size classes are
  * left out one at a time, in parameter order, while every instance that
  * differs from this one in the left-out classes alone tunes alike. A
- * class that stays in the name names the first of its values that tunes
- * as this one does (N <= 3072 and N <= 9216 alike: both _nclass_3072),
- * provided the instance of all those first values tunes alike too; else
- * this instance's own values. Either way the instances a name stands for
- * all compile alike, so no two tunings ever share a name. JITK_ENOMEM,
- * else 0. */
+ * class that stays in the name names the first of its values under which
+ * every instance the name stands for tunes as this one does (N <= 3072
+ * and N <= 9216 alike: both _nclass_3072), provided the whole name does;
+ * else this instance's own values. Either way every instance a name stands
+ * for (its kept values, any left-out ones) compiles alike, so no two
+ * tunings ever share a name. JITK_ENOMEM, else 0. */
 static int shared_size_classes(const jitk_variant *v, unsigned char *omit, int64_t *rep)
 {
 	const spec_instance *in = &v->set->insts[v->inst];
@@ -1092,34 +1112,25 @@ static int shared_size_classes(const jitk_variant *v, unsigned char *omit, int64
 				omit[p] = 0; /* it stands for one that tunes apart */
 		}
 	}
-	/* the classes named: each its first value that tunes alike, the
-	 * others as this instance has them */
+	/* the classes named: each its first value that names only instances
+	 * tuned alike, the others as this instance has them; then the whole
+	 * name checked the same way (else this instance's own values, which
+	 * the rule above already checked) */
 	for (p = 0; p < f->nparams; p++) {
+		int64_t own;
+
 		if (!f->params[p].size_of || s->nvals[p] < 2 || omit[p])
 			continue;
+		own = rep[p];
 		for (i = 0; i < s->ninsts; i++) {
-			const spec_instance *o = &v->set->insts[s->first + i];
-
-			for (q = 0; q < f->nparams; q++)
-				if (q != p && o->vals[q] != in->vals[q])
-					break;
-			if (q == f->nparams && alike[i]) {
-				rep[p] = o->vals[p];
+			rep[p] = v->set->insts[s->first + i].vals[p];
+			if (names_alike(s, v->set, alike, omit, rep))
 				break;
-			}
 		}
+		if (i == s->ninsts)
+			rep[p] = own;
 	}
-	/* ... where the instance of all those values tunes alike too */
-	for (i = 0; i < s->ninsts; i++) {
-		const spec_instance *o = &v->set->insts[s->first + i];
-
-		for (q = 0; q < f->nparams; q++)
-			if (o->vals[q] != rep[q])
-				break;
-		if (q == f->nparams)
-			break;
-	}
-	if (i == s->ninsts || !alike[i])
+	if (!names_alike(s, v->set, alike, omit, rep))
 		memcpy(rep, in->vals, f->nparams * sizeof(*rep));
 	free(sib);
 	free(alike);
