@@ -890,10 +890,21 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	if constexpr (T::split_k) {
 		// what the scheduler will index: no more than the scratch holds
 		const long long tiles = (long long)p.scheduler.units_per_problem_;
-		if (!ws || tiles * 2 * 4 > gemm::gemm_splitk_flag_bytes ||
-		    gemm::gemm_splitk_flag_bytes / 4 + tiles * P::tile_m * P::tile_n >
-			    gemm::gemm_fp8_splitk_elems<P>(m, n))
-			return; /* no jitk_params_out: the launch is refused, naming the builder */
+		const char *why = !ws ? "split-K has no scratch (the spec's ws is 0 bytes)"
+				  : tiles * 2 * 4 > gemm::gemm_splitk_flag_bytes
+					  ? "split-K's output tiles need more flags than its 1 MiB holds"
+				  : gemm::gemm_splitk_flag_bytes / 4 + tiles * P::tile_m * P::tile_n >
+						  gemm::gemm_fp8_splitk_elems<P>(m, n)
+					  ? "split-K's tiles need more scratch than the spec's ws gives"
+					  : nullptr;
+		if (why) {
+			int i = 0;
+			for (; why[i] && i < 200; i++)
+				out->params[i] = (unsigned char)why[i];
+			out->params[i] = 0;
+			out->magic = JITK_PARAMS_REFUSED;
+			return;
+		}
 	}
 	memcpy((void *)p.mainloop.tma_load_a.get_tma_descriptor(), &a_map, sizeof(a_map));
 	memcpy((void *)p.mainloop.tma_load_b.get_tma_descriptor(), &b_map, sizeof(b_map));

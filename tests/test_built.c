@@ -251,8 +251,8 @@ static void test_unpatchable_block_is_refused(void **state)
 	jitk_runtime_free(rt);
 }
 
-/* The analysis alone: a block without the magic, and one of too many
- * bytes. */
+/* The analysis alone: a block without the magic, one of too many bytes,
+ * and a builder's refusal. */
 static void test_analyze_refuses_what_no_builder_made(void **state)
 {
 	unsigned char runs[3][4096 + 64];
@@ -276,6 +276,17 @@ static void test_analyze_refuses_what_no_builder_made(void **state)
 					     NULL, 0, why, sizeof(why)),
 			 JITK_EINVAL);
 	assert_non_null(strstr(why, "5000 bytes"));
+	/* a builder that refused: its reason, printable characters only */
+	h[0] = 0x6a69746eu;
+	for (int r = 0; r < 3; r++) {
+		memcpy(runs[r], h, sizeof(h));
+		memcpy(runs[r] + 64, "no room\n\x01" "for this", 18);
+	}
+	assert_int_equal(jitk__built_analyze(&b, &runs[0][0], sizeof(runs[0]),
+					     (const uint64_t(*)[JITK_MAX_SPEC_ARGS])marks, 0, NULL,
+					     NULL, 0, why, sizeof(why)),
+			 JITK_EINVAL);
+	assert_string_equal(why, "it refused these arguments: no room");
 }
 
 /* A size class (size_of): an int parameter whose instance is the one with

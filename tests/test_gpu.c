@@ -824,9 +824,10 @@ static void test_data_only_family(void **state)
 /* Scratch on the GPU (tests/families/scratch: the rows of x summed in 4
  * parts that hand their running sums to one another through the
  * runtime's scratch, split-K's way): the bytes of the one-pass instance
- * and of the host, call after call on one stream (the scratch's flags
- * back to 0 after each), on two streams at once (each its own scratch),
- * and replayed from a CUDA graph. A launch that left a flag set would
+ * and of the host, call after call on one stream at changing widths (the
+ * scratch's flags back to 0 after each), on two streams at once (each its
+ * own scratch), and replayed from a CUDA graph whose capture made its
+ * stream's scratch. A launch that left a flag set would
  * make the next one read a stale sum, or wait for ever: the test's
  * timeout. */
 static void test_scratch_family(void **state)
@@ -835,17 +836,18 @@ static void test_scratch_family(void **state)
 	jitk_runtime_options o = JITK_RUNTIME_OPTIONS_INIT;
 	jitk_compiler_options co = JITK_COMPILER_OPTIONS_INIT;
 	jitk_runtime *srt = NULL;
-	const int64_t rows = 4099, cols = 1000;
-	const size_t n = (size_t)(rows * cols);
-	uint32_t *hx, want[1000], got[1000], flags[1000];
-	CUdeviceptr dx, dout[2];
-	CUstream st[2];
+	enum { ROWS = 4099, WIDE = 2000 };
+	const int64_t widths[] = { 1000, WIDE, 1000 };
+	uint32_t *hx, want[WIDE], got[WIDE], words[2 * WIDE];
+	CUdeviceptr dx, dout[3];
+	CUstream st[3];
 	CUgraph g;
 	CUgraphExec ge;
-	jitk_tensor tout[2], tx;
-	jitk_arg args[2][2];
+	jitk_tensor tout[3], tx;
+	jitk_arg args[3][2];
 	jitk_call_info info = JITK_CALL_INFO_INIT;
-	size_t i, r, k;
+	size_t i, r, k, w;
+	int64_t cols = 1000;
 	char *specs;
 
 	(void)state;
@@ -855,51 +857,62 @@ static void test_scratch_family(void **state)
 	co.cache_dir = "";
 	o.compiler = &co;
 	assert_int_equal(jitk_runtime_new(&srt, &o), 0);
-	hx = malloc(n * 4);
-	for (i = 0; i < n; i++) {
+	hx = malloc((size_t)ROWS * WIDE * 4);
+	for (i = 0; i < (size_t)ROWS * WIDE; i++) {
 		rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
 		hx[i] = (uint32_t)(rng_state >> 32);
 	}
-	for (i = 0; i < (size_t)cols; i++) {
-		want[i] = 0;
-		for (r = 0; r < (size_t)rows; r++)
-			want[i] += hx[r * (size_t)cols + i];
+	dx = dalloc((size_t)ROWS * WIDE * 4);
+	upload(dx, hx, (size_t)ROWS * WIDE * 4);
+	for (k = 0; k < 3; k++) {
+		dout[k] = dalloc(WIDE * 4);
+		CK(cu->cuStreamCreate(&st[k], CU_STREAM_NON_BLOCKING));
 	}
-	dx = dalloc(n * 4);
-	upload(dx, hx, n * 4);
-	{
-		const int64_t shape[2] = { rows, cols }, oshape[1] = { cols };
-
-		assert_int_equal(jitk_tensor_contiguous(&tx, dx, i32, 2, shape), 0);
-		for (k = 0; k < 2; k++) {
-			dout[k] = dalloc((size_t)cols * 4);
-			assert_int_equal(jitk_tensor_contiguous(&tout[k], dout[k], i32, 1, oshape), 0);
-			args[k][0] = (jitk_arg){ "out", JITK_ARG_TENSOR, { .tensor = &tout[k] } };
-			args[k][1] = (jitk_arg){ "x", JITK_ARG_TENSOR, { .tensor = &tx } };
-			CK(cu->cuStreamCreate(&st[k], CU_STREAM_NON_BLOCKING));
-		}
-	}
-	/* one pass, then the parts five times over on one stream */
+	/* x viewed as [ROWS, cols] (contiguous), out[k] as [cols] */
+#define SET_COLS(n)                                                                           \
+	do {                                                                                  \
+		const int64_t shape_[2] = { ROWS, (n) }, oshape_[1] = { (n) };                \
+		cols = (n);                                                                   \
+		assert_int_equal(jitk_tensor_contiguous(&tx, dx, i32, 2, shape_), 0);          \
+		for (size_t k_ = 0; k_ < 3; k_++) {                                           \
+			assert_int_equal(jitk_tensor_contiguous(&tout[k_], dout[k_], i32, 1,   \
+								oshape_), 0);                  \
+			args[k_][0] = (jitk_arg){ "out", JITK_ARG_TENSOR, { .tensor = &tout[k_] } }; \
+			args[k_][1] = (jitk_arg){ "x", JITK_ARG_TENSOR, { .tensor = &tx } };    \
+		}                                                                             \
+		for (size_t c_ = 0; c_ < (size_t)(n); c_++) {                                 \
+			want[c_] = 0;                                                         \
+			for (r = 0; r < ROWS; r++)                                            \
+				want[c_] += hx[r * (size_t)(n) + c_];                           \
+		}                                                                             \
+	} while (0)
+	/* one pass, then the parts five times over on one stream, at one
+	 * width, a wider one and the first again: each launch finds every
+	 * flag 0, wherever the last one put its sums */
+	SET_COLS(1000);
 	assert_int_equal(jitk_call(&info, srt, "tsum[parts=1]", JITK_CALL_STRICT, args[0], 2, st[0]), 0);
 	CK(cu->cuStreamSynchronize(st[0]));
-	download(got, dout[0], sizeof(got));
-	assert_memory_equal(got, want, sizeof(want));
-	for (k = 0; k < 5; k++) {
-		poison(dout[0], sizeof(got), 0xa5);
-		assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[0], 2,
-					   st[0]), 0);
-		CK(cu->cuStreamSynchronize(st[0]));
-		download(got, dout[0], sizeof(got));
-		assert_memory_equal(got, want, sizeof(want));
+	download(got, dout[0], (size_t)cols * 4);
+	assert_memory_equal(got, want, (size_t)cols * 4);
+	for (w = 0; w < sizeof(widths) / sizeof(widths[0]); w++) {
+		SET_COLS(widths[w]);
+		for (k = 0; k < 5; k++) {
+			poison(dout[0], (size_t)cols * 4, 0xa5);
+			assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[0],
+						   2, st[0]), 0);
+			CK(cu->cuStreamSynchronize(st[0]));
+			download(got, dout[0], (size_t)cols * 4);
+			assert_memory_equal(got, want, (size_t)cols * 4);
+		}
 	}
-	/* the flags, where the runtime keeps this stream's scratch */
+	/* the flags (even words), where the runtime keeps this stream's scratch */
 	assert_int_equal(srt->nscratch, 1);
-	download(flags, (CUdeviceptr)srt->scratch[0].ptr, sizeof(flags));
-	for (i = 0; i < (size_t)cols; i++)
-		assert_int_equal(flags[i], 0);
+	download(words, (CUdeviceptr)srt->scratch[0].ptr, sizeof(words));
+	for (i = 0; i < WIDE; i++)
+		assert_int_equal(words[2 * i], 0);
 	/* two streams at once, eight calls each, no wait between */
-	poison(dout[0], sizeof(got), 0x5a);
-	poison(dout[1], sizeof(got), 0x5a);
+	poison(dout[0], WIDE * 4, 0x5a);
+	poison(dout[1], WIDE * 4, 0x5a);
 	CK(cu->cuCtxSynchronize());
 	for (k = 0; k < 16; k++)
 		assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[k % 2], 2,
@@ -907,30 +920,34 @@ static void test_scratch_family(void **state)
 	CK(cu->cuCtxSynchronize());
 	assert_int_equal(srt->nscratch, 2);
 	for (k = 0; k < 2; k++) {
-		download(got, dout[k], sizeof(got));
-		assert_memory_equal(got, want, sizeof(want));
+		download(got, dout[k], (size_t)cols * 4);
+		assert_memory_equal(got, want, (size_t)cols * 4);
 	}
-	/* captured (three calls), replayed twice over a poisoned output */
-	CK(cu->cuStreamBeginCapture(st[1], CU_STREAM_CAPTURE_MODE_GLOBAL));
+	/* captured on a stream that has no scratch yet (made during the
+	 * capture, outside it), three calls, replayed twice over a poisoned
+	 * output */
+	CK(cu->cuStreamBeginCapture(st[2], CU_STREAM_CAPTURE_MODE_GLOBAL));
 	for (k = 0; k < 3; k++)
-		assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[1], 2,
-					   st[1]), 0);
-	CK(cu->cuStreamEndCapture(st[1], &g));
+		assert_int_equal(jitk_call(&info, srt, "tsum[parts=4]", JITK_CALL_STRICT, args[2], 2,
+					   st[2]), 0);
+	CK(cu->cuStreamEndCapture(st[2], &g));
+	assert_int_equal(srt->nscratch, 3);
 	CK(cu->cuGraphInstantiateWithFlags(&ge, g, 0));
 	for (k = 0; k < 2; k++) {
-		poison(dout[1], sizeof(got), 0xc3);
+		poison(dout[2], WIDE * 4, 0xc3);
 		CK(cu->cuCtxSynchronize());
-		CK(cu->cuGraphLaunch(ge, st[1]));
-		CK(cu->cuStreamSynchronize(st[1]));
-		download(got, dout[1], sizeof(got));
-		assert_memory_equal(got, want, sizeof(want));
+		CK(cu->cuGraphLaunch(ge, st[2]));
+		CK(cu->cuStreamSynchronize(st[2]));
+		download(got, dout[2], (size_t)cols * 4);
+		assert_memory_equal(got, want, (size_t)cols * 4);
 	}
-	printf("scratch family: %lld x %lld int32 column sums in 4 parts through scratch == one pass "
-	       "== host: 5 calls on a stream, 16 on two streams, a graph replayed twice\n",
-	       (long long)rows, (long long)cols);
+#undef SET_COLS
+	printf("scratch family: %d rows of int32, column sums in 4 parts through scratch == one pass "
+	       "== host: 15 calls on a stream at widths 1000, 2000, 1000; 16 on two streams; a "
+	       "graph captured with a new scratch, replayed twice\n", ROWS);
 	CK(cu->cuGraphExecDestroy(ge));
 	CK(cu->cuGraphDestroy(g));
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < 3; k++) {
 		CK(cu->cuStreamDestroy(st[k]));
 		CK(cu->cuMemFree(dout[k]));
 	}

@@ -1002,7 +1002,8 @@ static void test_scratch(void **state)
 	jitk_call_info info = JITK_CALL_INFO_INIT;
 	jitk_tensor out, x, w;
 	jitk_arg args[3];
-	const int64_t cols[1] = { 300 }, wide[1] = { 200000 };
+	const int64_t cols[1] = { 300 }, wide[1] = { 150000 }, wider[1] = { 400000 },
+		      widest[1] = { 600000 };
 
 	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, cols), 0);
 	tensor2(&x, ADDR(2), i32, 10, 300);
@@ -1025,23 +1026,41 @@ static void test_scratch(void **state)
 	assert_true(fake.alloc_ptr[1] != fake.alloc_ptr[0]);
 	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
 	assert_int_equal(fake.launches[3].values[2], fake.alloc_ptr[0]);
-	/* more than the stream has: twice as much at least (1.6 MB -> 2 MiB) */
+	/* more than the stream has: twice as much at least (1.2 MB -> 2 MiB,
+	 * where whole MiB alone would make it 2 too; 4.8 MB -> 8 MiB, not 5) */
 	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, wide), 0);
-	tensor2(&x, ADDR(3), i32, 10, 200000);
+	tensor2(&x, ADDR(3), i32, 10, wide[0]);
 	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
 	assert_int_equal(fake.nallocs, 3);
 	assert_int_equal(fake.alloc_bytes[2], 2u << 20);
 	assert_int_equal(fake.launches[4].values[2], fake.alloc_ptr[2]);
+	/* and nothing for a call that launches nothing (no rows to sum) */
+	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, wider), 0);
+	tensor2(&x, ADDR(3), i32, 0, wider[0]);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.nallocs, 3);
+	assert_int_equal(fake.nlaunches, 5);
+	tensor2(&x, ADDR(3), i32, 10, wider[0]);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.nallocs, 4);
+	assert_int_equal(fake.alloc_bytes[3], 4u << 20);
+	assert_int_equal(fake.launches[5].values[2], fake.alloc_ptr[3]);
+	tensor2(&x, ADDR(3), i32, 10, widest[0]);
+	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, widest), 0);
+	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
+	assert_int_equal(fake.nallocs, 5);
+	assert_int_equal(fake.alloc_bytes[4], 8u << 20);
+	assert_int_equal(fake.launches[6].values[2], fake.alloc_ptr[4]);
 	/* and the smaller call takes the larger one from then on */
 	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, cols), 0);
 	tensor2(&x, ADDR(2), i32, 10, 300);
 	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.nallocs, 3);
-	assert_int_equal(fake.launches[5].values[2], fake.alloc_ptr[2]);
+	assert_int_equal(fake.nallocs, 5);
+	assert_int_equal(fake.launches[7].values[2], fake.alloc_ptr[4]);
 	/* an instance whose scratch is 0 bytes gets NULL, and makes none */
 	assert_int_equal(jitk_call(&info, rt, "tsum[parts=1]", JITK_CALL_STRICT, args, 2, s3), 0);
-	assert_int_equal(fake.nallocs, 3);
-	assert_int_equal(fake.launches[6].values[2], 0);
+	assert_int_equal(fake.nallocs, 5);
+	assert_int_equal(fake.launches[8].values[2], 0);
 	/* the caller may not give it */
 	tensor2(&w, ADDR(4), i32, 1, 600);
 	args[2] = targ("work", &w);
@@ -1056,19 +1075,19 @@ static void test_scratch(void **state)
 			 JITK_EDRIVER);
 	assert_non_null(strstr(jitk_error_last()->message,
 			       "bytes of scratch for work could not be made"));
-	assert_int_equal(fake.nlaunches, 7);
+	assert_int_equal(fake.nlaunches, 9);
 	fake.alloc_fail = 0;
 	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
-	assert_int_equal(fake.nallocs, 4);
-	assert_int_equal(fake.launches[7].values[2], fake.alloc_ptr[3]);
+	assert_int_equal(fake.nallocs, 6);
+	assert_int_equal(fake.launches[9].values[2], fake.alloc_ptr[5]);
 	/* another family on the same stream: a scratch of its own (a family
 	 * lays its scratch out as its kernels agree; another may not) */
 	assert_int_equal(jitk_call(&info, rt, "tsum2[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
-	assert_int_equal(fake.nallocs, 5);
-	assert_int_equal(fake.launches[8].values[2], fake.alloc_ptr[4]);
-	/* every scratch, the replaced one too, goes with the runtime */
+	assert_int_equal(fake.nallocs, 7);
+	assert_int_equal(fake.launches[10].values[2], fake.alloc_ptr[6]);
+	/* every scratch, the replaced ones too, goes with the runtime */
 	jitk_runtime_free(rt);
-	assert_int_equal(fake.frees, 5);
+	assert_int_equal(fake.frees, 7);
 	free(specs);
 }
 

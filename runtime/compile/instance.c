@@ -1254,7 +1254,8 @@ int jitk__tu_make(jitk_tu *tu, const jitk_variant *v, const jitk_template *tpl)
 			       "grid[3], block[3], cluster[3], shared_bytes; int sm_count; "
 			       "unsigned pad[3]; "
 			       "alignas(64) unsigned char params[" JITK_STR(JITK_BUILT_MAX) "]; };\n"
-			       "#define JITK_PARAMS_MAGIC 0x6a69746bu\n");
+			       "#define JITK_PARAMS_MAGIC 0x6a69746bu\n"
+			       "#define JITK_PARAMS_REFUSED 0x6a69746eu\n");
 	jitk__jbuf_puts(&src, tpl->text);
 	/* The template's parameters, by name: P::cols, P::threads... */
 	jitk__jbuf_puts(&src, "#line 1 \"jitk-instantiation\"\nstruct ");

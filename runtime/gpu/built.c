@@ -45,6 +45,7 @@ typedef struct {
 
 _Static_assert(sizeof(built_header) == HEADER_BYTES, "jitk_params_out's header is 64 bytes");
 #define BUILT_MAGIC 0x6a69746bu
+#define BUILT_REFUSED 0x6a69746eu /* the builder refused: out->params, why */
 
 int jitk__built_analyze(jitk_built_block *out, const unsigned char *runs, size_t run_bytes,
 			const uint64_t marks[2][JITK_MAX_SPEC_ARGS], size_t nargs,
@@ -58,6 +59,15 @@ int jitk__built_analyze(jitk_built_block *out, const unsigned char *runs, size_t
 
 	for (i = 0; i < 3; i++)
 		memcpy(&h[i], runs + i * run_bytes, sizeof(h[i]));
+	if (h[0].magic == BUILT_REFUSED) {
+		const char *r = (const char *)r0;
+		size_t len = 0;
+
+		while (len < 200 && len < run_bytes - HEADER_BYTES && r[len] >= ' ' && r[len] <= '~')
+			len++;
+		snprintf(why, nwhy, "it refused these arguments: %.*s", (int)len, r);
+		return JITK_EINVAL;
+	}
 	if (h[0].magic != BUILT_MAGIC) {
 		snprintf(why, nwhy, "the builder wrote no jitk_params_out (magic 0x%08x, not 0x%08x)",
 			 (unsigned)h[0].magic, BUILT_MAGIC);

@@ -702,10 +702,23 @@ static int scratch_arg(call *c, const jitk_kernel *k, size_t i, uint64_t *params
 				   "can give (nothing launched)", c->name, a->name, (long long)n,
 				   a->elem->name);
 	c->scratch_bytes[i] = bytes;
-	params[i] = 0;
-	if (!bytes || c->dry)
-		return 0;
-	return jitk__scratch(c->op->rt, c->stream, c->f, (size_t)bytes, c->name, a->name, &params[i]);
+	params[i] = 0; /* given just before the launch (give_scratch) */
+	return 0;
+}
+
+/* The scratch of a call that launches, once every check has passed: the
+ * stream's (per family) for each scratch argument of some size. */
+static int give_scratch(jitk_runtime *rt, const spec_family *f, const char *name,
+			jitk_stream stream, const uint64_t *bytes, uint64_t *params)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < f->nargs; i++)
+		if (bytes[i] && (rc = jitk__scratch(rt, stream, f, (size_t)bytes[i], name,
+						     f->args[i].name, &params[i])))
+			return rc;
+	return 0;
 }
 
 static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
@@ -1080,6 +1093,7 @@ static int call_once(call *c, jitk_call_info *info, const jitk_arg *args, size_t
 				bind_slots(c, k, i, late);
 	if ((rc = bind_scalars(c, k, params)) || (rc = check_tensors(c, k, params)) ||
 	    (rc = encode_tmas(c, k)) || (rc = launch_grid(k, c->slots, &c->grid)) || c->dry ||
+	    (c->grid && (rc = give_scratch(rt, c->f, c->name, stream, c->scratch_bytes, params))) ||
 	    (rc = launch_kernel(k, c->grid, params, c->ntma, c->tma_arg, c->tma, stream)))
 		return rc;
 	c->k = k;
@@ -1345,9 +1359,9 @@ static int memo_call(int *rc, jitk_call_info *info, memo_entry *e, const jitk_ar
 			return 0;
 		}
 	}
-	for (i = 0; i < e->nscratch; i++)
-		if ((*rc = jitk__scratch(e->op->rt, stream, e->k->fam, (size_t)e->scratch_bytes[i], e->instance,
-					 e->k->fam->args[e->scratch_arg[i]].name,
+	for (i = 0; e->grid && i < e->nscratch; i++)
+		if ((*rc = jitk__scratch(e->op->rt, stream, e->k->fam, (size_t)e->scratch_bytes[i],
+					 e->instance, e->k->fam->args[e->scratch_arg[i]].name,
 					 &params[e->scratch_arg[i]])))
 			return 1;
 	info->instance = e->instance;

@@ -345,11 +345,22 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
+static uint64_t scratch_thread_id(void)
+{
+	static atomic_ullong next;
+	static _Thread_local uint64_t id;
+
+	if (!id)
+		id = atomic_fetch_add(&next, 1) + 1;
+	return id;
+}
+
 int jitk__scratch(jitk_runtime *rt, jitk_stream stream, const void *family, size_t bytes,
 		  const char *symbol, const char *arg, uint64_t *ptr)
 {
-	/* CU_STREAM_PER_THREAD is one handle for a stream of each thread */
-	uint64_t thread = stream == (jitk_stream)CU_STREAM_PER_THREAD ? (uint64_t)pthread_self() : 0;
+	/* CU_STREAM_PER_THREAD is one handle for a stream of each thread: the
+	 * thread's id, one no later thread is given (as pthread_self's can be) */
+	uint64_t thread = stream == (jitk_stream)CU_STREAM_PER_THREAD ? scratch_thread_id() : 0;
 	jitk_scratch *sc = NULL;
 	size_t i, want;
 	uint64_t mem;
@@ -377,8 +388,8 @@ int jitk__scratch(jitk_runtime *rt, jitk_stream stream, const void *family, size
 	if ((r = rt->ops->alloc_zeroed(rt->impl, want, &mem))) {
 		pthread_mutex_unlock(&rt->scratch_mu);
 		return jitk__error(JITK_EDRIVER, "%s: %zu bytes of scratch for %s could not be made: "
-				   "%s (nothing launched)", symbol, want, arg,
-				   rt->ops->error_name(rt->impl, r));
+				   "%s (%s not launched)", symbol, want, arg,
+				   rt->ops->error_name(rt->impl, r), symbol);
 	}
 	if (sc) {
 		rt->retired[rt->nretired++] = sc->ptr;

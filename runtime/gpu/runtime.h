@@ -186,8 +186,6 @@ void jitk__built_block_free(jitk_built_block *b);
  * (call.c). */
 int jitk__call_info_clear(jitk_call_info *out);
 
-/* Resolve instance inst. check_capture: consult stream's capture state
- * for the capture policy. */
 /* *ptr: scratch memory (io: scratch) of at least bytes for family's
  * work on stream, every byte 0 when it was made. The family's kernels
  * leave what they rely on as they found it, so its launches on one
@@ -195,6 +193,8 @@ int jitk__call_info_clear(jitk_call_info *out);
  * symbol and arg name it in an error. */
 int jitk__scratch(jitk_runtime *rt, jitk_stream stream, const void *family, size_t bytes,
 		  const char *symbol, const char *arg, uint64_t *ptr);
+/* Resolve instance inst. check_capture: consult stream's capture state
+ * for the capture policy. */
 int jitk__resolve(jitk_kernel **out, jitk_runtime *rt, size_t inst,
 		  int check_capture, jitk_stream stream);
 /* Why instance inst cannot run here (its slot's reason), or NULL. */

@@ -21,8 +21,11 @@ __global__ void tsum(int *out, const int *x, int *work, long long rows, long lon
 	if constexpr (P::parts == 1) {
 		out[c] = (int)s;
 	} else {
-		volatile unsigned *flag = reinterpret_cast<unsigned *>(work) + c;
-		unsigned *sum = reinterpret_cast<unsigned *>(work) + cols + c;
+		// column c's flag and sum side by side: flags always at even
+		// words, whatever cols a launch before had (its sums are at odd
+		// ones), so no launch reads another's sum as a flag
+		volatile unsigned *flag = reinterpret_cast<unsigned *>(work) + 2 * c;
+		unsigned *sum = reinterpret_cast<unsigned *>(work) + 2 * c + 1;
 		if (part > 0) {
 			while (*flag != (unsigned)part)
 				;
