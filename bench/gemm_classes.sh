@@ -148,20 +148,14 @@ fi
 # (fused == split, the float64 reference) and times against cuBLAS
 [ -z "$TUNED" ] && [ -s "$L/gemm_fp8.tuned.yaml" ] && TUNED=$L/gemm_fp8.tuned.yaml
 if want tuned && [ -n "$TUNED" ] && fits 260 tuned; then
-	T=/tmp/jitk-tuned
-	rm -rf "$T" && mkdir -p "$T/specs"
-	for f in specs/*.yaml; do
-		sed -e "s|template: ../templates/|template: $PWD/templates/|" \
-			-e "s|path: ../templates/|path: $PWD/templates/|" "$f" >"$T/specs/$(basename "$f")"
-	done
-	sed -e "s|template: ../templates/|template: $PWD/templates/|" "$TUNED" >"$T/specs/gemm_fp8.yaml"
+	T=$(python3 bench/tune.py --specs-with "$TUNED" /tmp/jitk-tuned)
 	diff specs/gemm_fp8.yaml "$TUNED" | grep '^>' >"$L/tuned.diff"
 	JITK_PCH=0 timeout 100 "$b/jitk" precompile gemm_fp8 gemm_fp8_bias gemm_fp8_gelu_tanh_fp8 \
-		gemm_fp8_gelu_tanh_fp8_out gemm_fp8_gate_residual --specs "$T/specs" --arch sm_90 \
+		gemm_fp8_gelu_tanh_fp8_out gemm_fp8_gate_residual --specs "$T" --arch sm_90 \
 		-j "$(nproc)" >"$L/tuned_precompile.log" 2>&1
 	stamp "tuned precompile" $?
 	tail -1 "$L/tuned_precompile.log"
-	JITK_SPECS=$T/specs timeout 150 python3 bench/gemm_check.py >"$L/gemm_check_tuned.log" 2>&1
+	JITK_SPECS=$T timeout 150 python3 bench/gemm_check.py >"$L/gemm_check_tuned.log" 2>&1
 	stamp "gemm_check tuned" $?
 	grep -E "^FAIL|checks|geometric|^\| (4096|512) " "$L/gemm_check_tuned.log"
 	save

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """tune.py SET [BUILD] - time tuning variants of one family on this GPU.
 tune.py --check [BUILD] - without a GPU: every variant's specs load and compile.
+tune.py --specs-with FILE DIR - a copy of specs/ under DIR (its path printed) whose
+gemm_fp8.yaml is FILE: the spec --write wrote, to check and time as shipped.
 
 Each variant is the shipped spec set with one spec changed: an entry
 appended to its tuning list (later entries override earlier ones) and,
@@ -178,14 +180,15 @@ SETS = {
 }
 
 
-def variant_dir(base, spec, entry, repl):
+def variant_dir(base, spec, entry, repl, whole=None):
     """A copy of specs/ (templates referred to by absolute path) with spec
-    changed."""
+    changed: entry appended to its tuning, the lines repl names replaced,
+    or (whole) the spec replaced by that file's text."""
     d = tempfile.mkdtemp(prefix="jitk-tune-", dir=base)
     for name in os.listdir(os.path.join(ROOT, "specs")):
         if not name.endswith(".yaml"):
             continue
-        src = open(os.path.join(ROOT, "specs", name)).read()
+        src = open(whole if whole and name == spec else os.path.join(ROOT, "specs", name)).read()
         src = src.replace("template: ../templates/", f"template: {ROOT}/templates/")
         src = src.replace("path: ../templates/", f"path: {ROOT}/templates/")  # packages.yaml
         if name == spec:
@@ -340,6 +343,12 @@ def tune_classes(s, build, write, keep=None):
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--check":
         sys.exit(check(sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build")))
+    if len(sys.argv) == 4 and sys.argv[1] == "--specs-with":
+        # a spec directory whose gemm_fp8.yaml is FILE (what --write wrote)
+        base = os.path.abspath(sys.argv[3])
+        os.makedirs(base, exist_ok=True)
+        print(variant_dir(base, SETS["gemm"]["spec"], None, [], whole=sys.argv[2]))
+        return
     if len(sys.argv) < 2 or sys.argv[1] not in SETS:
         raise SystemExit(__doc__)
     s = SETS[sys.argv[1]]
