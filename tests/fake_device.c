@@ -203,6 +203,12 @@ static int fake_alloc_zeroed(void *impl, size_t bytes, uint64_t *ptr)
 	fake_device *f = impl;
 
 	*ptr = 0;
+	if (f->alloc_hook) {
+		void (*hook)(void *) = f->alloc_hook;
+
+		f->alloc_hook = NULL;
+		hook(f->alloc_hook_arg);
+	}
 	if (f->alloc_fail)
 		return f->alloc_fail;
 	if (f->nallocs >= FAKE_MAX_ALLOCS)

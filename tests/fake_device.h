@@ -46,6 +46,8 @@ typedef struct {
 	int builder_fail;         /* CUresult run_builder returns */
 	unsigned shared_set;      /* the last set_shared */
 	int alloc_fail;           /* CUresult alloc_zeroed returns */
+	void (*alloc_hook)(void *); /* run (once, then cleared) as an allocation starts: */
+	void *alloc_hook_arg;       /* what another thread could do meanwhile */
 	int nallocs, frees;       /* alloc_zeroed's (recorded below), free_mem's of them */
 	uint64_t alloc_ptr[FAKE_MAX_ALLOCS], next_alloc;
 	size_t alloc_bytes[FAKE_MAX_ALLOCS];

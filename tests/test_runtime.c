@@ -987,6 +987,22 @@ static void test_data_only_family(void **state)
 	free(specs);
 }
 
+/* What another thread's call does while the scratch test's allocates. */
+typedef struct {
+	jitk_runtime *rt;
+	const jitk_arg *args;
+	jitk_stream stream;
+} scratch_race;
+
+static void scratch_race_call(void *p)
+{
+	scratch_race *r = p;
+	jitk_call_info info = JITK_CALL_INFO_INIT;
+
+	assert_int_equal(jitk_call(&info, r->rt, "tsum[parts=4]", JITK_CALL_STRICT, r->args, 2,
+				   r->stream), 0);
+}
+
 /* Scratch (io: scratch): the runtime gives it, zeroed when made, one per
  * stream and family, never smaller than the call's; a larger one replaces it and the
  * old one lives as long as the runtime; the caller may not pass it; an
@@ -1085,9 +1101,24 @@ static void test_scratch(void **state)
 	assert_int_equal(jitk_call(&info, rt, "tsum2[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
 	assert_int_equal(fake.nallocs, 7);
 	assert_int_equal(fake.launches[10].values[2], fake.alloc_ptr[6]);
+	/* a call on a stream whose scratch another call makes meanwhile (the
+	 * allocation is made outside the runtime's lock): it takes that one,
+	 * and gives its own back at once */
+	{
+		scratch_race race = { rt, args, (jitk_stream)0x4000 };
+
+		fake.alloc_hook = scratch_race_call;
+		fake.alloc_hook_arg = &race;
+		assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2,
+					   race.stream), 0);
+		assert_int_equal(fake.nallocs, 9);
+		assert_int_equal(fake.frees, 1);
+		assert_int_equal(fake.launches[11].values[2], fake.alloc_ptr[7]); /* the inner call's */
+		assert_int_equal(fake.launches[12].values[2], fake.alloc_ptr[7]);
+	}
 	/* every scratch, the replaced ones too, goes with the runtime */
 	jitk_runtime_free(rt);
-	assert_int_equal(fake.frees, 7);
+	assert_int_equal(fake.frees, 9);
 	free(specs);
 }
 

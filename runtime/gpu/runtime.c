@@ -355,22 +355,32 @@ static uint64_t scratch_thread_id(void)
 	return id;
 }
 
+/* The scratch of (stream, thread, family), or NULL; under scratch_mu. */
+static jitk_scratch *scratch_find(jitk_runtime *rt, jitk_stream stream, uint64_t thread,
+				  const void *family)
+{
+	size_t i;
+
+	for (i = 0; i < rt->nscratch; i++)
+		if (rt->scratch[i].stream == stream && rt->scratch[i].thread == thread &&
+		    rt->scratch[i].family == family)
+			return &rt->scratch[i];
+	return NULL;
+}
+
 int jitk__scratch(jitk_runtime *rt, jitk_stream stream, const void *family, size_t bytes,
 		  const char *symbol, const char *arg, uint64_t *ptr)
 {
 	/* CU_STREAM_PER_THREAD is one handle for a stream of each thread: the
 	 * thread's id, one no later thread is given (as pthread_self's can be) */
 	uint64_t thread = stream == (jitk_stream)CU_STREAM_PER_THREAD ? scratch_thread_id() : 0;
-	jitk_scratch *sc = NULL;
-	size_t i, want;
+	jitk_scratch *sc;
+	size_t want;
 	uint64_t mem;
 	int r;
 
 	pthread_mutex_lock(&rt->scratch_mu);
-	for (i = 0; i < rt->nscratch && !sc; i++)
-		if (rt->scratch[i].stream == stream && rt->scratch[i].thread == thread &&
-		    rt->scratch[i].family == family)
-			sc = &rt->scratch[i];
+	sc = scratch_find(rt, stream, thread, family);
 	if (sc && sc->bytes >= bytes) {
 		*ptr = sc->ptr;
 		pthread_mutex_unlock(&rt->scratch_mu);
@@ -380,16 +390,27 @@ int jitk__scratch(jitk_runtime *rt, jitk_stream stream, const void *family, size
 	if (sc && sc->bytes <= SIZE_MAX / 2 && want < 2 * sc->bytes)
 		want = 2 * sc->bytes;
 	want = want > SIZE_MAX - SCRATCH_GRAIN ? want : (want + SCRATCH_GRAIN - 1) & ~(SCRATCH_GRAIN - 1);
-	if (sc ? grow((void **)&rt->retired, &rt->capretired, rt->nretired, sizeof(*rt->retired))
-	       : grow((void **)&rt->scratch, &rt->capscratch, rt->nscratch, sizeof(*rt->scratch))) {
-		pthread_mutex_unlock(&rt->scratch_mu);
-		return jitk__error(JITK_ENOMEM, "out of memory");
-	}
-	if ((r = rt->ops->alloc_zeroed(rt->impl, want, &mem))) {
-		pthread_mutex_unlock(&rt->scratch_mu);
+	pthread_mutex_unlock(&rt->scratch_mu);
+	/* made outside the lock (an allocation, a memset, a wait): no other
+	 * stream's call waits for it */
+	if ((r = rt->ops->alloc_zeroed(rt->impl, want, &mem)))
 		return jitk__error(JITK_EDRIVER, "%s: %zu bytes of scratch for %s could not be made: "
 				   "%s (%s not launched)", symbol, want, arg,
 				   rt->ops->error_name(rt->impl, r), symbol);
+	pthread_mutex_lock(&rt->scratch_mu);
+	/* another thread's call on this stream may have made one meanwhile */
+	sc = scratch_find(rt, stream, thread, family);
+	if (sc && sc->bytes >= bytes) {
+		*ptr = sc->ptr;
+		pthread_mutex_unlock(&rt->scratch_mu);
+		rt->ops->free_mem(rt->impl, mem); /* never given to a kernel */
+		return JITK_OK;
+	}
+	if (sc ? grow((void **)&rt->retired, &rt->capretired, rt->nretired, sizeof(*rt->retired))
+	       : grow((void **)&rt->scratch, &rt->capscratch, rt->nscratch, sizeof(*rt->scratch))) {
+		pthread_mutex_unlock(&rt->scratch_mu);
+		rt->ops->free_mem(rt->impl, mem);
+		return jitk__error(JITK_ENOMEM, "out of memory");
 	}
 	if (sc) {
 		rt->retired[rt->nretired++] = sc->ptr;
