@@ -13,7 +13,7 @@
 #   2. bench/gemm_check.py: bytes (float64 reference, fused == split,
 #      every M class and N class) and times against cuBLAS in one process;
 #   2b. bench/py_overhead.py with JITK_TORCH_ONE_BLOCK 0 and 1 (issue 26);
-#   3. bench/tune.py gemm --only TUNE (default: split-K at M <= 512, the
+#   3. bench/tune.py gemm --only TUNE (default: split- and stream-K at M <= 512, the
 #      144-column M <= 512 tiles, and ping-pong on 128 x 96 tiles, for the
 #      plain GEMM and for the GELU epilogue alone), its cache kept, its
 #      winners written to $OUT/L/gemm_fp8.tuned.yaml;
@@ -41,7 +41,7 @@ for s in $STEPS; do
 	*) echo "gemm_classes.sh: unknown step '$s' (scratch check tune tuned overhead ncu block)" >&2; exit 2 ;;
 	esac
 done
-TUNE=${TUNE:-'split-K|M<=512: 128x144|ping-pong 128x96'}
+TUNE=${TUNE:-'split-K|stream-K|M<=512: 128x144|ping-pong 128x96'}
 # TUNED: a gemm_fp8.yaml that tune.py wrote (step 3's, or one carried from
 # an earlier call): step 3b checks its bytes and times it against cuBLAS
 TUNED=${TUNED:-}

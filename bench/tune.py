@@ -44,17 +44,17 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-def tiles(cls, tm, tn, cm, cn, pingpong=False, only=None, splits=1):
+def tiles(cls, tm, tn, cm, cn, pingpong=False, only=None, splits=1, stream_k=False):
     """A GEMM variant: one class's tile and cluster (ping-pong or
-    cooperative; split-K in splits when more than 1), for every epilogue
-    or only one (label, entry, [])."""
+    cooperative; split-K in splits when more than 1, stream-K), for every
+    epilogue or only one (label, entry, [])."""
     where = ("M<=512" if cls == "512" else "M>512") + (", GELU only" if only else "")
     when = f"mclass: [{cls}]" + (f", epilogue: [{only}]" if only else "")
     return (f"{where}: {'ping-pong ' if pingpong else ''}{tm}x{tn} c{cm}x{cn}" +
-            (f" split-K {splits}" if splits > 1 else ""),
+            (f" split-K {splits}" if splits > 1 else "") + (" stream-K" if stream_k else ""),
             f"  - when: {{ {when} }}\n" + ("    schedule: 1\n" if pingpong else "") +
             f"    tile_m: {tm}\n    tile_n: {tn}\n    cluster_m: {cm}\n    cluster_n: {cn}\n" +
-            (f"    scheduler: 1\n    splits: {splits}\n" if splits > 1 else ""), [])
+            (f"    scheduler: 1\n    splits: {splits}\n" if splits > 1 or stream_k else ""), [])
 
 
 # (label, tuning entry appended, [(old line, new line)])
@@ -158,6 +158,12 @@ SETS = {
             tiles(c, tm, tn, cm, cn, splits=sp) for c, tm, tn, cm, cn, sp in [
                 ("512", 128, 192, 2, 1, 2), ("512", 128, 192, 1, 1, 2), ("512", 128, 128, 2, 1, 2),
                 ("512", 128, 192, 2, 1, 3), ("512", 128, 96, 1, 2, 2), ("512", 128, 192, 2, 1, 4),
+            ]
+        ] + [
+            # stream-K (splits 1): N = 9216's 192 tiles of 128 x 192 make 1.45
+            # waves on 132 SMs; their K iterations spread evenly instead
+            tiles(c, tm, tn, cm, cn, stream_k=True) for c, tm, tn, cm, cn in [
+                ("512", 128, 192, 2, 1), ("512", 128, 192, 1, 1), ("512", 128, 144, 1, 2),
             ]
         ] + [
             # the same for the MLP's GELU epilogue alone, whose tanhf runs

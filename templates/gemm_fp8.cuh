@@ -35,8 +35,13 @@
 //                              takes its own tile, epilogue overlapped);
 //                              sm_100 has one (cooperative's value)
 //   scheduler                  GemmScheduler: persistent (data parallel) or
-//                              stream_k (split/stream-K, deterministic
-//                              reduction; for few tiles and long K)
+//                              stream_k (K split over the SMs, the partial
+//                              sums through the spec's scratch in a fixed
+//                              order; for few tiles and long K)
+//   splits                     stream_k: 1 stream-K (CUTLASS's split of the
+//                              K iterations over the SMs, by their count),
+//                              2 to 16 split-K (each tile in that many K
+//                              slices); the persistent scheduler: 1
 //   swizzle                    the persistent scheduler's tile swizzle
 //                              (1, 2, 4 or 8 tiles walked together)
 //   raster                     its raster order: 0 heuristic, 1 along M,
@@ -563,11 +568,13 @@ template <class P> struct gemm_fp8_sm90_gstore {
 	using type = gemm_fp8_gstore_t<EpiDesc, Desc>;
 };
 
-// Split-K whose scratch is never cleared between launches (the spec's
-// io: scratch, docs/spec-format.md "Scratch"). CUTLASS's stream-K
-// scheduler decomposes the tiles in split-K mode; the reduction across the
-// splits of a tile is the deterministic one of CUTLASS's scheduler, in
-// jitk's layout of the scratch:
+// Split-K and stream-K whose scratch is never cleared between launches
+// (the spec's io: scratch, docs/spec-format.md "Scratch"). CUTLASS's
+// stream-K scheduler decomposes the work (split-K: each tile in `splits`
+// K slices; stream-K: the K iterations of some tiles spread over the SMs
+// by their count); the reduction across the slices of a tile is the
+// deterministic one of CUTLASS's scheduler, in jitk's layout of the
+// scratch:
 //
 //   [0, gemm_splitk_flag_bytes)   a 32-bit flag per output tile and
 //                                 consumer warp group, 0 between launches
@@ -586,8 +593,8 @@ template <class P> struct gemm_fp8_sm90_gstore {
 // (split 0 stores), and since the flags come first in every instance of
 // the family (the scratch is the family's, per stream), no instance's sums
 // ever lie where another's flags do. The order of the additions depends on
-// the split count, not on the machine: fused and split kernels of one
-// tuning give the same bytes.
+// the split count (stream-K: on the SM count too), and fused and split
+// kernels of one tuning share it: they give the same bytes.
 struct SplitKScheduler {};
 
 constexpr long long gemm_splitk_flag_bytes = 1 << 20;
@@ -656,13 +663,17 @@ struct SplitKSelfReset
 // whole swizzles). The spec's scratch shape says the same; the builder
 // refuses a launch whose scheduler would index past it.
 template <class P>
-CUTLASS_HOST_DEVICE constexpr long long gemm_fp8_splitk_elems(long long m, long long n)
+CUTLASS_HOST_DEVICE constexpr long long gemm_fp8_splitk_tiles(long long m, long long n)
 {
 	const long long sw = P::swizzle > 0 ? P::swizzle : 1;
 	const long long bm = P::tile_m * P::cluster_m * sw, bn = P::tile_n * P::cluster_n * sw;
-	const long long tiles = (m + bm - 1) / bm * (P::cluster_m * sw) * ((n + bn - 1) / bn) *
-				(P::cluster_n * sw);
-	return gemm_splitk_flag_bytes / 4 + tiles * P::tile_m * P::tile_n;
+	return (m + bm - 1) / bm * (P::cluster_m * sw) * ((n + bn - 1) / bn) * (P::cluster_n * sw);
+}
+
+template <class P>
+CUTLASS_HOST_DEVICE constexpr long long gemm_fp8_splitk_elems(long long m, long long n)
+{
+	return gemm_splitk_flag_bytes / 4 + gemm_fp8_splitk_tiles<P>(m, n) * P::tile_m * P::tile_n;
 }
 
 } // namespace gemm
@@ -705,8 +716,9 @@ struct gemm_fp8_sm90 : gemm_fp8_evt<P, typename gemm_fp8_sm90_gstore<P>::type> {
 	using EpilogueSchedule = typename gemm_fp8_sm90_gstore<P>::EpilogueSchedule;
 	static constexpr int splits = splits_of<P>::value;
 	static constexpr bool split_k = int(P::scheduler) == int(GemmScheduler::stream_k);
-	static_assert(split_k ? splits >= 2 : splits == 1,
-		      "split-K (scheduler stream_k) takes 2 or more splits, the persistent scheduler 1");
+	static_assert(split_k ? splits >= 1 : splits == 1,
+		      "the persistent scheduler takes 1 split; stream_k takes 1 (stream-K) or more "
+		      "(split-K)");
 	using TileScheduler = cute::conditional_t<split_k, SplitKScheduler,
 						  cutlass::gemm::PersistentScheduler>;
 	// The epilogue tile is the spec's (epi_m x epi_n), which its out, q and
@@ -882,21 +894,26 @@ __global__ void gemm_fp8_params(jitk_params_out *out, const __grid_constant__ ji
 	if constexpr (T::split_k) {
 		using S = typename K::TileScheduler;
 		x.scheduler.splits = T::splits;
-		x.scheduler.decomposition_mode = S::DecompositionMode::SplitK;
+		x.scheduler.decomposition_mode = T::splits > 1 ? S::DecompositionMode::SplitK
+							       : S::DecompositionMode::StreamK;
 		x.scheduler.reduction_mode = S::ReductionMode::Deterministic;
 	}
 	x.hw_info = cutlass::KernelHardwareInfo{0, out->sm_count, 0};
 	typename K::Params p = T::params(x, ws);
 	if constexpr (T::split_k) {
 		// what the scheduler will index: no more than the scratch holds
-		const long long tiles = (long long)p.scheduler.units_per_problem_;
-		const char *why = !ws ? "split-K has no scratch (the spec's ws is 0 bytes)"
-				  : tiles * 2 * 4 > gemm::gemm_splitk_flag_bytes
-					  ? "split-K's output tiles need more flags than its 1 MiB holds"
-				  : gemm::gemm_splitk_flag_bytes / 4 + tiles * P::tile_m * P::tile_n >
-						  gemm::gemm_fp8_splitk_elems<P>(m, n)
-					  ? "split-K's tiles need more scratch than the spec's ws gives"
-					  : nullptr;
+		// (an output tile's index stays below the tiles of whole clusters
+		// and swizzles; split-K's units are those tiles)
+		const long long tiles = gemm::gemm_fp8_splitk_tiles<P>(m, n);
+		const char *why =
+			!ws ? "split-K has no scratch (the spec's ws is 0 bytes)"
+			: tiles * 2 * 4 > gemm::gemm_splitk_flag_bytes
+				? "split-K's output tiles need more flags than its 1 MiB holds"
+			: gemm::gemm_splitk_flag_bytes / 4 + tiles * P::tile_m * P::tile_n >
+					  gemm::gemm_fp8_splitk_elems<P>(m, n) ||
+				  (T::splits > 1 && (long long)p.scheduler.units_per_problem_ > tiles)
+				? "split-K's tiles need more scratch than the spec's ws gives"
+				: nullptr;
 		if (why) {
 			int i = 0;
 			for (; why[i] && i < 200; i++)
