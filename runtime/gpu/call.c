@@ -677,12 +677,8 @@ static int rule_value(const call *c, signed char kind, signed char slot, int64_t
 	return jitk__expr_eval_args(e, c->slots, out);
 }
 
-/* Every tensor against its rule. What a fallback could not do better -
- * a wrong dtype or shape, overlapping outputs - is an error in every
- * mode; alignment, strides, NULL and configured tensors are the fused
- * kernels' guards (rule_out). */
-/* A scratch argument (io: scratch): its size from its shape, and the
- * runtime's scratch of the call's stream (none for 0 bytes). */
+/* A scratch argument (io: scratch): its size in bytes, from its shape
+ * (the memory is given just before the launch, give_scratch). */
 static int scratch_arg(call *c, const jitk_kernel *k, size_t i, uint64_t *params)
 {
 	const spec_arg *a = &c->f->args[i];
@@ -721,6 +717,10 @@ static int give_scratch(jitk_runtime *rt, const spec_family *f, const char *name
 	return 0;
 }
 
+/* Every tensor against its rule. What a fallback could not do better -
+ * a wrong dtype or shape, overlapping outputs - is an error in every
+ * mode; alignment, strides, NULL and configured tensors are the fused
+ * kernels' guards (rule_out). */
 static int check_tensors(call *c, const jitk_kernel *k, uint64_t *params)
 {
 	const spec_family *f = c->f;
