@@ -1003,6 +1003,31 @@ static void scratch_race_call(void *p)
 				   r->stream), 0);
 }
 
+/* The scratch test's call of sym on stream: it launches once, with
+ * allocations made so far, and passes the scratch made by allocation
+ * alloc (-1: none, NULL). */
+static void scratch_call(jitk_runtime *rt, fake_device *fake, const char *sym,
+			 const jitk_arg *args, jitk_stream stream, int allocs, int alloc)
+{
+	jitk_call_info info = JITK_CALL_INFO_INIT;
+	int before = fake->nlaunches;
+
+	assert_int_equal(jitk_call(&info, rt, sym, JITK_CALL_STRICT, args, 2, stream), 0);
+	assert_int_equal(fake->nlaunches, before + 1);
+	assert_int_equal(fake->nallocs, allocs);
+	assert_ptr_equal(fake->launches[before].stream, stream);
+	assert_int_equal(fake->launches[before].values[2], alloc < 0 ? 0 : fake->alloc_ptr[alloc]);
+}
+
+/* out [cols] and x [rows, cols] for the scratch test. */
+static void scratch_shape(jitk_tensor *out, jitk_tensor *x, int64_t rows, int64_t cols)
+{
+	const jitk_dtype i32 = JITK_DTYPE_I32;
+
+	assert_int_equal(jitk_tensor_contiguous(out, ADDR(1), i32, 1, &cols), 0);
+	tensor2(x, ADDR(2), i32, rows, cols);
+}
+
 /* Scratch (io: scratch): the runtime gives it, zeroed when made, one per
  * stream and family, never smaller than the call's; a larger one replaces it and the
  * old one lives as long as the runtime; the caller may not pass it; an
@@ -1018,65 +1043,39 @@ static void test_scratch(void **state)
 	jitk_call_info info = JITK_CALL_INFO_INIT;
 	jitk_tensor out, x, w;
 	jitk_arg args[3];
-	const int64_t cols[1] = { 300 }, wide[1] = { 150000 }, wider[1] = { 400000 },
-		      widest[1] = { 600000 };
 
-	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, cols), 0);
-	tensor2(&x, ADDR(2), i32, 10, 300);
+	scratch_shape(&out, &x, 10, 300);
 	args[0] = targ("out", &out);
 	args[1] = targ("x", &x);
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.nlaunches, 1);
-	assert_int_equal(fake.nallocs, 1);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s1, 1, 0);
 	assert_int_equal(fake.alloc_bytes[0], 1u << 20); /* 2 x 300 x 4 bytes, in whole MiB */
-	assert_int_equal(fake.launches[0].values[2], fake.alloc_ptr[0]);
-	assert_ptr_equal(fake.launches[0].stream, s1);
 	/* the same stream again (the memo's path): the same scratch */
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.nallocs, 1);
-	assert_int_equal(fake.launches[1].values[2], fake.alloc_ptr[0]);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s1, 1, 0);
 	/* another stream: its own */
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s2), 0);
-	assert_int_equal(fake.nallocs, 2);
-	assert_int_equal(fake.launches[2].values[2], fake.alloc_ptr[1]);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s2, 2, 1);
 	assert_true(fake.alloc_ptr[1] != fake.alloc_ptr[0]);
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.launches[3].values[2], fake.alloc_ptr[0]);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s1, 2, 0);
 	/* more than the stream has: twice as much at least (1.2 MB -> 2 MiB,
 	 * where whole MiB alone would make it 2 too; 4.8 MB -> 8 MiB, not 5) */
-	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, wide), 0);
-	tensor2(&x, ADDR(3), i32, 10, wide[0]);
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.nallocs, 3);
+	scratch_shape(&out, &x, 10, 150000);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s1, 3, 2);
 	assert_int_equal(fake.alloc_bytes[2], 2u << 20);
-	assert_int_equal(fake.launches[4].values[2], fake.alloc_ptr[2]);
 	/* and nothing for a call that launches nothing (no rows to sum) */
-	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, wider), 0);
-	tensor2(&x, ADDR(3), i32, 0, wider[0]);
+	scratch_shape(&out, &x, 0, 400000);
 	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
 	assert_int_equal(fake.nallocs, 3);
 	assert_int_equal(fake.nlaunches, 5);
-	tensor2(&x, ADDR(3), i32, 10, wider[0]);
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.nallocs, 4);
+	scratch_shape(&out, &x, 10, 400000);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s1, 4, 3);
 	assert_int_equal(fake.alloc_bytes[3], 4u << 20);
-	assert_int_equal(fake.launches[5].values[2], fake.alloc_ptr[3]);
-	tensor2(&x, ADDR(3), i32, 10, widest[0]);
-	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, widest), 0);
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.nallocs, 5);
+	scratch_shape(&out, &x, 10, 600000);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s1, 5, 4);
 	assert_int_equal(fake.alloc_bytes[4], 8u << 20);
-	assert_int_equal(fake.launches[6].values[2], fake.alloc_ptr[4]);
 	/* and the smaller call takes the larger one from then on */
-	assert_int_equal(jitk_tensor_contiguous(&out, ADDR(1), i32, 1, cols), 0);
-	tensor2(&x, ADDR(2), i32, 10, 300);
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s1), 0);
-	assert_int_equal(fake.nallocs, 5);
-	assert_int_equal(fake.launches[7].values[2], fake.alloc_ptr[4]);
+	scratch_shape(&out, &x, 10, 300);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s1, 5, 4);
 	/* an instance whose scratch is 0 bytes gets NULL, and makes none */
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=1]", JITK_CALL_STRICT, args, 2, s3), 0);
-	assert_int_equal(fake.nallocs, 5);
-	assert_int_equal(fake.launches[8].values[2], 0);
+	scratch_call(rt, &fake, "tsum[parts=1]", args, s3, 5, -1);
 	/* the caller may not give it */
 	tensor2(&w, ADDR(4), i32, 1, 600);
 	args[2] = targ("work", &w);
@@ -1093,14 +1092,10 @@ static void test_scratch(void **state)
 			       "bytes of scratch for work could not be made"));
 	assert_int_equal(fake.nlaunches, 9);
 	fake.alloc_fail = 0;
-	assert_int_equal(jitk_call(&info, rt, "tsum[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
-	assert_int_equal(fake.nallocs, 6);
-	assert_int_equal(fake.launches[9].values[2], fake.alloc_ptr[5]);
+	scratch_call(rt, &fake, "tsum[parts=4]", args, s3, 6, 5);
 	/* another family on the same stream: a scratch of its own (a family
 	 * lays its scratch out as its kernels agree; another may not) */
-	assert_int_equal(jitk_call(&info, rt, "tsum2[parts=4]", JITK_CALL_STRICT, args, 2, s3), 0);
-	assert_int_equal(fake.nallocs, 7);
-	assert_int_equal(fake.launches[10].values[2], fake.alloc_ptr[6]);
+	scratch_call(rt, &fake, "tsum2[parts=4]", args, s3, 7, 6);
 	/* a call on a stream whose scratch another call makes meanwhile (the
 	 * allocation is made outside the runtime's lock): it takes that one,
 	 * and gives its own back at once */
